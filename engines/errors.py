@@ -1,0 +1,20 @@
+"""The one error class for expected failures (bad input, bad config, missing files)."""
+
+
+class MibenchError(ValueError):
+    """An expected failure: the CLI prints its message as one line and exits 2.
+
+    `field` names the input, config key or file at fault, so the message can point at it.
+    """
+
+    def __init__(self, message: str, field: str | None = None):
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class InputError(MibenchError):
+    """A bad scoring request: empty query, token id out of range, misplaced delimiter..."""
+
+
+class ModelError(MibenchError):
+    """A model that cannot be loaded: unknown preset, not a checkpoint, unsupported architecture."""

@@ -1,0 +1,15 @@
+"""What an engine's `score` returns."""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreResult:
+    """Scores of one request: `scores[i][j]` is label j's score for item i."""
+
+    scores: list[list[float]]
+    mode: str
+    num_items: int
+    num_tokens: int  # tokens the engine actually ran through the model (padding excluded)
