@@ -15,7 +15,14 @@ ENGINES = ("jax", "torch")
 DTYPES = ("float32", "bfloat16")
 
 __all__ = ["ENGINES", "DTYPES", "InputError", "MibenchError", "ModelError", "ScoreResult",
-           "load_engine"]
+           "env_info", "load_engine"]
+
+
+def env_info() -> dict:
+    """JAX devices (platform, kind, count) and package versions."""
+    from engines.env import env_info as _env_info
+
+    return _env_info()
 
 
 def load_engine(name: str, model: str = "embedded:tiny", dtype: str = "float32", tp: int = 1):

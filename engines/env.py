@@ -1,0 +1,36 @@
+"""What the engines run on: JAX devices and the versions of the packages that matter."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+PACKAGES = ("jax", "jaxlib", "flax", "torch", "transformers", "safetensors", "numpy", "mibench")
+
+
+def package_versions() -> dict[str, str | None]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def device_info() -> dict:
+    """Platform, device kind and count of JAX's default backend, and every device."""
+    import jax
+
+    devices = jax.devices()
+    return {
+        "platform": devices[0].platform,
+        "kind": devices[0].device_kind,
+        "count": len(devices),
+        "process_count": jax.process_count(),
+        "devices": [{"id": d.id, "kind": d.device_kind, "process": d.process_index}
+                    for d in devices],
+    }
+
+
+def env_info() -> dict:
+    return {"devices": device_info(), "packages": package_versions()}

@@ -1,0 +1,100 @@
+"""The JAX engine: loads a checkpoint, validates requests, dispatches to a scoring mode."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from engines.checkpoint import load_params, load_tokenizer, resolve_model
+from engines.errors import MibenchError
+from engines.jax_model import Decoder, causal_mask, decoder, label_scores, masked_attention
+from engines.request import ScoreRequest, make_request
+from engines.result import ScoreResult
+
+
+def bucket_length(n: int) -> int:
+    """Padded length for n tokens: powers of two up to 512, then multiples of 512, so a
+    workload compiles a handful of shapes, not one per length."""
+    if n <= 512:
+        return max(16, 1 << (n - 1).bit_length())
+    return -(-n // 512) * 512
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "apply_softmax"))
+def score_last_token(params, tokens_1t, last, labels, cfg, apply_softmax: bool):
+    """Causal forward of one (right-padded) sequence; scores of the row at `last`."""
+    t = tokens_1t.shape[1]
+    positions_1t = jnp.arange(t, dtype=jnp.int32)[None]
+    mask = causal_mask(t)
+    h_1td = decoder(params, tokens_1t, positions_1t, cfg,
+                    lambda q, k, v, _: masked_attention(q, k, v, mask))
+    return label_scores(params, h_1td[0, last][None], labels, apply_softmax)  # [1, labels]
+
+
+def score_single(engine: JaxEngine, req: ScoreRequest) -> np.ndarray:
+    """Mode `single`: one forward per item, batch 1, in order."""
+    labels = jnp.asarray(req.labels, jnp.int32)
+    rows = []
+    for i in range(len(req.items)):
+        seq = req.sequence(i)
+        tokens = np.zeros((1, bucket_length(len(seq))), np.int32)
+        tokens[0, : len(seq)] = seq
+        rows.append(score_last_token(engine.params, tokens, len(seq) - 1, labels,
+                                     engine.model_config, req.apply_softmax))
+    return np.concatenate([np.asarray(r) for r in rows])
+
+
+MODES = {"single": score_single}
+
+
+class JaxEngine:
+    """Scores requests with the JAX decoder in any of its modes."""
+
+    name = "jax"
+
+    def __init__(self, model: str, dtype: str = "float32", tp: int = 1):
+        if tp != 1:
+            raise MibenchError("tensor parallelism (tp > 1) is not implemented yet", field="tp")
+        self.model, self.dtype, self.tp = model, dtype, tp
+        self.folder = resolve_model(model)
+        self.model_config, np_params = load_params(self.folder)
+        self.module = Decoder(self.model_config, np_params, jnp.dtype(dtype))
+        self.params = self.module.weights()
+        self._tokenizer = None
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        return tuple(MODES)
+
+    @property
+    def tokenizer(self):
+        if self._tokenizer is None:
+            self._tokenizer = load_tokenizer(self.folder) or False
+        return self._tokenizer or None
+
+    def request(self, query, items, label_token_ids, apply_softmax=False, delimiter=None):
+        cfg = self.model_config
+        return make_request(query, items, label_token_ids, apply_softmax=apply_softmax,
+                            delimiter=delimiter, vocab_size=cfg.vocab_size,
+                            max_length=cfg.max_position_embeddings,
+                            tokenizer=self.tokenizer if _has_text(query, items) else None)
+
+    def score(self, query, items, label_token_ids, mode: str = "single",
+              apply_softmax: bool = False, delimiter: int | None = None,
+              **options) -> ScoreResult:
+        """Score every item; see DESIGN.md for the semantics and the modes' options."""
+        if mode not in MODES:
+            raise MibenchError(f"unknown mode {mode!r} for the jax engine "
+                               f"(known: {', '.join(MODES)})", field="mode")
+        req = self.request(query, items, label_token_ids, apply_softmax, delimiter)
+        scores = MODES[mode](self, req, **options)
+        return ScoreResult(scores=np.asarray(scores, np.float64).tolist(), mode=mode,
+                           num_items=len(req.items),
+                           num_tokens=len(req.prefix) + sum(map(len, req.items)))
+
+
+def _has_text(query, items) -> bool:
+    return isinstance(query, str) or any(isinstance(i, str) for i in items or ())

@@ -1,0 +1,177 @@
+"""The JAX decoder: pure functions for the math, a thin Flax NNX shell for the parameters.
+
+Layers are stacked on a leading axis and run with `lax.scan`, so compile time does not
+grow with depth. Attention is passed in as a function, so every scoring mode (causal,
+dense mask, segment blocks, prefix + extend) reuses the same layer code.
+Shapes: B batch, T tokens, S key tokens, D hidden, N query heads, K kv heads,
+G = N / K query heads per kv head, H head dim, F MLP width, V vocabulary, L layers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from engines.config import ModelConfig
+
+F32 = jnp.float32
+NEG_INF = -1e30  # finite, so fully masked rows give zeros instead of NaNs
+
+
+def rms_norm(x, w, eps: float):
+    """RMSNorm in float32, cast back, then scaled (the Hugging Face order)."""
+    x32 = x.astype(F32)
+    y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + eps)
+    return w * y.astype(x.dtype)
+
+
+def rope_inv_freq(cfg: ModelConfig) -> np.ndarray:
+    """Inverse frequencies [H/2], with llama3 frequency scaling when the config has it."""
+    h = cfg.head_dim
+    inv = 1.0 / (cfg.rope_theta ** (np.arange(0, h, 2, dtype=np.float64) / h))
+    if cfg.rope_scaling:
+        s = dict(cfg.rope_scaling)
+        factor, lo, hi = s["factor"], s["low_freq_factor"], s["high_freq_factor"]
+        old = s["original_max_position_embeddings"]
+        wavelen = 2 * math.pi / inv
+        smooth = (old / wavelen - lo) / (hi - lo)
+        mid = (1 - smooth) * inv / factor + smooth * inv
+        inv = np.where(wavelen > old / lo, inv / factor, np.where(wavelen < old / hi, inv, mid))
+    return inv.astype(np.float32)
+
+
+def apply_rope(x_btnh, positions_bt, inv_freq):
+    """Rotate-half RoPE at the given absolute positions."""
+    freqs = positions_bt.astype(F32)[..., None] * inv_freq  # [B, T, H/2]
+    cos = jnp.cos(jnp.concatenate([freqs, freqs], -1))[:, :, None, :].astype(x_btnh.dtype)
+    sin = jnp.sin(jnp.concatenate([freqs, freqs], -1))[:, :, None, :].astype(x_btnh.dtype)
+    x1, x2 = jnp.split(x_btnh, 2, axis=-1)
+    return x_btnh * cos + jnp.concatenate([-x2, x1], -1) * sin
+
+
+def masked_attention(q_btnh, k_bskh, v_bskh, mask_bts):
+    """Plain GQA attention with a boolean mask [B, T, S] (True = may attend)."""
+    b, t, n, h = q_btnh.shape
+    kh = k_bskh.shape[2]
+    q_btkgh = q_btnh.reshape(b, t, kh, n // kh, h)
+    s_bkgts = jnp.einsum("btkgh,bskh->bkgts", q_btkgh, k_bskh,
+                         preferred_element_type=F32) / math.sqrt(h)
+    s_bkgts = jnp.where(mask_bts[:, None, None], s_bkgts, NEG_INF)
+    p_bkgts = jax.nn.softmax(s_bkgts, axis=-1).astype(v_bskh.dtype)
+    o_btkgh = jnp.einsum("bkgts,bskh->btkgh", p_bkgts, v_bskh)
+    return o_btkgh.reshape(b, t, n, h)
+
+
+def causal_mask(t: int):
+    """[1, T, T] lower-triangular mask, built on device from iotas."""
+    i = jax.lax.broadcasted_iota(jnp.int32, (t, t), 0)
+    j = jax.lax.broadcasted_iota(jnp.int32, (t, t), 1)
+    return (j <= i)[None]
+
+
+# attend(q [B,T,N,H], k [B,S,K,H], v [B,S,K,H], layer_extra) -> [B, T, N, H]
+AttendFn = Callable[..., jax.Array]
+
+
+def qkv(lw: dict, x_btd, positions_bt, cfg: ModelConfig, inv_freq):
+    """Projections, q/k norms and RoPE of one layer: q [B,T,N,H], k and v [B,T,K,H]."""
+    b, t, _ = x_btd.shape
+    h = rms_norm(x_btd, lw["attn_norm"], cfg.rms_norm_eps)
+    q, k, v = h @ lw["wq"], h @ lw["wk"], h @ lw["wv"]
+    if cfg.qkv_bias:
+        q, k, v = q + lw["bq"], k + lw["bk"], v + lw["bv"]
+    q = q.reshape(b, t, cfg.num_heads, cfg.head_dim)
+    k = k.reshape(b, t, cfg.num_kv_heads, cfg.head_dim)
+    v = v.reshape(b, t, cfg.num_kv_heads, cfg.head_dim)
+    if cfg.qk_norm:
+        q = rms_norm(q, lw["q_norm"], cfg.rms_norm_eps)
+        k = rms_norm(k, lw["k_norm"], cfg.rms_norm_eps)
+    return apply_rope(q, positions_bt, inv_freq), apply_rope(k, positions_bt, inv_freq), v
+
+
+def mlp_block(lw: dict, x_btd, cfg: ModelConfig):
+    h = rms_norm(x_btd, lw["mlp_norm"], cfg.rms_norm_eps)
+    return (jax.nn.silu(h @ lw["w_gate"]) * (h @ lw["w_up"])) @ lw["w_down"]
+
+
+def decoder(params: dict, tokens_bt, positions_bt, cfg: ModelConfig, attend: AttendFn,
+            layer_extra=None, return_kv: bool = False):
+    """Embeddings and every layer; returns the final-normed hidden states [B, T, D]
+    (and, with return_kv, the per-layer k and v [L, B, T, K, H] for a cache).
+    `layer_extra` is a pytree with a leading L axis handed to `attend` layer by layer."""
+    inv_freq = jnp.asarray(rope_inv_freq(cfg))
+    x = params["embed"][tokens_bt]  # [B, T, D]
+
+    def body(x_btd, xs):
+        lw, extra = xs
+        q, k, v = qkv(lw, x_btd, positions_bt, cfg, inv_freq)
+        o_btnh = attend(q, k, v, extra)
+        b, t = o_btnh.shape[:2]
+        x_btd = x_btd + o_btnh.reshape(b, t, cfg.q_size) @ lw["wo"]
+        x_btd = x_btd + mlp_block(lw, x_btd, cfg)
+        return x_btd, ((k, v) if return_kv else None)
+
+    x, kv = jax.lax.scan(body, x, (params["layers"], layer_extra))
+    x = rms_norm(x, params["final_norm"], cfg.rms_norm_eps)
+    return (x, kv) if return_kv else x
+
+
+def label_scores(params: dict, h_rd, labels, apply_softmax: bool):
+    """Scores [R, labels] of scored rows h [R, D]: softmax over the label logits only, or
+    exp(log-prob) of each label under the full vocabulary (log-sum-exp in float32)."""
+    head_vd = params.get("lm_head", params["embed"])
+    label_logits = jnp.einsum("rd,ld->rl", h_rd, head_vd[labels], preferred_element_type=F32)
+    if apply_softmax:
+        return jax.nn.softmax(label_logits, axis=-1)
+    return jnp.exp(label_logits - vocab_logsumexp(h_rd, head_vd))
+
+
+def vocab_logsumexp(h_rd, head_vd, block: int = 16384):
+    """log-sum-exp of h @ head.T over the vocabulary [R, 1], one vocabulary block at a time,
+    so the [R, V] logits never exist at once and each block's exponentials are consumed
+    where they are made."""
+    v, d = head_vd.shape
+    nblk = -(-v // block)
+    pad = nblk * block - v
+    head_kbd = jnp.pad(head_vd, ((0, pad), (0, 0))).reshape(nblk, block, d)
+    valid_kb = (jnp.arange(nblk * block) < v).reshape(nblk, block)
+
+    def step(carry, xs):
+        m_r, s_r = carry
+        w_bd, valid_b = xs
+        z_rb = jnp.einsum("rd,bd->rb", h_rd, w_bd, preferred_element_type=F32)
+        z_rb = jnp.where(valid_b[None], z_rb, -jnp.inf)
+        m_new = jnp.maximum(m_r, z_rb.max(-1))
+        s_r = s_r * jnp.exp(m_r - m_new) + jnp.exp(z_rb - m_new[:, None]).sum(-1)
+        return (m_new, s_r), None
+
+    r = h_rd.shape[0]
+    init = (jnp.full((r,), -jnp.inf, F32), jnp.zeros((r,), F32))
+    (m_r, s_r), _ = jax.lax.scan(step, init, (head_kbd, valid_kb))
+    return (m_r + jnp.log(s_r))[:, None]
+
+
+class Decoder(nnx.Module):
+    """Thin parameter shell: holds the weights as nnx.Params in the engine layout."""
+
+    def __init__(self, cfg: ModelConfig, params: dict, dtype):
+        self.cfg = cfg
+        self.embed = nnx.Param(jnp.asarray(params["embed"], dtype))
+        self.final_norm = nnx.Param(jnp.asarray(params["final_norm"], dtype))
+        self.lm_head = (nnx.Param(jnp.asarray(params["lm_head"], dtype))
+                        if "lm_head" in params else None)
+        self.layers = nnx.Dict({k: nnx.Param(jnp.asarray(v, dtype))
+                                for k, v in params["layers"].items()})
+
+    def weights(self) -> dict:
+        """The parameters as a plain pytree, for the jitted module-level functions."""
+        w = {"embed": self.embed[...], "final_norm": self.final_norm[...],
+             "layers": {k: v[...] for k, v in self.layers.items()}}
+        if self.lm_head is not None:
+            w["lm_head"] = self.lm_head[...]
+        return w

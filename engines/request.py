@@ -1,0 +1,90 @@
+"""A scoring request, validated once: every bad input is an InputError naming its field."""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from collections.abc import Sequence
+
+from engines.errors import InputError
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreRequest:
+    """Validated token ids. `delimiter` None means plain semantics."""
+
+    query: tuple[int, ...]
+    items: tuple[tuple[int, ...], ...]
+    labels: tuple[int, ...]
+    apply_softmax: bool
+    delimiter: int | None
+
+    @property
+    def prefix(self) -> tuple[int, ...]:
+        """What every item follows: the query, plus the delimiter when there is one."""
+        return self.query + ((self.delimiter,) if self.delimiter is not None else ())
+
+    def sequence(self, i: int) -> tuple[int, ...]:
+        """The standalone sequence of item i, whose last token's next-token scores we want."""
+        return self.prefix + self.items[i]
+
+
+def _tokens(value, field: str, tokenizer) -> tuple[int, ...]:
+    if isinstance(value, str):
+        if tokenizer is None:
+            raise InputError("text given but the model has no tokenizer; pass token ids",
+                             field=field)
+        value = tokenizer.encode(value, add_special_tokens=False)
+    if not isinstance(value, Sequence) and not hasattr(value, "tolist"):
+        raise InputError(f"must be a list of token ids or a string, got {type(value).__name__}",
+                         field=field)
+    ids = value.tolist() if hasattr(value, "tolist") else list(value)
+    for j, t in enumerate(ids):
+        if isinstance(t, bool) or not isinstance(t, numbers.Integral):
+            raise InputError(f"token {j} is {t!r}, not an integer id", field=field)
+    if not ids:
+        raise InputError("is empty", field=field)
+    return tuple(int(t) for t in ids)
+
+
+def _check_range(ids: Sequence[int], field: str, vocab_size: int) -> None:
+    for j, t in enumerate(ids):
+        if not 0 <= t < vocab_size:
+            raise InputError(f"token id {t} at position {j} is outside the vocabulary "
+                             f"[0, {vocab_size})", field=field)
+
+
+def make_request(query, items, label_token_ids, *, apply_softmax: bool = False,
+                 delimiter: int | None = None, vocab_size: int, max_length: int,
+                 tokenizer=None) -> ScoreRequest:
+    """Tokenize (when given text) and validate a request against the model's limits."""
+    q = _tokens(query, "query", tokenizer)
+    _check_range(q, "query", vocab_size)
+    if isinstance(items, str) or not isinstance(items, Sequence) or not items:
+        raise InputError("must be a non-empty list of items", field="items")
+    its = tuple(_tokens(item, f"items[{i}]", tokenizer) for i, item in enumerate(items))
+    for i, item in enumerate(its):
+        _check_range(item, f"items[{i}]", vocab_size)
+    if isinstance(label_token_ids, str) or not isinstance(label_token_ids, Sequence) \
+            or not label_token_ids:
+        raise InputError("must be a non-empty list of token ids", field="label_token_ids")
+    labels = _tokens(list(label_token_ids), "label_token_ids", None)
+    _check_range(labels, "label_token_ids", vocab_size)
+    if delimiter is not None:
+        if isinstance(delimiter, bool) or not isinstance(delimiter, numbers.Integral):
+            raise InputError(f"must be a token id or None, got {delimiter!r}", field="delimiter")
+        delimiter = int(delimiter)
+        _check_range([delimiter], "delimiter", vocab_size)
+        if delimiter in q:
+            raise InputError(f"delimiter {delimiter} occurs in the query at position "
+                             f"{q.index(delimiter)}", field="query")
+        for i, item in enumerate(its):
+            if delimiter in item:
+                raise InputError(f"delimiter {delimiter} occurs in the item at position "
+                                 f"{item.index(delimiter)}", field=f"items[{i}]")
+    req = ScoreRequest(q, its, labels, bool(apply_softmax), delimiter)
+    longest = max(range(len(its)), key=lambda i: len(its[i]))
+    if len(req.sequence(longest)) > max_length:
+        raise InputError(f"query + item is {len(req.sequence(longest))} tokens, longer than the "
+                         f"model's maximum of {max_length}", field=f"items[{longest}]")
+    return req
