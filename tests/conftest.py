@@ -1,0 +1,43 @@
+"""Shared fixtures: engines on the embedded `tiny` preset and seeded random requests."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+DELIM = 151643
+LABELS = [198, 9834]
+
+
+def random_request(seed: int, query_len: int = 48, num_items: int = 8,
+                   item_len: int | tuple[int, int] = (1, 9), vocab: int = 151000):
+    """(query, items): random token ids below `vocab` (so never the delimiter)."""
+    rng = np.random.default_rng(seed)
+    query = rng.integers(0, vocab, query_len).tolist()
+    lo, hi = (item_len, item_len + 1) if isinstance(item_len, int) else item_len
+    items = [rng.integers(0, vocab, int(rng.integers(lo, hi))).tolist()
+             for _ in range(num_items)]
+    return query, items
+
+
+@pytest.fixture(scope="session")
+def make_request():
+    return random_request
+
+
+@pytest.fixture(scope="session")
+def jax_tiny():
+    from engines import load_engine
+
+    return load_engine("jax", model="embedded:tiny", dtype="float32")
+
+
+@pytest.fixture(scope="session")
+def torch_tiny():
+    from engines import load_engine
+
+    return load_engine("torch", model="embedded:tiny", dtype="float32")
