@@ -112,8 +112,13 @@ def shard_params(params: dict, shard: ShardConfig) -> dict:
     if shard.mesh is None:
         return params
     specs = param_specs(params, shard.tp)
-    return jax.tree.map(lambda x, s: jax.device_put(x, NamedSharding(shard.mesh, s)),
-                        params, specs)
+
+    def place(x, spec):  # every process holds the same host copy; each places its shards
+        x = np.asarray(x)
+        return jax.make_array_from_callback(x.shape, NamedSharding(shard.mesh, spec),
+                                            lambda idx: x[idx])
+
+    return jax.tree.map(place, params, specs)
 
 
 def constrain(x, shard: ShardConfig, spec: PartitionSpec):
