@@ -1,0 +1,223 @@
+"""The YAML config, validated once at the edge into typed objects (pydantic, unknown keys
+forbidden). `load_config(path, overrides)` is the one entry point; every error is a
+`ConfigError` naming `file:line: key.path`.
+
+List-valued options are matrix axes (see `harness.matrix`): `model.path`, `model.dtype`,
+`topology.tp`, `workload.query_tokens`, `workload.num_items`, `workload.item_tokens` and
+every mode option of a case. `precompile_bs: [1, 2, 4]` is one value; a list of such lists
+is an axis.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
+
+from harness.yamlsource import ConfigError, Locations, apply_set, load_source
+
+__all__ = ["Config", "ConfigError", "load_config", "Case", "Workload", "WorkloadFields"]
+
+
+def _listify(v):
+    return v if isinstance(v, list) else [v]
+
+
+def _nest(v):
+    """precompile_bs: a list of ints is one value; wrap it so a list of lists is the axis."""
+    if isinstance(v, list) and v and not any(isinstance(x, list) for x in v):
+        return [v]
+    return [[v]] if isinstance(v, int) else v
+
+
+def Axis(t):  # noqa: N802 - reads as a type
+    return Annotated[list[t], BeforeValidator(_listify), Field(min_length=1)]
+
+
+Dtype = Literal["float32", "bfloat16"]
+Mask = Literal["dense", "segment", "auto"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Dist(Strict):
+    """Item lengths drawn uniformly from [min, max] (inclusive)."""
+
+    dist: Literal["uniform"]
+    min: PositiveInt
+    max: PositiveInt
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        if self.min > self.max:
+            raise ValueError(f"min {self.min} is greater than max {self.max}")
+        return self
+
+
+class ModelSection(Strict):
+    """`path`: a checkpoint folder or `embedded:<preset>`; `dtype`: float32 or bfloat16."""
+
+    path: Axis(str)
+    dtype: Axis(Dtype) = ["float32"]
+
+
+class Topology(Strict):
+    """`tp`: tensor-parallel degree (devices per engine)."""
+
+    tp: Axis(PositiveInt) = [1]
+
+
+class WorkloadFields(Strict):
+    """Workload keys, all optional: a case's or parity's patch over the top-level workload."""
+
+    query_tokens: Axis(PositiveInt) | None = None
+    num_items: Axis(PositiveInt) | None = None
+    item_tokens: Axis(PositiveInt | Dist) | None = None
+    tokens: Literal["random", "constant"] = "random"
+    label_token_ids: Annotated[list[NonNegativeInt], Field(min_length=1)] | None = None
+    delimiter: NonNegativeInt | None = None
+    apply_softmax: bool = False
+    seed: int = 0
+    requests: str | None = None  # JSONL file of text or token requests, relative to the config
+
+
+class Workload(WorkloadFields):
+    """What every case scores: one generated request, or the requests of a JSONL file."""
+
+    @model_validator(mode="after")
+    def _complete(self):
+        if self.label_token_ids is None:
+            raise ValueError("label_token_ids is required")
+        generated = ("query_tokens", "num_items", "item_tokens")
+        given = [k for k in generated if getattr(self, k) is not None]
+        if self.requests is not None and given:
+            raise ValueError(f"give either requests or {', '.join(generated)}, not both")
+        if self.requests is None and len(given) < 3:
+            missing = [k for k in generated if k not in given]
+            raise ValueError(f"{', '.join(missing)} required (or requests: FILE.jsonl)")
+        return self
+
+
+class RunsPatch(Strict):
+    """Run counts: `warmup` untimed runs after the first (compile) call, `timed` runs, and
+    an optional per-case `timeout_s`."""
+
+    warmup: NonNegativeInt | None = None
+    timed: PositiveInt | None = None
+    timeout_s: PositiveFloat | None = None
+
+
+class Runs(RunsPatch):
+    warmup: NonNegativeInt = 1
+    timed: PositiveInt = 5
+
+
+class Case(Strict):
+    """One line of `cases`: engine, mode, mode options (lists expand), per-case overrides."""
+
+    engine: str
+    mode: str
+    mask: Axis(Mask) | None = None
+    chunk_size: Axis(PositiveInt) | None = None
+    extend_batch_size: Axis(PositiveInt) | None = None
+    precompile_bs: Annotated[list[Annotated[list[PositiveInt], Field(min_length=1)]],
+                             BeforeValidator(_nest), Field(min_length=1)] | None = None
+    runs: RunsPatch | None = None
+    workload: WorkloadFields | None = None
+
+
+class Reference(Strict):
+    """The parity oracle for the `engines` check (float32 by default)."""
+
+    engine: str = "torch"
+    mode: str = "single"
+    dtype: Dtype = "float32"
+
+
+class Parity(Strict):
+    """Which parity checks to run, against what, on which (small) workload."""
+
+    reference: Reference = Reference()
+    checks: list[Literal["isolation", "modes", "engines"]] = []
+    workload: WorkloadFields | None = None
+
+
+class Config(Strict):
+    """A whole benchmark config (see DESIGN.md, Configs)."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    description: str | None = None
+    model: ModelSection
+    topology: Topology = Topology()
+    workload: Workload
+    runs: Runs = Runs()
+    cases: Annotated[list[Case], Field(min_length=1)]
+    parity: Parity | None = None
+
+    _locations: Locations = PrivateAttr(default_factory=Locations)
+    _source: str = PrivateAttr(default="")
+
+    def resolved(self) -> dict:
+        """The fully resolved config (includes and overrides applied), JSON-ready."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    def sha256(self) -> str:
+        text = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def error(self, key: tuple, message: str) -> ConfigError:
+        return self._locations.error(key, message)
+
+
+def _workload_spots(data: dict):
+    """Every mapping in the raw config that may hold `requests:`, with its key path."""
+    yield ("workload",), data.get("workload")
+    yield ("parity", "workload"), (data.get("parity") or {}).get("workload") \
+        if isinstance(data.get("parity"), dict) else None
+    cases = data.get("cases")
+    for i, case in enumerate(cases if isinstance(cases, list) else []):
+        yield ("cases", i, "workload"), case.get("workload") if isinstance(case, dict) else None
+
+
+def _resolve_requests(data: dict, locs: Locations) -> None:
+    """Make each `requests:` path absolute, relative to the file that set it."""
+    for key, node in _workload_spots(data):
+        if isinstance(node, dict) and isinstance(node.get("requests"), str):
+            file, _ = locs.find(key + ("requests",))
+            base = Path(file).parent if file and not file.startswith("--set") else Path.cwd()
+            node["requests"] = str((base / node["requests"]).resolve())
+
+
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
+    """Read, merge includes, apply `--set` overrides, validate, and check the matrix."""
+    from harness.errors_format import format_validation_error
+    from harness.matrix import expand
+
+    data, locs = load_source(Path(path))
+    for assignment in overrides:
+        data = apply_set(data, locs, assignment)
+    _resolve_requests(data, locs)
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as e:
+        raise format_validation_error(e, data, locs) from None
+    config._locations = locs
+    config._source = str(path)
+    expand(config)  # semantic checks: engines, modes, options, duplicate ids
+    return config

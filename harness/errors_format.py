@@ -1,0 +1,99 @@
+"""Turn pydantic's validation errors into one ConfigError line: `file:line: key.path: why`."""
+
+from __future__ import annotations
+
+import typing
+
+from pydantic import BaseModel, ValidationError
+
+from harness.yamlsource import ConfigError, Key, Locations, dotted
+
+MAX_SHOWN = 3
+
+
+def _child(node, part):
+    if isinstance(node, dict) and isinstance(part, str) and part in node:
+        return True, node[part]
+    if isinstance(node, list) and isinstance(part, int) and part < len(node):
+        return True, node[part]
+    return False, None
+
+
+def _clean_loc(loc: tuple, data, kind: str) -> Key:
+    """Follow pydantic's loc through the raw data, dropping its union-branch tags
+    (`int`, `Dist`, `list[int]`...) that name types, not keys."""
+    out: list = []
+    node = data
+    for n, part in enumerate(loc):
+        found, child = _child(node, part)
+        if not found:
+            if n + 1 < len(loc) and _child(node, loc[n + 1])[0]:
+                continue  # a union tag: the next part is a real key
+            if kind == "missing" and isinstance(part, str) and isinstance(node, dict):
+                out.append(part)
+            break
+        out.append(part)
+        node = child
+    return tuple(out)
+
+
+def _models_in(annotation) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    found = []
+    for arg in typing.get_args(annotation):
+        found += _models_in(arg)
+    return found
+
+
+def _section(root: type[BaseModel], key: Key) -> type[BaseModel] | None:
+    """The model class of the mapping at `key` (list indices skipped)."""
+    model = root
+    for part in key:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        models = _models_in(field.annotation) if field else []
+        if not models:
+            return None
+        model = models[-1]
+    return model
+
+
+def _message(err: dict, key: Key, root: type[BaseModel]) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        parent = _section(root, key[:-1])
+        allowed = f" (allowed: {', '.join(parent.model_fields)})" if parent else ""
+        return f"unknown key{allowed}"
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "too_short" and isinstance(err.get("input"), list) and not err["input"]:
+        return "is empty: needs at least one value (a matrix axis with no values has no cases)"
+    msg = err["msg"]
+    return msg.removeprefix("Value error, ")
+
+
+def format_validation_error(e: ValidationError, data: dict, locs: Locations) -> ConfigError:
+    from harness.config import Config
+
+    seen: dict[str, tuple[Key, str, tuple]] = {}
+    for err in e.errors(include_url=False):
+        key = _clean_loc(tuple(err["loc"]), data, err["type"])
+        # a union reports one error per branch: a value error, or the branch that got
+        # deepest into the value, names the real problem
+        rank = (err["type"] == "value_error", len(err["loc"]))
+        if dotted(key) not in seen or rank > seen[dotted(key)][2]:
+            seen[dotted(key)] = (key, _message(err, key, Config), rank)
+    # a type error of one union branch is noise when another branch got deeper
+    items = [(k, m) for k, m, _ in seen.values()
+             if not (m.startswith("Input should be a valid") and
+                     any(d.startswith(dotted(k) + ".") for d in seen))]
+    key, msg = items[0]
+    first = locs.error(key, msg)
+    if len(items) == 1:
+        return first
+    more = "; ".join(f"{dotted(k)}: {m}" for k, m in items[1:MAX_SHOWN])
+    extra = f" (+{len(items) - MAX_SHOWN} more)" if len(items) > MAX_SHOWN else ""
+    return ConfigError(f"{msg}; also {more}{extra}", key=first.key, file=first.file,
+                       line=first.line)

@@ -1,0 +1,146 @@
+"""`mibench history`: artifacts of one folder ordered by commit time; per case the series of
+median throughputs, its change points (`harness.changepoint`), and the peak vs the current.
+
+Commit time comes from `git show` in the recorded checkout (or the current one) when the
+commit is known there; otherwise the artifact's `started_at` stands in for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import subprocess
+from pathlib import Path
+
+from engines import MibenchError
+from harness.changepoint import DEFAULT, METHOD, ChangePoint, Params, binary_segmentation
+from harness.compare import label
+from harness.records import RunRecord, read_artifact
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One artifact's value for one case."""
+
+    label: str  # short commit
+    commit: str | None
+    time: str  # commit time, else the run's start
+    run_id: str
+    status: str  # ok / failed / skipped / missing
+    items_per_s: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Series:
+    config: str  # the config's name
+    case_id: str
+    points: list[Point]
+    change_points: list[ChangePoint]  # index: into `points`
+
+    @property
+    def peak(self) -> Point | None:
+        ok = [p for p in self.points if p.items_per_s is not None]
+        return max(ok, key=lambda p: p.items_per_s, default=None)
+
+    @property
+    def current(self) -> Point:
+        return self.points[-1]
+
+    @property
+    def name(self) -> str:
+        return f"{self.config}: {self.case_id}"
+
+
+@dataclasses.dataclass(frozen=True)
+class History:
+    series: list[Series]
+    artifacts: int
+    configs: list[str]
+    method: str = METHOD
+    params: Params = DEFAULT
+
+
+def load_dir(folder: str | Path, load=read_artifact) -> list[RunRecord]:
+    """Every `*.json` artifact under `folder` (recursively), read with `load`; a file that is
+    not a mibench artifact is an error naming it."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise MibenchError("not a folder of artifacts", field=str(folder))
+    files = sorted(folder.rglob("*.json"))
+    if not files:
+        raise MibenchError("no *.json artifacts in this folder", field=str(folder))
+    return [load(f) for f in files if f.is_file()]
+
+
+def commit_time(record: RunRecord) -> str | None:
+    """ISO commit time from git, trying the recorded checkout then the current folder."""
+    git = record.provenance.git
+    return _git_time(git.path, git.commit) if git.commit else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _git_time(path: str, commit: str) -> str | None:
+    for where in dict.fromkeys([path, "."]):
+        try:
+            out = subprocess.run(["git", "-C", where, "show", "-s", "--format=%cI", commit],
+                                 capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    return None
+
+
+def ordered(records: list[RunRecord]) -> list[tuple[str, RunRecord]]:
+    """(time, record) by commit time (started_at where unknown), then by start."""
+    timed = [(commit_time(r) or r.started_at, r) for r in records]
+    return sorted(timed, key=lambda tr: (_sortable(tr[0]), _sortable(tr[1].started_at)))
+
+
+def _sortable(iso: str) -> str:
+    """ISO times with offsets compare as UTC strings (`Z` and `+00:00` alike)."""
+    import datetime as dt
+
+    try:
+        return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone(
+            dt.UTC).isoformat()
+    except ValueError:
+        return iso
+
+
+def build_history(records: list[RunRecord], case: str | None = None,
+                  params: Params = DEFAULT) -> History:
+    """The series of every case (or only `case`) of every config, in commit order. Cases
+    of different configs are different series even when their ids agree."""
+    configs: dict[str, list[tuple[str, RunRecord]]] = {}
+    for time, r in ordered(records):
+        configs.setdefault(str(r.config.get("name", "?")), []).append((time, r))
+    series, known = [], []
+    for name, timeline in configs.items():
+        ids: list[str] = []
+        for _, r in timeline:
+            ids += [c.case_id for c in r.cases if c.case_id not in ids]
+        known += ids
+        series += [_series(name, cid, timeline, params) for cid in ids
+                   if case is None or cid == case]
+    if not series:
+        shown = ", ".join(known[:5]) + (", ..." if len(known) > 5 else "")
+        raise MibenchError(f"no such case in these artifacts (known: {shown})",
+                           field=f"--case {case}")
+    return History(series=series, artifacts=len(records), params=params,
+                   configs=list(configs))
+
+
+def _series(config: str, case_id: str, timeline: list[tuple[str, RunRecord]],
+            params: Params) -> Series:
+    points = []
+    for time, r in timeline:
+        c = next((c for c in r.cases if c.case_id == case_id), None)
+        thr = c.metrics.throughput_items_per_s if c is not None and c.status == "ok" else None
+        points.append(Point(label=label(r), commit=r.provenance.git.commit, time=time,
+                            run_id=r.run_id, status=c.status if c else "missing",
+                            items_per_s=thr.median if thr else None))
+    where = [i for i, p in enumerate(points) if p.items_per_s is not None]
+    found = binary_segmentation([points[i].items_per_s for i in where], params)
+    moved = [dataclasses.replace(cp, index=where[cp.index]) for cp in found]
+    return Series(config=config, case_id=case_id, points=points, change_points=moved)

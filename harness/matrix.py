@@ -1,0 +1,179 @@
+"""Expand a config into its cases: every list-valued option is a matrix axis.
+
+Order: model, dtype, tp (outer: one engine each, so an engine's cases run together), then
+the config's cases in order, then each case's option axes, then workload axes.
+
+Case ids are stable and readable: `engine/mode/opt=value.../tp=N`, then `model=`, `dtype=`,
+`q=`, `items=`, `item_len=` for axes that the config varies (more than one value), then
+`key=value` for each workload key a case patches. Two cases with the same id are an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+from harness.config import Case, Config, Workload
+from workloads import WorkloadSpec
+
+# The config vocabulary: engine -> mode -> the options that mode accepts.
+MODES: dict[str, dict[str, tuple[str, ...]]] = {
+    "jax": {"single": (), "packed": ("mask",), "chunked": ("chunk_size", "mask"),
+            "prefill_extend": ("extend_batch_size", "precompile_bs")},
+    "torch": {"single": ()},
+}
+OPTIONS = ("mask", "chunk_size", "extend_batch_size", "precompile_bs")
+WORKLOAD_AXES = {"query_tokens": "q", "num_items": "items", "item_tokens": "item_len"}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunPlan:
+    warmup: int
+    timed: int
+    timeout_s: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseSpec:
+    """One fully expanded case: what the runner measures."""
+
+    case_id: str
+    engine: str
+    mode: str
+    params: dict  # mode options, e.g. {"mask": "segment"}
+    model: str
+    dtype: str
+    tp: int
+    workload: WorkloadSpec
+    runs: RunPlan
+    index: int  # position of the source line in `cases`
+
+    @property
+    def engine_key(self) -> tuple[str, str, str, int]:
+        return (self.engine, self.model, self.dtype, self.tp)
+
+
+def short(value) -> str:
+    """Compact, readable rendering of an option value for case ids."""
+    if isinstance(value, list | tuple):
+        ints = all(isinstance(v, int) for v in value)
+        if ints and len(value) > 2 and list(value) == list(range(value[0], value[-1] + 1)):
+            return f"{value[0]}-{value[-1]}"  # 1,2,...,12 -> 1-12
+        return ",".join(short(v) for v in value)
+    if hasattr(value, "dist"):
+        return f"{value.dist}{value.min}-{value.max}"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def model_name(path: str) -> str:
+    return path.removeprefix("embedded:").rstrip("/").rsplit("/", 1)[-1]
+
+
+def check_case(config: Config, i: int, case: Case) -> None:
+    """Engine, mode and options must exist; errors name `cases.i.key`."""
+    if case.engine not in MODES:
+        raise config.error(("cases", i, "engine"),
+                           f"unknown engine {case.engine!r} (known: {', '.join(MODES)})")
+    modes = MODES[case.engine]
+    if case.mode not in modes:
+        raise config.error(("cases", i, "mode"), f"unknown mode {case.mode!r} for engine "
+                           f"{case.engine} (known: {', '.join(modes)})")
+    for opt in OPTIONS:
+        if getattr(case, opt) is not None and opt not in modes[case.mode]:
+            allowed = ", ".join(modes[case.mode]) or "none"
+            raise config.error(("cases", i, opt), f"mode {case.mode} takes no option {opt!r} "
+                               f"(its options: {allowed})")
+
+
+def _workload(config: Config, case: Case, i: int) -> Workload:
+    if case.workload is None:
+        return config.workload
+    merged = {**config.workload.model_dump(exclude_unset=True),
+              **case.workload.model_dump(exclude_unset=True)}
+    try:
+        return Workload.model_validate(merged)
+    except ValueError as e:
+        raise config.error(("cases", i, "workload"), str(e).splitlines()[-1].strip()) from None
+
+
+def workload_specs(w: Workload) -> list[tuple[dict, WorkloadSpec]]:
+    """Expand a workload's axes: (axis values by short name, spec) per combination."""
+    base = dict(tokens=w.tokens, label_token_ids=tuple(w.label_token_ids), delimiter=w.delimiter,
+                apply_softmax=w.apply_softmax, seed=w.seed, requests=w.requests)
+    if w.requests is not None:
+        return [({}, WorkloadSpec(**base))]
+    out = []
+    for q, n, length in itertools.product(w.query_tokens, w.num_items, w.item_tokens):
+        item = (length.min, length.max) if hasattr(length, "dist") else length
+        axes = {"q": q, "items": n, "item_len": length}
+        out.append((axes, WorkloadSpec(query_tokens=q, num_items=n, item_tokens=item, **base)))
+    return out
+
+
+def _case_id(case: Case, params: dict, tp: int, axes: dict, config: Config, patch: dict) -> str:
+    parts = [case.engine, case.mode] + [f"{k}={short(v)}" for k, v in params.items()]
+    parts.append(f"tp={tp}")
+    m = config.model
+    if len(m.path) > 1:
+        parts.append(f"model={model_name(axes['model'])}")
+    if len(m.dtype) > 1:
+        parts.append(f"dtype={axes['dtype']}")
+    w = config.workload
+    for field, name in WORKLOAD_AXES.items():
+        if name in axes and (len(getattr(w, field) or []) > 1 or field in patch):
+            parts.append(f"{name}={short(axes[name])}")
+    parts += [f"{k}={model_name(v) if k == 'requests' else short(v)}" for k, v in patch.items()
+              if k not in WORKLOAD_AXES]
+    return "/".join(parts)
+
+
+def _expand_case(config: Config, i: int, case: Case, model: str, dtype: str,
+                 tp: int) -> list[CaseSpec]:
+    runs = config.runs.model_dump()
+    if case.runs is not None:
+        runs.update(case.runs.model_dump(exclude_none=True))
+    plan = RunPlan(**runs)
+    patch = case.workload.model_dump(exclude_unset=True) if case.workload else {}
+    names = [o for o in OPTIONS if getattr(case, o) is not None]
+    out = []
+    for values in itertools.product(*(getattr(case, o) for o in names)):
+        params = dict(zip(names, values, strict=True))
+        for axes, spec in workload_specs(_workload(config, case, i)):
+            axes = {**axes, "model": model, "dtype": dtype}
+            out.append(CaseSpec(case_id=_case_id(case, params, tp, axes, config, patch),
+                                engine=case.engine, mode=case.mode, params=params, model=model,
+                                dtype=dtype, tp=tp, workload=spec, runs=plan, index=i))
+    return out
+
+
+def check_reference(config: Config) -> None:
+    ref = config.parity.reference if config.parity else None
+    if ref is None:
+        return
+    if ref.engine not in MODES:
+        raise config.error(("parity", "reference", "engine"), f"unknown engine {ref.engine!r} "
+                           f"(known: {', '.join(MODES)})")
+    if ref.mode not in MODES[ref.engine]:
+        raise config.error(("parity", "reference", "mode"), f"unknown mode {ref.mode!r} for "
+                           f"engine {ref.engine} (known: {', '.join(MODES[ref.engine])})")
+
+
+def expand(config: Config) -> list[CaseSpec]:
+    """All cases of a config, in run order; raises ConfigError on a bad case or duplicate id."""
+    for i, case in enumerate(config.cases):
+        check_case(config, i, case)
+    check_reference(config)
+    cases: list[CaseSpec] = []
+    seen: dict[str, int] = {}
+    for model, dtype, tp in itertools.product(config.model.path, config.model.dtype,
+                                              config.topology.tp):
+        for i, case in enumerate(config.cases):
+            for spec in _expand_case(config, i, case, model, dtype, tp):
+                if spec.case_id in seen and seen[spec.case_id] != i:
+                    raise config.error(("cases", i), f"case id {spec.case_id!r} repeats "
+                                       f"cases.{seen[spec.case_id]}; make the cases differ")
+                seen[spec.case_id] = i
+                cases.append(spec)
+    return cases

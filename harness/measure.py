@@ -1,0 +1,72 @@
+"""Timing one case: the first call (compile + one run), warmup runs, timed runs.
+
+Every engine call returns Python floats, so the device work has finished (synced, as
+`block_until_ready` would) when the call returns: the clock stops after the results exist
+on the host. `time.perf_counter` brackets each call and nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import signal
+import threading
+import time
+from collections.abc import Callable
+
+from harness.matrix import RunPlan
+
+
+class CaseTimeout(Exception):
+    """A case ran past its `runs.timeout_s`."""
+
+
+@dataclasses.dataclass
+class Timings:
+    """Filled in as the case runs, so a failure keeps whatever was measured before it."""
+
+    compile_s: float | None = None
+    warmup_s: list[float] = dataclasses.field(default_factory=list)
+    timed_s: list[float] = dataclasses.field(default_factory=list)
+    first_result: object = None
+
+
+@contextlib.contextmanager
+def deadline(seconds: float | None):
+    """Raise CaseTimeout in the main thread once `seconds` have passed (SIGALRM). A call
+    stuck inside native code is interrupted when it returns to Python."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _expire(signum, frame):
+        raise CaseTimeout(f"case exceeded runs.timeout_s={seconds:g}")
+
+    old = signal.signal(signal.SIGALRM, _expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _timed(call: Callable[[], object]) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    out = call()
+    return time.perf_counter() - t0, out
+
+
+def measure(call: Callable[[], object], plan: RunPlan, timings: Timings,
+            tick: Callable[[str], None] = lambda label: None) -> Timings:
+    """Run `call` 1 + warmup + timed times, appending each duration to `timings`."""
+    with deadline(plan.timeout_s):
+        timings.compile_s, timings.first_result = _timed(call)
+        tick("compile")
+        for k in range(plan.warmup):
+            timings.warmup_s.append(_timed(call)[0])
+            tick(f"warmup {k + 1}/{plan.warmup}")
+        for k in range(plan.timed):
+            timings.timed_s.append(_timed(call)[0])
+            tick(f"run {k + 1}/{plan.timed}")
+    return timings

@@ -1,0 +1,167 @@
+"""Parity checks of a run, on a small parity workload (DESIGN.md, Tolerances).
+
+- `isolation`: item k (the middle one) is replaced by other tokens of the same length: no
+  other item's score may change at all (tolerance 0, bitwise); then item k gets one more
+  token: the others may change by at most 1e-6 (2e-2 in bfloat16). Run for every case of
+  the engines under test (not the reference engine's).
+- `modes`: every case whose mode is not `single` against `single` of the same engine,
+  model, dtype and tp: 1e-5 in float32, 2e-2 in bfloat16.
+- `engines`: `single` of each engine against the reference (`parity.reference`, torch
+  `single` in float32 by default, tp 1): 1e-4 in float32, 2e-2 in bfloat16.
+
+The parity workload is the config's (first matrix values, `parity.workload` patched over
+it) cut down to at most 512 query tokens and 4 to 16 items, so parity stays cheap on big
+workloads; small workloads (such as cpu-smoke's) are used unchanged. Only cases whose
+status is `ok` are checked: a failed case already fails the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from harness.config import Config, Workload
+from harness.matrix import CaseSpec, workload_specs
+from harness.pool import EngineKey, EnginePool, score_all
+from harness.records import ParityCheck, ParityRecord
+from workloads import Request, WorkloadSpec
+
+MAX_QUERY, MIN_ITEMS, MAX_ITEMS = 512, 4, 16
+TOL = {"isolation": {"float32": 1e-6, "bfloat16": 2e-2}, "modes": {"float32": 1e-5,
+       "bfloat16": 2e-2}, "engines": {"float32": 1e-4, "bfloat16": 2e-2}}
+
+
+def parity_workload(config: Config) -> WorkloadSpec:
+    w = config.workload
+    if config.parity is not None and config.parity.workload is not None:
+        w = Workload.model_validate({**w.model_dump(exclude_unset=True),
+                                     **config.parity.workload.model_dump(exclude_unset=True)})
+    spec = workload_specs(w)[0][1]
+    if spec.requests is not None:
+        return spec
+    return spec.replace(query_tokens=min(spec.query_tokens, MAX_QUERY),
+                        num_items=min(max(spec.num_items, MIN_ITEMS), MAX_ITEMS))
+
+
+def cap(requests: list[Request]) -> list[Request]:
+    """A JSONL workload's parity cut: its first request, query and items capped."""
+    r = requests[0]
+    return [Request(query=r.query[:MAX_QUERY], items=r.items[:MAX_ITEMS])]
+
+
+def diff(a: list, b: list, skip: int | None = None) -> tuple[float, float]:
+    """Max and mean absolute difference of two score tables (rows of `skip` left out)."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.shape != y.shape:
+        raise ValueError(f"score shapes differ: {x.shape} vs {y.shape}")
+    if skip is not None:
+        x, y = np.delete(x, skip, axis=0), np.delete(y, skip, axis=0)
+    d = np.abs(x - y)
+    return float(d.max(initial=0.0)), float(d.mean()) if d.size else 0.0
+
+
+@dataclasses.dataclass
+class GroupParity:
+    """Parity of the cases of one (model, dtype, tp) group; scores are memoized."""
+
+    pool: EnginePool
+    spec: WorkloadSpec
+    reference: dict
+    scores: dict = dataclasses.field(default_factory=dict)
+
+    def requests(self, key: EngineKey) -> list[Request]:
+        reqs = self.pool.requests(key, self.spec)
+        return cap(reqs) if self.spec.requests is not None else reqs
+
+    def score(self, key: EngineKey, mode: str, params: dict, requests=None, tag=""):
+        memo = (key, mode, tuple(sorted((k, str(v)) for k, v in params.items())), tag)
+        if memo not in self.scores:
+            reqs = requests if requests is not None else self.requests(key)
+            table = score_all(self.pool.get(key), reqs, self.spec, mode, params)
+            self.scores[memo] = [row for req in table for row in req]
+        return self.scores[memo]
+
+    def compare(self, check: str, case: CaseSpec, against: str, tol: float, left, right,
+                variant: str | None = None, skip: int | None = None) -> ParityCheck:
+        base = dict(check=check, variant=variant, case_id=case.case_id, against=against,
+                    tolerance=tol)
+        try:
+            worst, mean = diff(left(), right(), skip)
+        except Exception as e:  # an engine error is a parity error, not a crash
+            return ParityCheck(**base, status="error", error=f"{type(e).__name__}: {e}")
+        ok = worst == 0.0 if tol == 0.0 else worst <= tol
+        return ParityCheck(**base, max_abs_diff=worst, mean_abs_diff=mean,
+                           status="passed" if ok else "failed")
+
+
+def _mutated(requests: list[Request], delimiter: int | None, extra: int,
+             vocab: int) -> list[Request]:
+    """Item k = n // 2 of the first request replaced: same length (extra=0) or longer."""
+    r = requests[0]
+    k = len(r.items) // 2
+    old = r.items[k]
+    new = tuple((t + 1) % vocab if (t + 1) % vocab != delimiter else (t + 2) % vocab
+                for t in old) + old[:1] * extra
+    items = r.items[:k] + (new,) + r.items[k + 1:]
+    return [Request(query=r.query, items=items)] + list(requests[1:])
+
+
+def isolation(g: GroupParity, case: CaseSpec) -> list[ParityCheck]:
+    key, reqs = case.engine_key, g.requests(case.engine_key)
+    k = len(reqs[0].items) // 2
+    vocab = g.pool.get(key).model_config.vocab_size
+    base = lambda: g.score(key, case.mode, case.params)  # noqa: E731
+    out = []
+    for variant, extra, tol in (("same_length", 0, 0.0),
+                                ("changed_length", 1, TOL["isolation"][case.dtype])):
+        mutated = lambda extra=extra, v=variant: g.score(  # noqa: E731
+            key, case.mode, case.params, _mutated(reqs, g.spec.delimiter, extra, vocab), v)
+        out.append(g.compare("isolation", case, f"{case.case_id} with item {k} mutated", tol,
+                             mutated, base, variant=variant, skip=k))
+    return out
+
+
+def group_checks(g: GroupParity, cases: list[CaseSpec], checks: list[str]) -> list[ParityCheck]:
+    out: list[ParityCheck] = []
+    ref = g.reference
+    for case in cases:
+        if "isolation" in checks and case.engine != ref["engine"]:
+            out += isolation(g, case)
+        if "modes" in checks and case.mode != "single":
+            out.append(g.compare(
+                "modes", case, f"{case.engine}/single", TOL["modes"][case.dtype],
+                lambda c=case: g.score(c.engine_key, c.mode, c.params),
+                lambda c=case: g.score(c.engine_key, "single", {})))
+    if "engines" in checks:
+        engines = sorted({c.engine for c in cases} - {ref["engine"]})
+        for name in engines:
+            case = next(c for c in cases if c.engine == name)
+            ref_key = (ref["engine"], case.model, ref["dtype"], 1)
+            out.append(g.compare(
+                "engines", dataclasses.replace(case, case_id=f"{name}/single/tp={case.tp}"),
+                f"{ref['engine']}/{ref['mode']}/{ref['dtype']}", TOL["engines"][case.dtype],
+                lambda c=case: g.score(c.engine_key, "single", {}),
+                lambda k=ref_key: g.score(k, ref["mode"], {})))
+    return out
+
+
+def reference_keys(config: Config, cases: list[CaseSpec]) -> set[EngineKey]:
+    """Engines parity will need beyond the cases' own."""
+    if config.parity is None or "engines" not in config.parity.checks:
+        return set()
+    ref = config.parity.reference
+    return {(ref.engine, c.model, ref.dtype, 1) for c in cases}
+
+
+def new_record(config: Config) -> ParityRecord:
+    return ParityRecord(reference=config.parity.reference.model_dump(),
+                        workload=parity_workload(config).as_dict(), passed=True)
+
+
+def check_group(config: Config, pool: EnginePool, cases: list[CaseSpec],
+                record: ParityRecord) -> None:
+    """Run the config's checks for one group's ok cases, appending to `record`."""
+    g = GroupParity(pool, parity_workload(config), config.parity.reference.model_dump())
+    record.checks += group_checks(g, cases, list(config.parity.checks))
+    record.passed = all(c.status == "passed" for c in record.checks)

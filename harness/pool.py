@@ -1,0 +1,80 @@
+"""Engines and materialized workloads, built once and shared by the cases that need them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from harness.matrix import CaseSpec
+from workloads import Request, WorkloadSpec, materialize
+
+EngineKey = tuple[str, str, str, int]  # (engine, model, dtype, tp)
+
+
+def default_factory(name: str, model: str, dtype: str, tp: int):
+    from engines import load_engine
+
+    return load_engine(name, model=model, dtype=dtype, tp=tp)
+
+
+class EnginePool:
+    """One engine per (engine, model, dtype, tp). A load failure is remembered and re-raised
+    for every case that needs the same engine, without retrying."""
+
+    def __init__(self, factory: Callable | None = None):
+        self.factory = factory or default_factory
+        self._engines: dict[EngineKey, object] = {}
+        self._failures: dict[EngineKey, BaseException] = {}
+        self._requests: dict[tuple, list[Request]] = {}
+
+    def get(self, key: EngineKey):
+        if key in self._failures:
+            raise self._failures[key]
+        if key not in self._engines:
+            try:
+                self._engines[key] = self.factory(*key)
+            except Exception as e:
+                self._failures[key] = e
+                raise
+        return self._engines[key]
+
+    def release_unneeded(self, needed: set[EngineKey]) -> None:
+        """Drop engines no later case or parity check needs, so their memory can go."""
+        for key in [k for k in self._engines if k not in needed]:
+            del self._engines[key]
+            self._requests = {k: v for k, v in self._requests.items() if k[0] != key}
+
+    def requests(self, key: EngineKey, spec: WorkloadSpec) -> list[Request]:
+        """The workload's token ids for this engine's model (vocabulary, special ids)."""
+        cache_key = (key, spec)
+        if cache_key not in self._requests:
+            engine = self.get(key)
+            tokenizer = getattr(engine, "tokenizer", None)
+            special = set(getattr(tokenizer, "all_special_ids", None) or [])
+            tokenize = (lambda text: tokenizer.encode(text, add_special_tokens=False)) \
+                if tokenizer is not None else None
+            self._requests[cache_key] = materialize(
+                spec, engine.model_config.vocab_size, exclude=special, tokenize=tokenize)
+        return self._requests[cache_key]
+
+
+def score_all(engine, requests: list[Request], spec: WorkloadSpec, mode: str,
+              params: dict) -> list[list[list[float]]]:
+    """Score every request of a workload: per request, one row per item."""
+    return [engine.score(list(r.query), [list(i) for i in r.items], list(spec.label_token_ids),
+                         mode=mode, apply_softmax=spec.apply_softmax, delimiter=spec.delimiter,
+                         **params).scores
+            for r in requests]
+
+
+def make_call(engine, requests: list[Request], case: CaseSpec) -> Callable[[], object]:
+    """The timed unit of a case: score the whole workload once. Token lists are prepared
+    here, outside the timed call."""
+    prepared = [(list(r.query), [list(i) for i in r.items]) for r in requests]
+    labels = list(case.workload.label_token_ids)
+    kwargs = dict(mode=case.mode, apply_softmax=case.workload.apply_softmax,
+                  delimiter=case.workload.delimiter, **case.params)
+
+    def call():
+        return [engine.score(q, items, labels, **kwargs).scores for q, items in prepared]
+
+    return call

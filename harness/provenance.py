@@ -1,0 +1,86 @@
+"""Where a run came from: git state, packages, devices, host, Python, argv, env vars."""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import os
+import platform
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.records import Devices, GitInfo, Provenance
+
+PACKAGES = ("mibench", "jax", "jaxlib", "flax", "torch", "transformers", "numpy", "pydantic")
+ENV_PATTERN = re.compile(r"^(XLA_FLAGS|LIBTPU_INIT_ARGS|CUDA_VISIBLE_DEVICES|TPU_.*|JAX_.*|"
+                         r"MIBENCH_.*|HF_HUB_OFFLINE)$")
+
+
+def _git(path: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git_info(path: str | Path) -> GitInfo:
+    """Commit, branch and dirty flag of the checkout containing `path` (None outside git)."""
+    path = Path(path).resolve()
+    commit = _git(path, "rev-parse", "HEAD")
+    if commit is None:
+        return GitInfo(path=str(path))
+    status = _git(path, "status", "--porcelain", "--untracked-files=no")
+    return GitInfo(path=_git(path, "rev-parse", "--show-toplevel") or str(path), commit=commit,
+                   branch=_git(path, "rev-parse", "--abbrev-ref", "HEAD"),
+                   dirty=bool(status) if status is not None else None)
+
+
+@functools.cache
+def _versions() -> tuple[tuple[str, str | None], ...]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return tuple(out.items())
+
+
+def package_versions() -> dict[str, str | None]:
+    """Installed versions (read once per process: they cannot change under it)."""
+    return dict(_versions())
+
+
+def device_info() -> Devices:
+    """Platform, kind and count of JAX's devices (from engines.env_info)."""
+    try:
+        from engines import env_info
+
+        d = env_info()["devices"]
+        return Devices(platform=d.get("platform"), kind=d.get("kind"), count=d.get("count"))
+    except Exception:  # provenance must never fail a run
+        return Devices()
+
+
+def host_info() -> dict:
+    return {"hostname": platform.node(), "system": platform.system(),
+            "release": platform.release(), "machine": platform.machine(),
+            "cpus": os.cpu_count(), "processor": platform.processor() or None}
+
+
+def relevant_env() -> dict[str, str]:
+    return {k: v for k, v in sorted(os.environ.items()) if ENV_PATTERN.match(k)}
+
+
+def collect(argv: list[str] | None = None, engine_repo: str | Path | None = None,
+            devices: Devices | None = None) -> Provenance:
+    """Everything but the config (the RunRecord holds the resolved config and its sha256)."""
+    return Provenance(git=git_info(Path.cwd()),
+                      engine_repo=git_info(engine_repo) if engine_repo else None,
+                      packages=package_versions(), devices=devices or device_info(),
+                      host=host_info(), python=sys.version.split()[0] + f" ({sys.executable})",
+                      argv=list(sys.argv if argv is None else argv), env=relevant_env())

@@ -1,0 +1,220 @@
+"""Report tables that compare rows with each other: speedups between modes, A/B tables for
+options differing in one key, topology scaling, the model matrix and commit comparison."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+from harness.compare import Comparison, label
+from harness.records import RunRecord
+from harness.report import fmt
+from harness.report.fmt import Table
+from harness.report.tables import Row
+
+
+def throughput(row: Row) -> float | None:
+    """Median items/s of an ok case, else None."""
+    if row.case.status != "ok":
+        return None
+    return fmt.median(row.case.metrics.throughput_items_per_s)
+
+
+def _ctx(row: Row, tp: bool = True) -> tuple:
+    c = row.case
+    return (c.model.get("path"), c.model.get("dtype"), c.topology.get("tp") if tp else None,
+            json.dumps(c.workload, sort_keys=True))
+
+
+def _where(row: Row, runs: bool, tp: bool = True) -> str:
+    c = row.case
+    parts = [f"commit {row.run}"] if runs else []
+    parts += [fmt.model_label(c), c.model.get("dtype", "")]
+    parts += [f"tp={c.topology.get('tp')}"] if tp else []
+    return ", ".join(p for p in parts + [f"{row.items} items"] if p)
+
+
+def speedups(rows: list[Row]) -> list[Table]:
+    """Per context (artifact, model, dtype, tp, workload): the fastest case of each
+    engine/mode, and a matrix of row-over-column throughput ratios."""
+    groups: dict[tuple, dict[str, Row]] = defaultdict(dict)
+    for r in rows:
+        thr = throughput(r)
+        best = groups[(r.run,) + _ctx(r)].get(f"{r.case.engine}/{r.case.mode}")
+        if thr is not None and (best is None or thr > throughput(best)):
+            groups[(r.run,) + _ctx(r)][f"{r.case.engine}/{r.case.mode}"] = r
+    runs = len({r.run for r in rows}) > 1
+    out = []
+    for best in groups.values():
+        if len(best) < 2:
+            continue
+        order = sorted(best, key=lambda k: throughput(best[k]))
+        thr = {k: throughput(best[k]) for k in order}
+        body = [[fmt.mode_label(best[a].case), fmt.num(thr[a])] +
+                [fmt.times(thr[a] / thr[b]) for b in order] for a in order]
+        header = ["Mode (fastest options)", "Items/s"] + [f"vs {b}" for b in order]
+        out.append(Table(header, body, ["l"] + ["r"] * (len(order) + 1),
+                         title=_where(next(iter(best.values())), runs)))
+    return out
+
+
+def ab_tables(rows: list[Row]) -> list[Table]:
+    """Cases of one artifact that differ in exactly one option (mask, chunk_size, ...)."""
+    keys = sorted({k for r in rows for k in r.case.params})
+    runs = len({r.run for r in rows}) > 1
+    out = []
+    for key in keys:
+        groups: dict[tuple, list[Row]] = defaultdict(list)
+        for r in rows:
+            if key in r.case.params:
+                rest = json.dumps({k: v for k, v in r.case.params.items() if k != key},
+                                  sort_keys=True)
+                groups[(r.run, r.case.engine, r.case.mode, rest) + _ctx(r)].append(r)
+        for members in groups.values():
+            if len({json.dumps(m.case.params[key]) for m in members}) > 1:
+                out.append(_ab_table(key, members, runs))
+    return out
+
+
+def _ab_table(key: str, members: list[Row], runs: bool) -> Table:
+    first = members[0]
+    base = next((throughput(m) for m in members if throughput(m) is not None), None)
+    body = []
+    for m in members:
+        thr, metrics = throughput(m), m.case.metrics
+        body.append([str(m.case.params[key]), fmt.num(thr),
+                     fmt.num(fmt.median(metrics.latency_per_item_ms)),
+                     fmt.num(fmt.median(metrics.total_s)),
+                     fmt.times(thr / base) if thr is not None and base else "-",
+                     fmt.status(m.case)])
+    values = " vs ".join(str(m.case.params[key]) for m in members)
+    title = f"{key}: {values} ({first.case.engine}/{first.case.mode}, {_where(first, runs)})"
+    return Table([key, "Items/s", "Latency/item (ms)", f"Time for {first.items} items (s)",
+                  f"vs {first.case.params[key]}", "Status"], body,
+                 ["l", "r", "r", "r", "r", "l"], title=title)
+
+
+def topology_lines(rows: list[Row]) -> dict[str, dict[int, float]]:
+    """For the scaling plot: case label -> tp -> items/s (ok cases seen at several tp)."""
+    lines: dict[str, dict[int, float]] = defaultdict(dict)
+    for r in rows:
+        if throughput(r) is not None:
+            name = f"{label(r.record)} {fmt.mode_label(r.case)} {fmt.model_label(r.case)}"
+            lines[name].setdefault(int(r.case.topology.get("tp", 1)), throughput(r))
+    return {k: v for k, v in lines.items() if len(v) > 1}
+
+
+def topology(rows: list[Row]) -> Table | None:
+    """The same case at several tp (across artifacts of one commit): items/s side by side and
+    scaling efficiency = (items/s at tp N / items/s at the smallest tp) / (N / smallest tp)."""
+    groups: dict[tuple, dict[int, Row]] = defaultdict(dict)
+    for r in rows:
+        key = (label(r.record), fmt.mode_label(r.case)) + _ctx(r, tp=False)
+        groups[key].setdefault(int(r.case.topology.get("tp", 1)), r)
+    groups = {k: v for k, v in groups.items() if len(v) > 1}
+    if not groups:
+        return None
+    tps = sorted({tp for g in groups.values() for tp in g})
+    runs = len({k[0] for k in groups}) > 1
+    body = []
+    for key, by_tp in groups.items():
+        low = min(by_tp)
+        base = throughput(by_tp[low])
+        cells = [(_status_or(by_tp[tp]) if tp in by_tp else "") for tp in tps]
+        eff = [f"{(throughput(by_tp[tp]) / base) / (tp / low):.2f}"
+               if tp in by_tp and tp != low and base and throughput(by_tp[tp]) else "-"
+               for tp in tps[1:]]
+        body.append(([key[0]] if runs else []) + [key[1], fmt.model_label(
+            next(iter(by_tp.values())).case)] + cells + eff)
+    header = (["Commit"] if runs else []) + ["Case", "Model"] + [f"TP={t} items/s" for t in tps]
+    header += [f"Efficiency TP={t}" for t in tps[1:]]
+    align = ["l"] * (3 if runs else 2) + ["r"] * (2 * len(tps) - 1)
+    return Table(header, body, align, note="Efficiency: speedup over the smallest TP of the "
+                 "row divided by the ratio of device counts (1.00 = linear scaling).")
+
+
+def _status_or(row: Row) -> str:
+    thr = throughput(row)
+    return fmt.num(thr) if thr is not None else fmt.status(row.case).split(" `")[0]
+
+
+def has_model_matrix(rows: list[Row]) -> bool:
+    return len({fmt.model_label(r.case) for r in rows}) > 1 or len({r.items for r in rows}) > 1
+
+
+def model_matrix(rows: list[Row]) -> Table | None:
+    """Rows: model x mode; columns: item counts; cells: items/s (speedup vs single)."""
+    if not has_model_matrix(rows):
+        return None
+    counts = sorted({r.items for r in rows if r.items is not None})
+    single: dict[tuple, float] = {}
+    table: dict[tuple, dict[int, Row]] = defaultdict(dict)
+    for r in rows:
+        model = fmt.model_label(r.case)
+        key = (r.run, model, fmt.mode_label(r.case), r.case.topology.get("tp"))
+        table[key][r.items] = r
+        if r.case.mode == "single" and r.case.engine == "jax" and throughput(r):
+            single[(r.run, model, key[3], r.items)] = throughput(r)
+    runs = len({r.run for r in rows}) > 1
+    body = []
+    for (run, model, mode, tp), by_n in table.items():
+        cells = []
+        for n in counts:
+            row, ref = by_n.get(n), single.get((run, model, tp, n))
+            if row is None:
+                cells.append("")
+            elif throughput(row) is None:
+                cells.append(_status_or(row))
+            else:
+                vs = f" ({fmt.times(throughput(row) / ref)})" if ref and row.case.mode != "single" \
+                    else ""
+                cells.append(fmt.num(throughput(row)) + vs)
+        body.append(([run] if runs else []) + [model, mode, str(tp)] + cells)
+    header = (["Commit"] if runs else []) + ["Model", "Mode", "TP"] + [f"N={n}" for n in counts]
+    return Table(header, body, ["l"] * (4 if runs else 3) + ["r"] * len(counts),
+                 note="Items/s at N items; in brackets the speedup over jax/single at the "
+                      "same model and N.")
+
+
+def parity_by_model(records: list[RunRecord]) -> Table | None:
+    """Largest absolute difference per check kind and model (the seeds' model matrix)."""
+    kinds = ["isolation (same_length)", "isolation (changed_length)", "modes", "engines"]
+    worst: dict[str, dict[str, float]] = defaultdict(dict)
+    for rec in records:
+        models = {c.case_id: fmt.model_label(c) for c in rec.cases}
+        for chk in rec.parity.checks if rec.parity else []:
+            kind = chk.check + (f" ({chk.variant})" if chk.variant else "")
+            model = models.get(chk.case_id)
+            if model and chk.max_abs_diff is not None and kind in kinds:
+                worst[model][kind] = max(worst[model].get(kind, 0.0), chk.max_abs_diff)
+    if len(worst) < 2:
+        return None
+    used = [k for k in kinds if any(k in w for w in worst.values())]
+    body = [[m] + [fmt.sci(w.get(k)) for k in used] for m, w in worst.items()]
+    return Table(["Model"] + [f"{k} max" for k in used], body, ["l"] + ["r"] * len(used))
+
+
+def commit_table(comparisons: list[Comparison]) -> Table | None:
+    """One column group per compared artifact: items/s, change and significance vs the
+    baseline (the first column)."""
+    if not comparisons:
+        return None
+    base = comparisons[0].base
+    order: list[str] = []
+    for comp in comparisons:
+        order += [c.case_id for c in comp.cases if c.case_id not in order]
+    by = [{c.case_id: c for c in comp.cases} for comp in comparisons]
+    body = []
+    for case_id in order:
+        first = next(b[case_id] for b in by if case_id in b)
+        cells = [case_id, fmt.num(first.base_items_per_s)]
+        for b in by:
+            c = b.get(case_id)
+            verdict = "-" if c is None else (f"**{c.verdict}**" if c.regression else c.verdict)
+            cells += ["-", "-", "-", verdict] if c is None else [
+                fmt.num(c.new_items_per_s), fmt.pct(c.change), fmt.significance(c.test), verdict]
+        body.append(cells)
+    header = ["Case", f"{base} (baseline) items/s"]
+    for comp in comparisons:
+        header += [f"{comp.new} items/s", "Change", "Significance", "Verdict"]
+    return Table(header, body, ["l", "r"] + ["r", "r", "l", "l"] * len(comparisons))

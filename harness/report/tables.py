@@ -1,0 +1,163 @@
+"""Per-row report tables: results matrix, parity, run-to-run spread, environment, commands."""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+
+from harness.compare import label
+from harness.records import CaseRecord, RunRecord
+from harness.report import fmt
+from harness.report.fmt import Table
+from harness.report.repro import command
+
+TAIL_FACTOR = 1.5  # a timed run slower than 1.5x the case's median is a tail pause
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One case of one artifact; `run` is the artifact's unique label in this report."""
+
+    record: RunRecord
+    case: CaseRecord
+    run: str
+
+    @property
+    def items(self) -> int | None:
+        return self.case.workload.get("num_items")
+
+
+def unique_labels(records: list[RunRecord]) -> list[str]:
+    """Short commits; when two artifacts share one, the config name is added, then `#n`."""
+    labels = [label(r) for r in records]
+    if len(set(labels)) < len(labels):
+        labels = [f"{lab} {r.config.get('name')}" if labels.count(lab) > 1 else lab
+                  for lab, r in zip(labels, records, strict=True)]
+    return [f"{lab}#{i + 1}" if labels.count(lab) > 1 else lab for i, lab in enumerate(labels)]
+
+
+def rows_of(records: list[RunRecord]) -> list[Row]:
+    return [Row(r, c, lab) for r, lab in zip(records, unique_labels(records), strict=True)
+            for c in r.cases]
+
+
+def _distinct(rows: list[Row], key) -> int:
+    return len({key(r) for r in rows})
+
+
+def results_matrix(rows: list[Row]) -> Table:
+    """Hardware, engine, mode and options, topology, items/s, latency per item, time for N
+    items, compile time, MFU, peak memory, status (the seeds' matrix plus the harness's)."""
+    many_runs = _distinct(rows, lambda r: r.run) > 1
+    many_models = _distinct(rows, lambda r: fmt.model_label(r.case)) > 1
+    counts = {r.items for r in rows}
+    total = f"Time for {counts.pop()} items (s)" if len(counts) == 1 and None not in counts \
+        else "Time (s)"
+    header = (["Hardware"] + (["Commit"] if many_runs else []) + ["Engine", "Mode", "Options"]
+              + (["Model"] if many_models else []) + ["TP"] + (["Items"] if len(
+                  {r.items for r in rows}) > 1 else []))
+    align = ["l"] * len(header)
+    header += ["Items/s", "Latency/item (ms)", total, "Compile (s)", "MFU", "Peak mem",
+               "Status"]
+    align += ["r"] * 6 + ["l"]
+    out = []
+    for r in rows:
+        c, m = r.case, r.case.metrics
+        cells = [fmt.hardware(r.record)] + ([r.run] if many_runs else []) + [
+            c.engine, c.mode, fmt.options(c)] + ([fmt.model_label(c)] if many_models else [])
+        cells += [str(c.topology.get("tp", "?"))] + ([str(r.items)] if "Items" in header else [])
+        cells += [fmt.num(fmt.median(m.throughput_items_per_s)),
+                  fmt.num(fmt.median(m.latency_per_item_ms)), fmt.num(fmt.median(m.total_s)),
+                  fmt.num(c.compile_s), "-" if m.mfu is None else f"{m.mfu:.2%}",
+                  fmt.size(m.peak_memory_bytes), fmt.status(c)]
+        out.append(cells)
+    return Table(header, out, align, note="Medians over the timed runs; MFU = useful FLOPs / "
+                 "(median time x peak).")
+
+
+def parity_table(records: list[RunRecord]) -> Table | None:
+    labels = unique_labels(records)
+    many = len(records) > 1
+    out = []
+    for rec, lab in zip(records, labels, strict=True):
+        for c in rec.parity.checks if rec.parity else []:
+            status = c.status if c.status == "passed" else f"**{c.status.upper()}**"
+            if c.error:
+                status += f" `{fmt.first_line(c.error)}`"
+            out.append(([lab] if many else []) + [
+                c.check + (f" ({c.variant})" if c.variant else ""), c.case_id, c.against,
+                fmt.sci(c.max_abs_diff), fmt.sci(c.mean_abs_diff), fmt.sci(c.tolerance), status])
+    if not out:
+        return None
+    header = (["Commit"] if many else []) + ["Check", "Case", "Against", "Max abs diff",
+                                             "Mean abs diff", "Tolerance", "Status"]
+    align = ["l"] * (4 if many else 3) + ["r"] * 3 + ["l"]
+    return Table(header, out, align)
+
+
+def tail_pauses(times_s: list[float], factor: float = TAIL_FACTOR) -> list[int]:
+    """Indices of runs slower than `factor` x the median run."""
+    if len(times_s) < 2:
+        return []
+    med = statistics.median(times_s)
+    return [i for i, t in enumerate(times_s) if t > factor * med]
+
+
+def spread_table(rows: list[Row]) -> tuple[Table | None, int]:
+    """Run-to-run spread of every case with two or more timed runs; (table, tail pauses)."""
+    out, pauses = [], 0
+    many = _distinct(rows, lambda r: r.run) > 1
+    for r in rows:
+        t = r.case.metrics.total_s
+        if r.case.status != "ok" or t is None or t.n < 2:
+            continue
+        slow = tail_pauses(r.case.timed_s)
+        pauses += len(slow)
+        flagged = ", ".join(f"run {i + 1}: {r.case.timed_s[i]:.3g} s "
+                            f"({r.case.timed_s[i] / t.median:.1f}x)" for i in slow)
+        out.append(([r.run] if many else []) + [
+            r.case.case_id, str(t.n), fmt.num(t.median, 3), fmt.num(t.min, 3),
+            fmt.num(t.max, 3), f"{t.stdev / t.mean:.1%}" if t.mean else "-",
+            f"{t.max / t.median:.2f}x", f"**{flagged}**" if flagged else "-"])
+    if not out:
+        return None, 0
+    header = (["Commit"] if many else []) + ["Case", "Runs", "Median (s)", "Min (s)",
+                                             "Max (s)", "CV", "Max/median", "Tail pauses"]
+    align = ["l"] * (2 if many else 1) + ["r"] * 6 + ["l"]
+    return Table(header, out, align, note=f"A tail pause is a timed run slower than "
+                 f"{TAIL_FACTOR}x the case's median."), pauses
+
+
+def environment_table(records: list[RunRecord]) -> Table:
+    """One column per artifact: where and how it ran."""
+    fields: list[tuple[str, callable]] = [
+        ("Run id", lambda r: r.run_id), ("Config", lambda r: f"{r.config.get('name')} "
+                                                             f"(sha256 {r.config_sha256[:12]})"),
+        ("Started", lambda r: r.started_at), ("Finished", lambda r: r.finished_at or "partial"),
+        ("Commit", lambda r: r.provenance.git.commit or "-"),
+        ("Branch", lambda r: r.provenance.git.branch or "-"),
+        ("Dirty", lambda r: {True: "yes", False: "no"}.get(r.provenance.git.dirty, "-")),
+        ("Engine repo", lambda r: (r.provenance.engine_repo.commit or "-")
+         if r.provenance.engine_repo else "-"),
+        ("Devices", lambda r: f"{r.provenance.devices.platform} / {r.provenance.devices.kind} "
+                              f"x{r.provenance.devices.count}"),
+        ("Peak FLOP/s", lambda r: ", ".join(f"{k} {v:.3g}" for k, v in
+                                            r.provenance.devices.peak_flops.items()) +
+         (f" ({r.provenance.devices.peak_source})" if r.provenance.devices.peak_source else "")),
+        ("Host", lambda r: " ".join(str(v) for v in r.provenance.host.values() if v)),
+        ("Python", lambda r: r.provenance.python),
+        ("Environment", lambda r: " ".join(f"{k}={v}" for k, v in r.provenance.env.items())),
+        ("Command", lambda r: " ".join(r.provenance.argv))]
+    packages = sorted({k for r in records for k in r.provenance.packages})
+    fields += [(name, lambda r, n=name: r.provenance.packages.get(n) or "-") for name in packages]
+    body = [[name] + [str(get(r)) or "-" for r in records] for name, get in fields]
+    return Table(["Field"] + unique_labels(records), body)
+
+
+def repro_table(rows: list[Row]) -> Table:
+    many = _distinct(rows, lambda r: r.run) > 1
+    body = [([r.run] if many else []) + [r.case.case_id, f"`{command(r.record, r.case)}`"]
+            for r in rows]
+    return Table((["Commit"] if many else []) + ["Case", "Command"], body,
+                 note="Each command runs one case of the config (parity checks off); the "
+                      "pinned matrix axes may shorten its case id.")

@@ -1,0 +1,131 @@
+"""The `report`, `compare` and `history` commands: parse arguments, call plain functions, print.
+
+Register them on the main app (harness/cli.py):
+
+    from harness.report_cli import compare, history, report
+    app.command()(report)
+    app.command()(compare)
+    app.command()(history)
+
+Exit codes: 0 ok (compare: no regression), 1 (compare) regression, 2 bad input: a missing
+file, a file that is not a mibench artifact, an unknown schema version, a bad option; each
+is one `error: ...` line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from engines import MibenchError
+
+Threshold = Annotated[str, typer.Option(help="Smallest relative change that counts: 5% or "
+                                             "0.05.")]
+Format = Annotated[str, typer.Option("--format", help="md or json.")]
+
+
+def _guard(fn):
+    """MibenchError (and unreadable files) -> `error: ...` on stderr, exit 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except MibenchError as e:
+            print(f"error: {e}", file=sys.stderr)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def load(path: Path):
+    """read_artifact, with folders, unreadable and binary files as one-line errors too."""
+    from harness.records import read_artifact
+
+    if path.is_dir():
+        raise MibenchError("is a folder, not an artifact file", field=str(path))
+    try:
+        return read_artifact(path)
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
+        raise MibenchError(f"cannot read: {reason}", field=str(path)) from None
+
+
+def parse_threshold(text: str) -> float:
+    """`5%` -> 0.05; `0.05` -> 0.05; a bare number of 1 or more is taken as percent."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise MibenchError("not a number (use e.g. 5% or 0.05)", field="--threshold") from None
+    if text.strip().endswith("%") or value >= 1:
+        value /= 100
+    if not 0 <= value < 1:
+        raise MibenchError("must be between 0% and 100%", field="--threshold")
+    return value
+
+
+def _format(text: str) -> str:
+    if text not in ("md", "json"):
+        raise MibenchError(f"unknown format {text!r} (md or json)", field="--format")
+    return text
+
+
+@_guard
+def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON) to report.")],
+           baseline: Annotated[Path | None, typer.Option(
+               help="Artifact to compare every other one with.")] = None,
+           out: Annotated[Path | None, typer.Option(
+               help="Write FILE.md and its PNG plots beside it (default: Markdown on "
+                    "stdout, no plots).")] = None,
+           threshold: Threshold = "5%"):
+    """Markdown report of ARTIFACTS: results, speedups, A/B, parity, commits, topology."""
+    from harness.report import write_report
+
+    limit = parse_threshold(threshold)
+    records = [load(p) for p in artifacts]
+    base = load(baseline) if baseline is not None else None
+    text = write_report(records, out, baseline=base, threshold=limit)
+    print(f"wrote {out}" if out is not None else text, end="\n" if out else "")
+
+
+@_guard
+def compare(base: Annotated[Path, typer.Argument(help="Baseline artifact.")],
+            new: Annotated[Path, typer.Argument(help="New artifact.")],
+            threshold: Threshold = "5%", format: Format = "md"):
+    """Regression verdict of NEW against BASE: exit 0 none, 1 regression, 2 bad input."""
+    from harness.compare import compare as compare_records
+    from harness.report.export import compare_json, compare_markdown
+
+    limit, kind = parse_threshold(threshold), _format(format)
+    result = compare_records(load(base), load(new), threshold=limit)
+    print(compare_json(result) if kind == "json" else compare_markdown(result), end="")
+    raise typer.Exit(1 if result.regression else 0)
+
+
+@_guard
+def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (searched "
+                                                          "recursively).")],
+            case: Annotated[str | None, typer.Option(help="Only this case id.")] = None,
+            out: Annotated[Path | None, typer.Option(
+                help="Write FILE.md and trend plots beside it.")] = None,
+            format: Format = "md"):
+    """Per-case trend over commits: medians, change points, peak vs current."""
+    from harness.history import build_history, load_dir
+    from harness.report.export import history_json, history_markdown, history_plots
+
+    kind = _format(format)
+    hist = build_history(load_dir(folder, load), case)
+    if kind == "json":
+        print(history_json(hist), end="")
+        return
+    text = history_markdown(hist, history_plots(hist, out) if out is not None else None)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        print(f"wrote {out}")
+    else:
+        print(text, end="")

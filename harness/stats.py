@@ -1,0 +1,28 @@
+"""Pure statistics over lists of run times: no I/O, no formatting."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from harness.records import Summary
+
+
+def summarize(values: list[float]) -> Summary | None:
+    """Median, mean, min, max and the sample standard deviation (n-1; 0 for one value),
+    as in Python's `statistics` module. None for no values."""
+    if not values:
+        return None
+    stdev = statistics.stdev(values) if len(values) > 1 else 0.0
+    return Summary(median=statistics.median(values), mean=statistics.fmean(values),
+                   min=min(values), max=max(values), stdev=stdev, n=len(values))
+
+
+def rates(times_s: list[float], amount: float) -> list[float]:
+    """`amount` per second for each time (items/s from run times); inf-safe for 0 s."""
+    return [amount / t if t > 0 else math.inf for t in times_s]
+
+
+def per_unit_ms(times_s: list[float], amount: float) -> list[float]:
+    """Milliseconds per unit of `amount` for each time (latency per item)."""
+    return [1000.0 * t / amount for t in times_s]

@@ -1,0 +1,57 @@
+"""Plain-text tables for the terminal: the expanded cases of a config, a run's results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    def line(r):
+        return "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def _workload(w) -> str:
+    if w.requests:
+        return f"requests {Path(w.requests).name}"
+    length = w.item_tokens if isinstance(w.item_tokens, int) else "{}-{}".format(*w.item_tokens)
+    return f"{w.query_tokens}/{w.num_items}x{length} {w.tokens}"
+
+
+def render_cases(config, cases) -> str:
+    rows = [[str(i + 1), c.case_id, c.model.removeprefix("embedded:"), c.dtype,
+             _workload(c.workload), f"{c.runs.warmup}+{c.runs.timed}"]
+            for i, c in enumerate(cases)]
+    checks = ", ".join(config.parity.checks) if config.parity else "none"
+    head = f"{config.name}: {len(cases)} cases; parity: {checks}"
+    return head + "\n" + table(["#", "case", "model", "dtype", "workload", "warmup+timed"],
+                               rows)
+
+
+def _fmt(x, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def render_summary(record, path) -> str:
+    rows = []
+    for c in record.cases:
+        m = c.metrics
+        tput = m.throughput_items_per_s.median if m.throughput_items_per_s else None
+        lat = m.latency_per_item_ms.median if m.latency_per_item_ms else None
+        note = f"{c.error.type}: {c.error.message}"[:80] if c.error else ""
+        rows.append([c.case_id, c.status, _fmt(tput, ".2f"), _fmt(lat, ".3f"),
+                     _fmt(c.compile_s, ".2f"), _fmt(m.mfu, ".2%"), note])
+    out = [table(["case", "status", "items/s", "ms/item", "compile_s", "mfu", "error"], rows)]
+    if record.parity is not None:
+        bad = [p for p in record.parity.checks if p.status != "passed"]
+        out.append(f"parity: {len(record.parity.checks) - len(bad)}/"
+                   f"{len(record.parity.checks)} checks passed")
+        out += [f"  {p.status}: {p.check}{'/' + p.variant if p.variant else ''} {p.case_id} "
+                f"vs {p.against}: max {_fmt(p.max_abs_diff, '.3g')} > {p.tolerance:g}"
+                + (f" ({p.error})" if p.error else "") for p in bad]
+    failed = sum(c.status != "ok" for c in record.cases)
+    out.append(f"{len(record.cases) - failed}/{len(record.cases)} cases ok")
+    out.append(f"artifact: {path}")
+    return "\n".join(out)

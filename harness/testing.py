@@ -1,0 +1,86 @@
+"""A fake engine for testing the harness's plumbing (failures, resume, artifacts): its
+scores are a hash of the tokens and its timings are whatever an empty call takes, so it
+is never a test of scores or speed."""
+
+from __future__ import annotations
+
+import hashlib
+
+from engines import InputError, MibenchError, ScoreResult
+from engines.config import ModelConfig
+
+TINY = ModelConfig(architecture="qwen3", vocab_size=151936, hidden_size=256, num_layers=4,
+                   num_heads=4, num_kv_heads=2, head_dim=64, intermediate_size=768,
+                   rope_theta=1e6, rms_norm_eps=1e-6, tie_word_embeddings=True,
+                   max_position_embeddings=40960, qk_norm=True, qkv_bias=False)
+
+
+class FakeEngine:
+    """Scores `hash(prefix + item) / 2**64` per label. `fail` maps a mode to the exception
+    its calls raise; `on_call(engine, n)` runs before call n (1-based) to inject trouble."""
+
+    modes = ("single", "packed", "chunked", "prefill_extend")
+    tokenizer = None
+
+    def __init__(self, name="jax", model="embedded:tiny", dtype="float32", tp=1, fail=None,
+                 on_call=None):
+        self.name, self.model, self.dtype, self.tp = name, model, dtype, tp
+        self.model_config = TINY
+        self.fail = fail or {}
+        self.on_call = on_call
+        self.calls = 0
+
+    def score(self, query, items, label_token_ids, mode="single", apply_softmax=False,
+              delimiter=None, **options) -> ScoreResult:
+        self.calls += 1
+        if self.on_call is not None:
+            self.on_call(self, self.calls)
+        if mode in self.fail:
+            raise self.fail[mode]
+        if mode not in self.modes:
+            raise MibenchError(f"mode {mode!r} is not implemented yet", field="mode")
+        for t in label_token_ids:
+            if not 0 <= t < TINY.vocab_size:
+                raise InputError(f"token id {t} is outside the vocabulary", field="labels")
+        prefix = list(query) + ([delimiter] if delimiter is not None else [])
+        scores = [[self._h(prefix + list(item) + [label]) for label in label_token_ids]
+                  for item in items]
+        return ScoreResult(scores=scores, mode=mode, num_items=len(items),
+                           num_tokens=len(prefix) + sum(len(i) for i in items))
+
+    @staticmethod
+    def _h(tokens) -> float:
+        digest = hashlib.blake2b(repr(tokens).encode(), digest_size=8).digest()
+        return int.from_bytes(digest) / 2**64
+
+
+def fake_factory(**kwargs):
+    """An engine factory for `runner.run(engine_factory=...)`; kwargs go to every engine."""
+    made: list[FakeEngine] = []
+
+    def factory(name, model, dtype, tp):
+        engine = FakeEngine(name, model, dtype, tp, **kwargs)
+        made.append(engine)
+        return engine
+
+    factory.made = made
+    return factory
+
+
+def fixed_peak(flops: float = 1e11):
+    """A PeakTable that measures nothing: the same peak for every dtype."""
+    from harness.peak import PeakTable
+
+    table = PeakTable("cpu", "cpu")
+    table.values = {"float32": flops, "bfloat16": flops}
+    return table
+
+
+def write_config(folder, text: str, name: str = "c.yaml"):
+    """Write a dedented YAML config into `folder`; returns its path."""
+    import textwrap
+    from pathlib import Path
+
+    path = Path(folder) / name
+    path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return path

@@ -1,0 +1,169 @@
+"""Matrix expansion, includes, --set overrides and the shipped configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.config import load_config
+from harness.matrix import expand
+from harness.testing import write_config
+
+CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.yaml"))
+
+
+def ids(config):
+    return [c.case_id for c in expand(config)]
+
+
+def test_matrix_expands_to_expected_ids(tmp_path):
+    path = write_config(tmp_path, """
+        name: m
+        model: {path: "embedded:tiny"}
+        topology: {tp: [1, 4]}
+        workload: {query_tokens: 8, num_items: 4, item_tokens: 2, label_token_ids: [1],
+                   delimiter: 9}
+        cases:
+          - {engine: jax, mode: single}
+          - {engine: jax, mode: packed, mask: [dense, segment]}
+          - {engine: jax, mode: chunked, chunk_size: [32, 64]}
+          - {engine: jax, mode: prefill_extend, extend_batch_size: [8, 12],
+             precompile_bs: [1, 2, 4, 8, 12]}
+          - {engine: torch, mode: single}
+        """)
+    expected = ["jax/single", "jax/packed/mask=dense", "jax/packed/mask=segment",
+                "jax/chunked/chunk_size=32", "jax/chunked/chunk_size=64",
+                "jax/prefill_extend/extend_batch_size=8/precompile_bs=1,2,4,8,12",
+                "jax/prefill_extend/extend_batch_size=12/precompile_bs=1,2,4,8,12",
+                "torch/single"]
+    assert ids(load_config(path)) == [f"{e}/tp={tp}" for tp in (1, 4) for e in expected]
+
+
+def test_model_dtype_and_workload_axes_appear_in_ids(tmp_path):
+    path = write_config(tmp_path, """
+        name: m
+        model: {path: ["embedded:qwen3-0.6b", "embedded:qwen3-1.7b"], dtype: [float32, bfloat16]}
+        workload: {query_tokens: 8, num_items: [1, 8], item_tokens: 2, label_token_ids: [1]}
+        cases:
+          - {engine: jax, mode: prefill_extend, precompile_bs: [1, 2, 3, 4]}
+        """)
+    got = ids(load_config(path))
+    assert len(got) == 8
+    head = "jax/prefill_extend/precompile_bs=1-4/tp=1"
+    assert got[0] == f"{head}/model=qwen3-0.6b/dtype=float32/items=1"
+    assert got[-1] == f"{head}/model=qwen3-1.7b/dtype=bfloat16/items=8"
+
+
+def test_precompile_bs_list_of_lists_is_an_axis(tmp_path):
+    path = write_config(tmp_path, """
+        name: m
+        model: {path: "embedded:tiny"}
+        workload: {query_tokens: 8, num_items: 4, item_tokens: 2, label_token_ids: [1]}
+        cases:
+          - {engine: jax, mode: prefill_extend, precompile_bs: [[1, 2], [4, 8]]}
+        """)
+    specs = expand(load_config(path))
+    assert [c.params["precompile_bs"] for c in specs] == [[1, 2], [4, 8]]
+
+
+def test_case_workload_patch_and_runs_override(tmp_path):
+    path = write_config(tmp_path, """
+        name: m
+        model: {path: "embedded:tiny"}
+        workload: {query_tokens: 8, num_items: 4, item_tokens: {dist: uniform, min: 2, max: 5},
+                   label_token_ids: [1]}
+        runs: {warmup: 2, timed: 7}
+        cases:
+          - {engine: jax, mode: single, runs: {timed: 1, timeout_s: 30}}
+          - {engine: jax, mode: single, workload: {num_items: 9, apply_softmax: true}}
+        """)
+    a, b = expand(load_config(path))
+    assert (a.runs.warmup, a.runs.timed, a.runs.timeout_s) == (2, 1, 30)
+    assert (b.runs.warmup, b.runs.timed) == (2, 7)
+    assert b.case_id == "jax/single/tp=1/items=9/apply_softmax=true"
+    assert b.workload.num_items == 9 and b.workload.item_tokens == (2, 5)
+    assert b.workload.apply_softmax and not a.workload.apply_softmax
+
+
+def test_include_deep_merges_and_set_overrides(tmp_path):
+    write_config(tmp_path, """
+        name: base
+        model: {path: "embedded:tiny", dtype: bfloat16}
+        workload: {query_tokens: 8, num_items: 4, item_tokens: 2, label_token_ids: [1]}
+        cases: [{engine: jax, mode: single}]
+        """, name="base.yaml")
+    path = write_config(tmp_path, """
+        include: base.yaml
+        name: child
+        workload: {num_items: 16}
+        """)
+    config = load_config(path, ["workload.seed=7", "cases.0.mode=packed",
+                                "model.path=embedded:small"])
+    assert config.name == "child" and config.model.dtype == ["bfloat16"]
+    assert config.model.path == ["embedded:small"]
+    assert config.workload.num_items == [16] and config.workload.query_tokens == [8]
+    assert config.workload.seed == 7 and config.cases[0].mode == "packed"
+    # the resolved config records the overrides, so its sha256 changes with them
+    assert load_config(path).sha256() != config.sha256()
+    assert load_config(path).sha256() == load_config(path).sha256()
+
+
+def test_requests_path_is_relative_to_the_config(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "reqs.jsonl").write_text('{"query": [1, 2], "items": [[3]]}\n')
+    path = write_config(tmp_path / "sub", """
+        name: r
+        model: {path: "embedded:tiny"}
+        workload: {requests: reqs.jsonl, label_token_ids: [1]}
+        cases: [{engine: jax, mode: single}]
+        """)
+    (spec,) = expand(load_config(path))
+    assert spec.workload.requests == str((tmp_path / "sub" / "reqs.jsonl").resolve())
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
+def test_shipped_config_validates(path):
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert f"{load_config(path).name}: " in result.output
+
+
+def test_shipped_configs_are_all_there():
+    names = {p.stem for p in CONFIGS}
+    assert {"cpu-smoke", "cpu", "v6e1", "v6e4", "v6e8", "gpu", "model-matrix"} <= names
+
+
+def test_cpu_smoke_covers_every_mode_and_check():
+    config = load_config(Path(__file__).parent.parent / "configs" / "cpu-smoke.yaml")
+    got = ids(config)
+    for needle in ("jax/single", "mask=dense", "mask=segment", "jax/chunked",
+                   "jax/prefill_extend", "torch/single"):
+        assert any(needle in i for i in got), needle
+    assert set(config.parity.checks) == {"isolation", "modes", "engines"}
+
+
+def test_include_list_merges_in_order_and_locates_keys(tmp_path):
+    write_config(tmp_path, """
+        model: {path: "embedded:tiny"}
+        workload: {query_tokens: 8, num_items: 4, item_tokens: 2, label_token_ids: [1]}
+        """, name="a.yaml")
+    write_config(tmp_path, """
+        workload: {num_items: 6}
+        runs: {timed: 9}
+        """, name="b.yaml")
+    path = write_config(tmp_path, """
+        include: [a.yaml, b.yaml]
+        name: both
+        cases: [{engine: jax, mode: single}]
+        """)
+    config = load_config(path)
+    assert config.workload.num_items == [6] and config.workload.query_tokens == [8]
+    assert config.runs.timed == 9
+    assert config.error(("workload", "num_items"), "x").file.endswith("b.yaml")
+    nearest = config.error(("workload", "seed"), "x")  # unset: its nearest located parent
+    assert nearest.file.endswith("b.yaml") and nearest.line == 1
+    err = config.error(("cases", 0, "mode"), "x")
+    assert err.file.endswith("c.yaml") and err.line == 3

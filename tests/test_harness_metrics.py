@@ -1,0 +1,72 @@
+"""Pure pieces: statistics, metrics, the useful-FLOPs formula, digests, the shipped schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from harness.metrics import case_metrics, score_digest, useful_flops
+from harness.peak import vendor_peak
+from harness.records import SCHEMA_FILE, json_schema, read_artifact
+from harness.stats import summarize
+from harness.testing import TINY
+from workloads import Request
+
+GOLDEN = Path(__file__).parent / "data" / "run-cpu-smoke.json"
+
+
+def test_summary():
+    s = summarize([3.0, 1.0, 2.0, 10.0])
+    assert (s.median, s.mean, s.min, s.max, s.n) == (2.5, 4.0, 1.0, 10.0, 4)
+    assert s.stdev == pytest.approx(4.0824829, rel=1e-6)
+    assert summarize([5.0]).stdev == 0.0 and summarize([]) is None
+
+
+def test_useful_flops_by_hand():
+    req = [Request(query=(1,) * 3, items=((2, 2), (3,)))]
+    d, layers, q, kv, ff, v = 256, 4, 256, 128, 768, 151936
+    per_token = 2 * layers * (d * (q + 2 * kv) + q * d + 3 * d * ff)
+    p = 3 + 1  # query + delimiter
+    tokens = p + 3
+    keys = p * (p + 1) / 2 + (p + 1) + (p + 2) + (p + 1)  # prefix causal; items
+    expected = per_token * tokens + 4 * layers * q * keys + 2 * d * v * 2
+    assert useful_flops(TINY, req, 9, 2, False) == expected
+    with_softmax = expected - 2 * d * v * 2 + 2 * d * 2 * 2
+    assert useful_flops(TINY, req, 9, 2, True) == with_softmax
+
+
+def test_case_metrics():
+    reqs = [Request(query=(1,) * 10, items=((2,) * 5,) * 4)]
+    m = case_metrics([2.0, 1.0, 4.0], reqs, None, flops=8e9, peak_flops=1e10)
+    assert m.throughput_items_per_s.median == 2.0 and m.throughput_items_per_s.max == 4.0
+    assert m.latency_per_item_ms.median == 500.0 and m.total_s.median == 2.0
+    assert m.tokens_per_s == 30 / 2.0 and m.mfu == pytest.approx(0.4)
+    assert case_metrics([], reqs, None, 1.0, 1.0).mfu is None
+
+
+def test_digest_rounds():
+    a = score_digest([[[0.1234567891, 0.5]]])
+    assert a == score_digest([[[0.1234567892, 0.5]]])
+    assert a != score_digest([[[0.1234577, 0.5]]])
+
+
+def test_vendor_peaks():
+    assert vendor_peak("TPU v6 lite", "bfloat16") == 918e12
+    assert vendor_peak("NVIDIA H100 80GB HBM3", "bfloat16") == 989e12
+    assert vendor_peak("some new chip", "bfloat16") is None
+
+
+def test_shipped_schema_matches_the_models():
+    assert json.loads(SCHEMA_FILE.read_text()) == json.loads(json.dumps(json_schema())), \
+        "run `python -m harness.records` to regenerate the schema"
+
+
+def test_golden_artifact_validates_and_reads():
+    data = json.loads(GOLDEN.read_text())
+    jsonschema.validate(data, json.loads(SCHEMA_FILE.read_text()))
+    record = read_artifact(GOLDEN)
+    assert record.finished_at and all(c.status == "ok" for c in record.cases)
+    assert record.parity.passed

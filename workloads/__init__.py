@@ -1,0 +1,11 @@
+"""Workloads: what a benchmark case scores, as pure, seeded token generators.
+
+    spec = WorkloadSpec(query_tokens=64, num_items=16, item_tokens=(4, 8), label_token_ids=(198,),
+                        delimiter=151643)
+    requests = materialize(spec, vocab_size=151936, exclude={151643})
+"""
+
+from workloads.generate import Request, generate, materialize, total_items, total_tokens
+from workloads.spec import WorkloadSpec
+
+__all__ = ["Request", "WorkloadSpec", "generate", "materialize", "total_items", "total_tokens"]
