@@ -29,3 +29,32 @@ def smoke(session):
     """The README's main command: every mode and parity check on the embedded tiny model."""
     _install(session)
     session.run("mibench", "run", "configs/cpu-smoke.yaml", "--out", "artifacts/smoke", env=ENV)
+
+
+@nox.session(python="3.11")
+def nightly(session):
+    """The nightly workflow's steps on CPU (.github/workflows/nightly.yml, configs/cpu-smoke.yaml):
+    run, compare with the baseline, report and history, fail on regression. Outputs in
+    out/nightly/; the baseline is out/nightly/baseline.json (or `nox -s nightly -- BASE.json`)
+    and becomes this run's artifact when the gate passes."""
+    import shutil
+    from pathlib import Path
+
+    _install(session)
+    out = Path("out/nightly")
+    runs = out / "runs"
+    baseline = Path(session.posargs[0]) if session.posargs else out / "baseline.json"
+    before = set(runs.glob("*.json"))
+    # exit 3 (a case or parity check failed) is recorded in the artifact; compare judges it
+    session.run("mibench", "run", "configs/cpu-smoke.yaml", "--out", str(runs), env=ENV,
+                success_codes=[0, 3])
+    new = max(set(runs.glob("*.json")) - before, key=lambda p: p.stat().st_mtime)
+    base_args = ["--baseline", str(baseline)] if baseline.exists() else []
+    session.run("mibench", "report", str(new), *base_args, "--out", str(out / "report.md"),
+                env=ENV)
+    session.run("mibench", "history", str(runs), "--out", str(out / "history.md"), env=ENV)
+    if baseline.exists():
+        session.run("mibench", "compare", str(baseline), str(new), "--threshold", "5%", env=ENV)
+    else:
+        session.log(f"no baseline at {baseline}: this run becomes the baseline")
+    shutil.copyfile(new, baseline)  # reached only when the gate passed

@@ -1,0 +1,191 @@
+"""`mibench report`: golden reports from fixed artifacts, every section and table, plots, the
+commands that reproduce rows, and one-line errors.
+
+Regenerate the golden files after an intended change:
+    MIBENCH_REGEN_GOLDEN=1 python -m pytest tests/test_report.py
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from harness.config import load_config
+from harness.matrix import expand
+from harness.records import read_artifact
+from harness.report import build_context, write_report
+from harness.report.repro import command
+from harness.report_cli import report as report_cmd
+
+DATA = Path(__file__).parent / "data" / "reports"
+REGEN = os.environ.get("MIBENCH_REGEN_GOLDEN") == "1"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+COMMIT_SECTIONS = ["Summary", "Results matrix", "Speedups between modes",
+                   "A/B: options differing in one key", "Parity", "Commit comparison",
+                   "Topology comparison", "Run-to-run spread", "Environment", "Reproduce"]
+MODEL_SECTIONS = ["Summary", "Results matrix", "Parity",
+                  "Model matrix", "Run-to-run spread", "Environment", "Reproduce"]
+
+
+def cli(*args: str):
+    app = typer.Typer()
+    app.command()(report_cmd)
+    app.command("noop")(lambda: None)
+    return CliRunner().invoke(app, ["report", *args])
+
+
+def sections(text: str) -> list[str]:
+    return re.findall(r"^## (.+)$", text, flags=re.M)
+
+
+def table_headers(text: str) -> list[str]:
+    """The header line of every Markdown table (the line above a `| --- |` rule)."""
+    lines = text.splitlines()
+    return [lines[i - 1] for i, line in enumerate(lines) if re.match(r"^\| -{3}", line)]
+
+
+def check_golden(text: str, name: str) -> None:
+    golden = DATA / name
+    if REGEN or not golden.exists():
+        golden.write_text(text)
+    assert text == golden.read_text(), f"{name} changed; MIBENCH_REGEN_GOLDEN=1 rewrites it"
+
+
+@pytest.fixture(scope="module")
+def commits_report(tmp_path_factory) -> tuple[str, Path]:
+    out = tmp_path_factory.mktemp("report") / "report.md"
+    result = cli(str(DATA / "new.json"), "--baseline", str(DATA / "base.json"), "--out",
+                 str(out))
+    assert result.exit_code == 0, result.output
+    return out.read_text(), out
+
+
+def test_commit_report_matches_golden_and_has_every_section(commits_report):
+    text, _ = commits_report
+    check_golden(text, "golden-commits.md")
+    assert sections(text) == COMMIT_SECTIONS
+    headers = table_headers(text)
+    for start in ("| Hardware | Engine | Mode | Options | TP | Items/s | Latency/item (ms) | "
+                  "Time for 500 items (s) | Compile (s) |",
+                  "| Mode (fastest options) | Items/s | vs jax/single |",
+                  "| mask | Items/s |", "| chunk_size | Items/s |", "| extend_batch_size |",
+                  "| Check | Case | Against | Max abs diff |",
+                  "| Case | 11111111 (baseline) items/s | 22222222 items/s | Change | "
+                  "Significance | Verdict |",
+                  "| Case | Model | TP=1 items/s | TP=4 items/s | Efficiency TP=4 |",
+                  "| Case | Runs | Median (s) |", "| Field | 11111111 | 22222222 |",
+                  "| Case | Command |"):
+        assert any(h.startswith(start) for h in headers), start
+    assert len(headers) == 1 + 2 + 6 + 1 + 1 + 1 + 1 + 1 + 1
+
+
+def test_report_says_what_the_seeds_say(commits_report):
+    text, _ = commits_report
+    assert "No regression against baseline 11111111" in text
+    assert "**FAILED** `ValueError: Specified dims (1, 8, 2) do not evenly divide" in text
+    assert "**OOM** `XlaRuntimeError: RESOURCE_EXHAUSTED" in text
+    assert "| segment | 115.93 | 8.63 | 4.31 | 2.24x | ok |" in text  # dense vs segment A/B
+    assert "| jax/chunked (chunk_size=32) | qwen3-0.6b | 70.49 | 141.03 | 0.50 |" in text
+    assert "**run 4: 2.07 s (2.3x)**" in text  # the tail pause at extend batch 16
+    assert "| +10.4% | MWU p=0.00794 (n=5+5) | improvement |" in text
+    assert "bootstrap 95% CI of time ratio" in text
+
+
+def test_plots_exist_and_are_png(commits_report):
+    text, out = commits_report
+    for name in ("throughput", "spread", "commits"):
+        png = out.parent / f"report-{name}.png"
+        assert png.stat().st_size > 1000 and png.read_bytes()[:8] == PNG
+        assert f"]({png.name})" in text
+
+
+def test_model_matrix_report_matches_golden(tmp_path):
+    text = write_report([read_artifact(DATA / "models.json")], tmp_path / "models.md")
+    check_golden(text, "golden-models.md")
+    assert sections(text) == MODEL_SECTIONS
+    assert "| Model | Mode | TP | N=8 | N=32 | N=128 |" in text
+    assert "| qwen3-0.6b | jax/packed (mask=segment) | 1 | 42.19 (3.98x) |" in text
+    assert "| qwen2.5-1.5b | jax/single | 1 | **FAILED** |" in text
+    assert "| Model | isolation (same_length) max | isolation (changed_length) max | " \
+           "modes max |" in text
+    assert (tmp_path / "models-throughput.png").read_bytes()[:8] == PNG
+
+
+def test_sections_appear_only_with_data():
+    rec = read_artifact(DATA / "new.json")
+    rec.cases = [c for c in rec.cases if c.case_id == "jax/single/tp=1"]
+    rec.parity = None
+    text = write_report([rec], None)
+    assert sections(text) == ["Summary", "Results matrix", "Environment", "Reproduce"]
+    assert "no baseline to compare with" in text and "![" not in text
+
+
+def test_regression_verdict_in_summary():
+    base = read_artifact(DATA / "base.json")
+    new = read_artifact(DATA / "new.json")
+    new.cases[3].status = "failed"
+    ctx = build_context([new], baseline=base)
+    assert ctx["summary"]["verdict"].startswith("**REGRESSION**: 1 regression(s) against")
+    assert "newly failed" in ctx["summary"]["regressions"][0]
+
+
+@pytest.mark.parametrize("artifact", ["new.json", "models.json"])
+def test_reproduce_commands_select_exactly_their_case(artifact):
+    rec = read_artifact(DATA / artifact)
+    for case in rec.cases:
+        words = shlex.split(command(rec, case))
+        assert words[:3] == ["mibench", "run", "tests/data/reports/" + artifact.replace(
+            "new.json", "demo.yaml").replace("models.json", "models.yaml")]
+        sets = [words[i + 1] for i, w in enumerate(words) if w == "--set"]
+        (spec,) = expand(load_config(Path(__file__).parent.parent / words[2], sets))
+        assert (spec.engine, spec.mode, spec.params, spec.tp, spec.model, spec.dtype) == (
+            case.engine, case.mode, case.params, case.topology["tp"], case.model["path"],
+            case.model["dtype"])
+        assert spec.workload.as_dict() == case.workload
+        assert spec.runs.timed == case.runs["timed"]
+
+
+def test_report_to_stdout_without_out():
+    result = cli(str(DATA / "new.json"))
+    assert result.exit_code == 0 and result.output.startswith("# mibench report: v6e-demo")
+
+
+@pytest.mark.parametrize("args", [["nope.json"], [str(DATA)], [str(DATA / "demo.yaml")],
+                                  [str(DATA / "new.json"), "--baseline", "nope.json"],
+                                  [str(DATA / "new.json"), "--threshold", "much"]])
+def test_bad_input_is_one_line_and_exit_2(args):
+    result = cli(*args)
+    assert result.exit_code == 2
+    assert len(result.output.strip().splitlines()) == 1
+    assert result.output.startswith("error: ") and "Traceback" not in result.output
+
+
+def test_real_artifact_report(tmp_path):
+    """A real `mibench run configs/cpu-smoke.yaml` artifact: sections and runnable commands."""
+    rec = read_artifact(DATA / "real-smoke.json")
+    text = write_report([rec], tmp_path / "real.md")
+    assert sections(text) == ["Summary", "Results matrix", "Speedups between modes",
+                              "A/B: options differing in one key", "Parity",
+                              "Run-to-run spread", "Environment", "Reproduce"]
+    assert "### mask: dense vs segment (jax/packed, tiny, float32, tp=1, 16 items)" in text
+    for case in rec.cases:
+        words = shlex.split(command(rec, case))
+        assert words[2] == "configs/cpu-smoke.yaml"
+        sets = [words[i + 1] for i, w in enumerate(words) if w == "--set"]
+        (spec,) = expand(load_config(Path(__file__).parent.parent / words[2], sets))
+        assert spec.case_id == case.case_id
+
+
+def test_first_artifact_is_the_baseline_of_later_commits():
+    base, new = read_artifact(DATA / "base.json"), read_artifact(DATA / "new.json")
+    text = write_report([base, new], None)
+    assert "## Commit comparison" in text and "| 11111111 (baseline) items/s |" in text
+    assert "| Hardware | Commit | Engine |" in text  # one matrix, a column per commit
+    assert "## Commit comparison" not in write_report([new, new], None)  # same commit
