@@ -8,14 +8,14 @@
 
 from __future__ import annotations
 
-from engines.errors import InputError, MibenchError, ModelError
+from engines.errors import InputError, MibenchError, ModelError, TopologyUnavailable
 from engines.result import ScoreResult
 
 ENGINES = ("jax", "torch")
 DTYPES = ("float32", "bfloat16")
 
 __all__ = ["ENGINES", "DTYPES", "InputError", "MibenchError", "ModelError", "ScoreResult",
-           "env_info", "load_engine"]
+           "TopologyUnavailable", "env_info", "load_engine"]
 
 
 def env_info() -> dict:

@@ -16,5 +16,9 @@ class InputError(MibenchError):
     """A bad scoring request: empty query, token id out of range, misplaced delimiter..."""
 
 
+class TopologyUnavailable(MibenchError):
+    """More devices asked for than exist: the case is skipped, not failed."""
+
+
 class ModelError(MibenchError):
     """A model that cannot be loaded: unknown preset, not a checkpoint, unsupported architecture."""

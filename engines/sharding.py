@@ -22,13 +22,9 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from engines.config import ModelConfig
-from engines.errors import MibenchError
+from engines.errors import TopologyUnavailable
 
 AXIS = "tp"
-
-
-class TopologyUnavailable(MibenchError):
-    """More devices asked for than exist: the case is skipped, not failed."""
 
 
 # stacked layer weight -> which axis (after the leading L axis) is split over "tp"

@@ -48,12 +48,20 @@ def run_cmd(config: Path, out: Annotated[Path, typer.Option(help="Artifact folde
                 help="Artifact of an interrupted run of the same config: re-run only its "
                      "missing or failed cases.")] = None,
             engine_repo: Annotated[Path | None, typer.Option(
-                help="Another git checkout to record in the provenance.")] = None):
+                help="Another git checkout to record in the provenance.")] = None,
+            coordinator: Annotated[str | None, typer.Option(
+                help="host:port of process 0, for a multi-process run (else "
+                     "JAX_COORDINATOR_ADDRESS, or MIBENCH_DISTRIBUTED=auto).")] = None,
+            num_processes: Annotated[int | None, typer.Option(
+                help="Processes in the multi-process run.")] = None,
+            process_id: Annotated[int | None, typer.Option(
+                help="This process's index; process 0 writes the artifact.")] = None):
     """Run every case of CONFIG, write one JSON artifact (exit 3: a case or parity failed)."""
     from harness.commands import run_config
 
     try:
-        code = run_config(config, out, set_ or [], resume, engine_repo, sys.argv)
+        code = run_config(config, out, set_ or [], resume, engine_repo, sys.argv,
+                          (coordinator, num_processes, process_id))
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     raise typer.Exit(code)

@@ -12,21 +12,28 @@ from engines import MibenchError
 
 
 def run_config(config_path: Path, out: Path, sets: list[str], resume: Path | None,
-               engine_repo: Path | None, argv: list[str]) -> int:
-    """Load, run, print a summary; returns the exit code (0 ok, 3 failures)."""
+               engine_repo: Path | None, argv: list[str],
+               distributed: tuple = (None, None, None)) -> int:
+    """Load, run, print a summary; returns the exit code (0 ok, 3 failures).
+    `distributed` is (coordinator, num_processes, process_id) of a multi-process run."""
+    from engines.distributed import initialize, is_writer
     from harness.config import load_config
     from harness.runner import artifact_path, exit_code, run
     from harness.summary import render_summary
 
     config = load_config(config_path, sets)
+    initialize(*distributed)
+    writer = is_writer()
     try:
-        record = run(config, out, resume=resume, engine_repo=engine_repo, argv=argv)
+        record = run(config, out, resume=resume, engine_repo=engine_repo, argv=argv,
+                     writer=writer)
     except KeyboardInterrupt:
         print("interrupted: the finished cases are in the artifact under "
               f"{resume or out}; continue with --resume ARTIFACT", file=sys.stderr)
         raise
     path = Path(resume) if resume else artifact_path(record, out)
-    print(render_summary(record, path))
+    if writer:
+        print(render_summary(record, path))
     return exit_code(record)
 
 

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from engines import MibenchError
+from engines import MibenchError, TopologyUnavailable
 from harness import memory, parity
 from harness.config import Config
 from harness.matrix import CaseSpec, expand
@@ -71,8 +71,13 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
     memory.reset_torch_peak()
     try:
         engine = pool.get(case.engine_key)
+        rec.topology = {**rec.topology, **getattr(engine, "topology", {})}
         requests = pool.requests(case.engine_key, case.workload)
         measure(make_call(engine, requests, case), case.runs, timings, tick)
+    except TopologyUnavailable as e:
+        rec.status = "skipped"
+        rec.error = ErrorInfo(type=type(e).__name__, message=str(e), traceback="")
+        return rec
     except Exception as e:
         rec.status = "failed"
         rec.error = ErrorInfo(type=type(e).__name__, message=str(e),
@@ -101,6 +106,7 @@ class Session:
         self.config, self.record, self.path, self.pool = config, record, path, pool
         self.peak, self.progress = peak, progress
         self.cases = expand(config)
+        self.writer = True  # in a multi-process run only process 0 writes
         self.done: dict[str, CaseRecord] = {c.case_id: c for c in record.cases}
         self.groups = _groups(self.cases)
 
@@ -109,7 +115,8 @@ class Session:
         self.record.cases = [self.done[i] for i in order if i in self.done]
         self.record.provenance.devices.peak_flops = dict(self.peak.values)
         self.record.provenance.devices.peak_source = self.peak.source
-        write_artifact(self.record, self.path)
+        if self.writer:
+            write_artifact(self.record, self.path)
 
     def needed_after(self, i: int, group_done: bool) -> set[EngineKey]:
         """Engines that later cases, or the parity of the unfinished group, still need."""
@@ -150,10 +157,12 @@ def _groups(cases: list[CaseSpec]) -> dict[tuple, list[CaseSpec]]:
 def run(config: Config, out_dir: str | Path = "artifacts", resume: str | Path | None = None,
         progress: bool = True, *, engine_repo: str | Path | None = None,
         argv: list[str] | None = None, engine_factory: Callable | None = None,
-        peak: PeakTable | None = None) -> RunRecord:
+        peak: PeakTable | None = None, writer: bool = True) -> RunRecord:
     """Run every case (or, with `resume`, every missing or failed one) and the parity checks.
 
     Returns the final record; the artifact is `out_dir/<run_id>.json`, or the resumed file.
+    In a multi-process run every process runs every case (the mesh spans all processes'
+    devices) and only the `writer` (process 0) writes the artifact.
     """
     record = resume_record(config, Path(resume)) if resume else new_record(config, argv,
                                                                            engine_repo)
@@ -163,8 +172,10 @@ def run(config: Config, out_dir: str | Path = "artifacts", resume: str | Path | 
         peak = PeakTable(devices.platform, devices.kind)
         peak.values.update(devices.peak_flops)  # a resumed run keeps its measured peak
     s = Session(config, record, path, EnginePool(engine_factory), peak, NullProgress())
+    s.writer = writer
     todo = [c for c in s.cases if c.case_id not in s.done]
-    s.progress = make_progress(progress, sum(1 + c.runs.warmup + c.runs.timed for c in todo))
+    runs = sum(1 + c.runs.warmup + c.runs.timed for c in todo)
+    s.progress = make_progress(progress and writer, runs)
     try:
         s.save()
         for i, case in enumerate(s.cases):
@@ -185,6 +196,7 @@ def run(config: Config, out_dir: str | Path = "artifacts", resume: str | Path | 
 
 
 def exit_code(record: RunRecord) -> int:
-    """0 when every case is ok and parity passed, 3 otherwise (the CLI's contract)."""
-    ok = all(c.status == "ok" for c in record.cases)
+    """0 when every case is ok (or skipped: a topology this machine lacks) and parity
+    passed, 3 otherwise (the CLI's contract)."""
+    ok = all(c.status in ("ok", "skipped") for c in record.cases)
     return 0 if ok and (record.parity is None or record.parity.passed) else 3
