@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib.metadata
 
-PACKAGES = ("jax", "jaxlib", "flax", "torch", "transformers", "safetensors", "numpy", "mibench")
+PACKAGES = ("mibench", "jax", "jaxlib", "flax", "torch", "transformers", "safetensors", "numpy",
+            "pydantic")
 
 
 def package_versions() -> dict[str, str | None]:

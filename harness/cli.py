@@ -7,7 +7,6 @@ Exit codes: 0 ok; 2 bad config or input; 3 (run) some case or parity check faile
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from engines import MibenchError
+from harness.guard import guarded
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Benchmark multi-item scoring engines: run configs, score requests.")
@@ -24,20 +23,6 @@ app.add_typer(model_app, name="model")
 
 Sets = Annotated[list[str] | None, typer.Option("--set", help="Override a config key: "
                                                 "a.b=value (value parsed as YAML).")]
-
-
-def guarded(fn):
-    """MibenchError -> `error: ...` on stderr, exit 2, no traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except MibenchError as e:
-            print(f"error: {e}", file=sys.stderr)
-            raise typer.Exit(2) from None
-
-    return wrapper
 
 
 @app.command("run")

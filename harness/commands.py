@@ -98,17 +98,11 @@ def score_request(*, query, items, request, labels: str, model: str, engine: str
 
 
 def environment(with_peak: bool) -> dict:
+    from engines import env_info
     from harness.peak import PeakTable
     from harness.provenance import host_info, package_versions
 
-    try:
-        from engines import env_info
-
-        info = env_info()
-    except ImportError:
-        from harness.provenance import device_info
-
-        info = {"devices": device_info().model_dump()}
+    info = env_info()
     info["packages"] = package_versions()
     info["host"] = host_info()
     if with_peak:

@@ -78,12 +78,25 @@ def commit_time(record: RunRecord) -> str | None:
     return _git_time(git.path, git.commit) if git.commit else None
 
 
-@functools.lru_cache(maxsize=4096)
+def commit_depth(record: RunRecord) -> int:
+    """How many commits lead to the recorded one (-1 where unknown): orders commits made
+    within the same second, which their times cannot."""
+    git = record.provenance.git
+    depth = _git(git.path, "rev-list", "--count", git.commit) if git.commit else None
+    return int(depth) if depth and depth.isdigit() else -1
+
+
 def _git_time(path: str, commit: str) -> str | None:
+    return _git(path, "show", "-s", "--format=%cI", commit)
+
+
+@functools.lru_cache(maxsize=4096)
+def _git(path: str, *args: str) -> str | None:
+    """Output of a git command in the recorded checkout, else in the current folder."""
     for where in dict.fromkeys([path, "."]):
         try:
-            out = subprocess.run(["git", "-C", where, "show", "-s", "--format=%cI", commit],
-                                 capture_output=True, text=True, timeout=10)
+            out = subprocess.run(["git", "-C", where, *args], capture_output=True, text=True,
+                                 timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             continue
         if out.returncode == 0 and out.stdout.strip():
@@ -92,9 +105,11 @@ def _git_time(path: str, commit: str) -> str | None:
 
 
 def ordered(records: list[RunRecord]) -> list[tuple[str, RunRecord]]:
-    """(time, record) by commit time (started_at where unknown), then by start."""
+    """(time, record) by commit time (started_at where unknown), then by commit depth,
+    then by start."""
     timed = [(commit_time(r) or r.started_at, r) for r in records]
-    return sorted(timed, key=lambda tr: (_sortable(tr[0]), _sortable(tr[1].started_at)))
+    return sorted(timed, key=lambda tr: (_sortable(tr[0]), commit_depth(tr[1]),
+                                         _sortable(tr[1].started_at)))
 
 
 def _sortable(iso: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import os
 import platform
 import re
@@ -13,7 +12,6 @@ from pathlib import Path
 
 from harness.records import Devices, GitInfo, Provenance
 
-PACKAGES = ("mibench", "jax", "jaxlib", "flax", "torch", "transformers", "numpy", "pydantic")
 ENV_PATTERN = re.compile(r"^(XLA_FLAGS|LIBTPU_INIT_ARGS|CUDA_VISIBLE_DEVICES|TPU_.*|JAX_.*|"
                          r"MIBENCH_.*|HF_HUB_OFFLINE)$")
 
@@ -39,20 +37,16 @@ def git_info(path: str | Path) -> GitInfo:
                    dirty=bool(status) if status is not None else None)
 
 
-@functools.cache
-def _versions() -> tuple[tuple[str, str | None], ...]:
-    out = {}
-    for name in PACKAGES:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
-    return tuple(out.items())
-
-
 def package_versions() -> dict[str, str | None]:
     """Installed versions (read once per process: they cannot change under it)."""
     return dict(_versions())
+
+
+@functools.cache
+def _versions() -> tuple[tuple[str, str | None], ...]:
+    from engines.env import package_versions as read_versions
+
+    return tuple(read_versions().items())
 
 
 def device_info() -> Devices:

@@ -160,13 +160,19 @@ def write_artifact(record: RunRecord, path: Path) -> None:
 
 
 def read_artifact(path: str | Path) -> RunRecord:
+    """Read and validate an artifact; every unreadable input is one MibenchError."""
     path = Path(path)
+    if path.is_dir():
+        raise MibenchError("is a folder, not an artifact file", field=str(path))
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
         raise MibenchError("no such artifact", field=str(path)) from None
     except json.JSONDecodeError as e:
         raise MibenchError(f"not JSON: {e.msg}", field=str(path)) from None
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
+        raise MibenchError(f"cannot read: {reason}", field=str(path)) from None
     schema = data.get("schema") if isinstance(data, dict) else None
     if schema != SCHEMA:
         raise MibenchError(f"schema {schema!r} is not {SCHEMA!r}; this mibench reads only "

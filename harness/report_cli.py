@@ -14,45 +14,23 @@ is one `error: ...` line on stderr, never a traceback.
 
 from __future__ import annotations
 
-import functools
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from engines import MibenchError
+from harness.guard import guarded
 
 Threshold = Annotated[str, typer.Option(help="Smallest relative change that counts: 5% or "
                                              "0.05.")]
 Format = Annotated[str, typer.Option("--format", help="md or json.")]
 
 
-def _guard(fn):
-    """MibenchError (and unreadable files) -> `error: ...` on stderr, exit 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except MibenchError as e:
-            print(f"error: {e}", file=sys.stderr)
-            raise typer.Exit(2) from None
-
-    return wrapper
-
-
 def load(path: Path):
-    """read_artifact, with folders, unreadable and binary files as one-line errors too."""
     from harness.records import read_artifact
 
-    if path.is_dir():
-        raise MibenchError("is a folder, not an artifact file", field=str(path))
-    try:
-        return read_artifact(path)
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
-        raise MibenchError(f"cannot read: {reason}", field=str(path)) from None
+    return read_artifact(path)
 
 
 def parse_threshold(text: str) -> float:
@@ -74,7 +52,7 @@ def _format(text: str) -> str:
     return text
 
 
-@_guard
+@guarded
 def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON) to report.")],
            baseline: Annotated[Path | None, typer.Option(
                help="Artifact to compare every other one with.")] = None,
@@ -92,7 +70,7 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
     print(f"wrote {out}" if out is not None else text, end="\n" if out else "")
 
 
-@_guard
+@guarded
 def compare(base: Annotated[Path, typer.Argument(help="Baseline artifact.")],
             new: Annotated[Path, typer.Argument(help="New artifact.")],
             threshold: Threshold = "5%", format: Format = "md"):
@@ -106,7 +84,7 @@ def compare(base: Annotated[Path, typer.Argument(help="Baseline artifact.")],
     raise typer.Exit(1 if result.regression else 0)
 
 
-@_guard
+@guarded
 def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (searched "
                                                           "recursively).")],
             case: Annotated[str | None, typer.Option(help="Only this case id.")] = None,
