@@ -1,4 +1,5 @@
-"""Developer sessions: `nox -s tests`, `nox -s lint`, `nox -s smoke`, `nox -s bench`."""
+"""Developer sessions: `nox -s tests`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
+`nox -s nightly`."""
 
 import nox
 
@@ -22,6 +23,14 @@ def tests(session):
 def lint(session):
     session.install("ruff>=0.6")
     session.run("ruff", "check", ".")
+
+
+@nox.session(python="3.11")
+def bench(session):
+    """The modes benchmark on the seeds' workload shape (tiny, float32): items/s, latency,
+    peak memory and the ratios the modes issue targets, measured in one process."""
+    _install(session)
+    session.run("python", "-m", "engines.bench", *session.posargs, env=ENV)
 
 
 @nox.session(python="3.11")

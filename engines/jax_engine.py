@@ -11,16 +11,12 @@ import numpy as np
 from engines.checkpoint import load_params, load_tokenizer, resolve_model
 from engines.errors import MibenchError
 from engines.jax_model import Decoder, causal_mask, decoder, label_scores, masked_attention
+from engines.modes.extend import score_prefill_extend
+from engines.modes.layout import bucket_length
+from engines.modes.options import check_known
+from engines.modes.packed import score_chunked, score_packed
 from engines.request import ScoreRequest, make_request
 from engines.result import ScoreResult
-
-
-def bucket_length(n: int) -> int:
-    """Padded length for n tokens: powers of two up to 512, then multiples of 512, so a
-    workload compiles a handful of shapes, not one per length."""
-    if n <= 512:
-        return max(16, 1 << (n - 1).bit_length())
-    return -(-n // 512) * 512
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "apply_softmax"))
@@ -34,8 +30,9 @@ def score_last_token(params, tokens_1t, last, labels, cfg, apply_softmax: bool):
     return label_scores(params, h_1td[0, last][None], labels, apply_softmax)  # [1, labels]
 
 
-def score_single(engine: JaxEngine, req: ScoreRequest) -> np.ndarray:
-    """Mode `single`: one forward per item, batch 1, in order."""
+def score_single(engine: JaxEngine, req: ScoreRequest, **options) -> np.ndarray:
+    """Mode `single`: one forward per item, batch 1, in order. No options."""
+    check_known("single", options, ())
     labels = jnp.asarray(req.labels, jnp.int32)
     rows = []
     for i in range(len(req.items)):
@@ -47,7 +44,8 @@ def score_single(engine: JaxEngine, req: ScoreRequest) -> np.ndarray:
     return np.concatenate([np.asarray(r) for r in rows])
 
 
-MODES = {"single": score_single}
+MODES = {"single": score_single, "packed": score_packed, "chunked": score_chunked,
+         "prefill_extend": score_prefill_extend}
 
 
 class JaxEngine:

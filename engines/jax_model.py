@@ -131,29 +131,34 @@ def label_scores(params: dict, h_rd, labels, apply_softmax: bool):
     return jnp.exp(label_logits - vocab_logsumexp(h_rd, head_vd))
 
 
-def vocab_logsumexp(h_rd, head_vd, block: int = 16384):
-    """log-sum-exp of h @ head.T over the vocabulary [R, 1], one vocabulary block at a time,
-    so the [R, V] logits never exist at once and each block's exponentials are consumed
-    where they are made."""
+def vocab_logsumexp(h_rd, head_vd, block: int = 2048, row_block: int = 512):
+    """log-sum-exp of h @ head.T over the vocabulary [R, 1], tile by tile (row_block rows x
+    block vocabulary entries, online max and sum), so the [R, V] logits never exist and each
+    tile's exponentials are consumed while it is in cache (measured: 0.26 s for 500 rows of
+    151,936 on the 2-core CPU, vs 0.53 s materialised and 0.33 s with 16k-wide blocks)."""
     v, d = head_vd.shape
-    nblk = -(-v // block)
-    pad = nblk * block - v
-    head_kbd = jnp.pad(head_vd, ((0, pad), (0, 0))).reshape(nblk, block, d)
-    valid_kb = (jnp.arange(nblk * block) < v).reshape(nblk, block)
-
-    def step(carry, xs):
-        m_r, s_r = carry
-        w_bd, valid_b = xs
-        z_rb = jnp.einsum("rd,bd->rb", h_rd, w_bd, preferred_element_type=F32)
-        z_rb = jnp.where(valid_b[None], z_rb, -jnp.inf)
-        m_new = jnp.maximum(m_r, z_rb.max(-1))
-        s_r = s_r * jnp.exp(m_r - m_new) + jnp.exp(z_rb - m_new[:, None]).sum(-1)
-        return (m_new, s_r), None
-
     r = h_rd.shape[0]
-    init = (jnp.full((r,), -jnp.inf, F32), jnp.zeros((r,), F32))
-    (m_r, s_r), _ = jax.lax.scan(step, init, (head_kbd, valid_kb))
-    return (m_r + jnp.log(s_r))[:, None]
+    nblk, nrow = -(-v // block), -(-r // min(r, row_block))
+    rb = -(-r // nrow)
+    head_kbd = jnp.pad(head_vd, ((0, nblk * block - v), (0, 0))).reshape(nblk, block, d)
+    valid_kb = (jnp.arange(nblk * block) < v).reshape(nblk, block)
+    h_nrd = jnp.pad(h_rd, ((0, nrow * rb - r), (0, 0))).reshape(nrow, rb, d)
+
+    def rows(hr_rd):
+        def step(carry, xs):
+            m_r, s_r = carry
+            w_bd, valid_b = xs
+            z_rb = jnp.einsum("rd,bd->rb", hr_rd, w_bd, preferred_element_type=F32)
+            z_rb = jnp.where(valid_b[None], z_rb, -jnp.inf)
+            m_new = jnp.maximum(m_r, z_rb.max(-1))
+            s_r = s_r * jnp.exp(m_r - m_new) + jnp.exp(z_rb - m_new[:, None]).sum(-1)
+            return (m_new, s_r), None
+
+        init = (jnp.full((rb,), -jnp.inf, F32), jnp.zeros((rb,), F32))
+        (m_r, s_r), _ = jax.lax.scan(step, init, (head_kbd, valid_kb))
+        return m_r + jnp.log(s_r)
+
+    return jax.lax.map(rows, h_nrd).reshape(-1)[:r, None]
 
 
 class Decoder(nnx.Module):

@@ -1,0 +1,92 @@
+"""Mode `prefill_extend`: prefill `query (+ d)` once, then extend the items in batches
+against the shared prefix KV cache, then one LM-head pass over every scored row.
+
+Compiled shapes: one prefill per bucketed prefix length, one extend per (batch size from
+`precompile_bs`, bucketed item length), one LM head per bucketed item count. A repeated
+identical call therefore compiles nothing; and when `precompile_bs` is given, the first
+call at an item length compiles every listed batch size, so requests with another item
+count compile nothing new either.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from engines.jax_attention import causal_blocked, extend_attention
+from engines.jax_model import decoder, label_scores
+from engines.modes.layout import bucket_length, extend_batches, rows_bucket
+from engines.modes.options import batch_sizes, check_known
+from engines.request import ScoreRequest
+
+
+@functools.partial(jax.jit, static_argnames=("cfg",))
+def prefill(params, tokens_1p, prefix_len, *, cfg):
+    """KV cache of the (right-padded) prefix: k and v [L, 1, P, K, H]."""
+    p = tokens_1p.shape[1]
+    positions_1p = jnp.arange(p, dtype=jnp.int32)[None]
+    key_len_1 = jnp.reshape(prefix_len, (1,))
+    _, (k_l1pkh, v_l1pkh) = decoder(
+        params, tokens_1p, positions_1p, cfg,
+        lambda q, k, v, _: causal_blocked(q, k, v, key_len_1), return_kv=True)
+    return k_l1pkh, v_l1pkh
+
+
+@functools.partial(jax.jit, static_argnames=("cfg",))
+def extend(params, k_l1pkh, v_l1pkh, prefix_len, tokens_bl, positions_bl, last_b, *, cfg):
+    """Hidden states [B, D] of each item's last token, items [B, L] after the cached prefix."""
+    def attend(q, k, v, cache):
+        k_1pkh, v_1pkh = cache
+        return extend_attention(q, k, v, k_1pkh, v_1pkh, prefix_len)
+
+    h_bld = decoder(params, tokens_bl, positions_bl, cfg, attend, layer_extra=(k_l1pkh, v_l1pkh))
+    return h_bld[jnp.arange(h_bld.shape[0]), last_b]
+
+
+_PRECOMPILED: set = set()
+
+
+def precompile(engine, k_cache, v_cache, length: int, sizes: list[int]) -> None:
+    """Compile (by running on zeros) `extend` for every batch size at one item length."""
+    for rows in sizes:
+        key = (engine.model_config, str(k_cache.dtype), k_cache.shape, length, rows)
+        if key not in _PRECOMPILED:
+            zeros = np.zeros((rows, length), np.int32)
+            extend(engine.params, k_cache, v_cache, np.int32(1), zeros, zeros,
+                   np.zeros((rows,), np.int32), cfg=engine.model_config)
+            _PRECOMPILED.add(key)
+
+
+@functools.partial(jax.jit, static_argnames=("apply_softmax",))
+def score_rows(params, h_rd, labels, *, apply_softmax):
+    """LM head of the scored rows only: [R, labels]."""
+    return label_scores(params, h_rd, labels, apply_softmax)
+
+
+def score_prefill_extend(engine, req: ScoreRequest, **options) -> np.ndarray:
+    """Mode `prefill_extend`. Options: `extend_batch_size` (default 12) and `precompile_bs`
+    (the batch sizes a short last batch may be padded to, all compiled on first use;
+    default: powers of two below B and B, compiled when used)."""
+    check_known("prefill_extend", options, ("extend_batch_size", "precompile_bs"))
+    b, sizes = batch_sizes(options.get("extend_batch_size", 12), options.get("precompile_bs"))
+    cfg, params = engine.model_config, engine.params
+    prefix = np.asarray(req.prefix, np.int32)
+    tokens_1p = np.zeros((1, bucket_length(len(prefix))), np.int32)
+    tokens_1p[0, : len(prefix)] = prefix
+    prefix_len = np.int32(len(prefix))
+    k_cache, v_cache = prefill(params, tokens_1p, prefix_len, cfg=cfg)
+    batches = extend_batches(req, b, sizes)
+    if options.get("precompile_bs") is not None:
+        for length in sorted({eb.tokens_bl.shape[1] for eb in batches}):
+            precompile(engine, k_cache, v_cache, length, sizes)
+    hidden = [(extend(params, k_cache, v_cache, prefix_len, eb.tokens_bl, eb.positions_bl,
+                      eb.last_b, cfg=cfg), eb.count) for eb in batches]
+    h_nd = np.concatenate([np.asarray(h)[:count] for h, count in hidden])
+    n = h_nd.shape[0]
+    h_rd = np.pad(h_nd, ((0, rows_bucket(n) - n), (0, 0)))
+    out = score_rows(params, h_rd, jnp.asarray(req.labels, jnp.int32),
+                     apply_softmax=req.apply_softmax)
+    return np.asarray(out)[:n]

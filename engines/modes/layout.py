@@ -1,0 +1,124 @@
+"""Host-side layouts of the scoring modes: token ids, RoPE positions and O(T) mask metadata.
+
+Packed layout of one sequence (delimited semantics only):
+
+    [query d | pad to prefix_pad | item1 d item2 d ... itemN d | pad to item_pad]
+
+The prefix (`query d`) is padded to a bucketed length so the split between prefix rows and
+item rows is static. Item k's tokens sit at RoPE positions P, P+1, ... (P = len(query d)),
+those of the standalone `query d item_k`. The delimiters between items and the padding
+are never attended to by an item; each is its own one-token segment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from engines.request import ScoreRequest
+
+
+def bucket_length(n: int) -> int:
+    """Padded length for n tokens: powers of two (>= 16) up to 512, then multiples of 512."""
+    if n <= 512:
+        return max(16, 1 << (n - 1).bit_length())
+    return -(-n // 512) * 512
+
+
+def item_bucket(n: int) -> int:
+    """Padded item length: multiples of 4 up to 64 (little waste on short items), then
+    `bucket_length`."""
+    return -(-n // 4) * 4 if n <= 64 else bucket_length(n)
+
+
+def rows_bucket(n: int) -> int:
+    """Padded count of scored rows (LM head input)."""
+    return bucket_length(n) if n > 16 else 16
+
+
+@dataclasses.dataclass(frozen=True)
+class PackedBatch:
+    """B packed sequences. Arrays are numpy; the ints are static shape parameters."""
+
+    tokens_bt: np.ndarray      # [B, prefix_pad + item_pad] int32
+    positions_bt: np.ndarray   # [B, T] int32
+    seg_start_bi: np.ndarray   # [B, item_pad] int32, index within the item region
+    prefix_end_b: np.ndarray   # [B] int32, valid prefix length
+    last_row_r: np.ndarray     # [R] int32, flat index b * T + t of each item's last token
+    prefix_pad: int
+    band: int                  # >= every item's length, a multiple of 4
+
+    def dense_mask(self) -> np.ndarray:
+        """The materialised boolean mask [B, T, T] (True = may attend): the dense baseline."""
+        b, t = self.tokens_bt.shape
+        p = self.prefix_pad
+        start_bt = np.concatenate([np.zeros((b, p), np.int64), p + self.seg_start_bi], 1)
+        j = np.arange(t)[None, None, :]
+        i = np.arange(t)[None, :, None]
+        in_prefix = (j < self.prefix_end_b[:, None, None]) & (
+            (i >= p) | (j <= i))  # prefix rows are causal, item rows see the whole prefix
+        own = (j >= start_bt[:, :, None]) & (j <= i) & (i >= p)
+        return in_prefix | own
+
+
+def pack(req: ScoreRequest, chunks: list[list[int]], band: int | None = None) -> PackedBatch:
+    """Lay out each chunk of item indices as one packed sequence; all share one shape."""
+    prefix = np.asarray(req.prefix, np.int32)
+    p = len(prefix)
+    prefix_pad = bucket_length(p)
+    longest = max(len(it) for it in req.items)
+    band = band or item_bucket(longest)
+    region = max(sum(len(req.items[i]) + 1 for i in c) for c in chunks)
+    item_pad = -(-bucket_length(region) // band) * band
+    b, t = len(chunks), prefix_pad + item_pad
+    tokens = np.zeros((b, t), np.int32)
+    positions = np.zeros((b, t), np.int32)
+    seg_start = np.broadcast_to(np.arange(item_pad, dtype=np.int32), (b, item_pad)).copy()
+    tokens[:, :p] = prefix
+    positions[:, :p] = np.arange(p)
+    last = []
+    for c, chunk in enumerate(chunks):
+        at = 0
+        for i in chunk:
+            item = req.items[i]
+            n = len(item)
+            sl = slice(prefix_pad + at, prefix_pad + at + n)
+            tokens[c, sl] = item
+            positions[c, sl] = p + np.arange(n)
+            seg_start[c, at:at + n] = at
+            tokens[c, prefix_pad + at + n] = req.delimiter
+            positions[c, prefix_pad + at + n] = p + n
+            last.append(c * t + prefix_pad + at + n - 1)
+            at += n + 1
+    return PackedBatch(tokens, positions, seg_start, np.full((b,), p, np.int32),
+                       np.asarray(last, np.int32), prefix_pad, band)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtendBatch:
+    """One batch of items for prefill_extend, right-padded to [B, L]."""
+
+    tokens_bl: np.ndarray      # [B, L] int32
+    positions_bl: np.ndarray   # [B, L] int32
+    last_b: np.ndarray         # [B] int32, index of each item's last token
+    count: int                 # real items; rows past it are padding
+
+
+def extend_batches(req: ScoreRequest, batch: int, sizes: list[int]) -> list[ExtendBatch]:
+    """Items in order, `batch` at a time; the last batch padded to the smallest size in
+    `sizes` that holds it. Item lengths are padded to the batch's bucketed maximum."""
+    p = len(req.prefix)
+    out = []
+    for lo in range(0, len(req.items), batch):
+        items = req.items[lo:lo + batch]
+        rows = min(s for s in sizes if s >= len(items))
+        length = item_bucket(max(map(len, items)))
+        tokens = np.zeros((rows, length), np.int32)
+        positions = np.broadcast_to(p + np.arange(length, dtype=np.int32), (rows, length))
+        last = np.zeros((rows,), np.int32)
+        for r, item in enumerate(items):
+            tokens[r, :len(item)] = item
+            last[r] = len(item) - 1
+        out.append(ExtendBatch(tokens, positions.copy(), last, len(items)))
+    return out

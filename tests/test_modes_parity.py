@@ -1,0 +1,115 @@
+"""Every mode and mask of the JAX engine equals serial delimited scoring (`single`) and the
+PyTorch reference. With apply_softmax=False the scores are tiny probabilities (~1e-5), so
+they are also compared as log scores, where the tolerance means something."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import DELIM, LABELS
+
+MODE_CASES = [
+    ("packed", {"mask": "dense"}),
+    ("packed", {"mask": "segment"}),
+    ("packed", {"mask": "auto"}),
+    ("chunked", {"chunk_size": 3}),   # 7 items: chunks of 3, 3, 1
+    ("chunked", {"chunk_size": 1}),
+    ("chunked", {"chunk_size": 4, "mask": "dense"}),
+    ("prefill_extend", {"extend_batch_size": 3}),  # last batch of 1, padded to size 1
+    ("prefill_extend", {"extend_batch_size": 4, "precompile_bs": [4]}),  # last batch 3 -> 4
+]
+IDS = [m + "-" + "-".join(f"{k}{v}" for k, v in o.items()) for m, o in MODE_CASES]
+
+
+def scores(engine, req, mode="single", delimiter=DELIM, **kw):
+    query, items = req
+    return np.asarray(engine.score(query, items, LABELS, mode=mode, delimiter=delimiter,
+                                   **kw).scores)
+
+
+def assert_close(got, want, abs_tol, log_tol):
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=0, atol=abs_tol)
+    np.testing.assert_allclose(np.log(got), np.log(want), rtol=0, atol=log_tol)
+
+
+@pytest.fixture(scope="module")
+def base(make_request):
+    """7 items of lengths 1..8 (different lengths), a 40-token query."""
+    return make_request(11, query_len=40, num_items=7, item_len=(1, 9))
+
+
+@pytest.fixture(scope="module")
+def single_ref(jax_tiny, base):
+    return scores(jax_tiny, base)
+
+
+@pytest.fixture(scope="module")
+def torch_ref(torch_tiny, base):
+    return scores(torch_tiny, base)
+
+
+def test_single_matches_torch(single_ref, torch_ref):
+    assert_close(single_ref, torch_ref, 1e-4, 1e-3)
+
+
+@pytest.mark.parametrize("mode,opts", MODE_CASES, ids=IDS)
+def test_mode_matches_single_and_torch(jax_tiny, base, single_ref, torch_ref, mode, opts):
+    got = scores(jax_tiny, base, mode, **opts)
+    assert_close(got, single_ref, 1e-5, 1e-4)
+    assert_close(got, torch_ref, 1e-4, 1e-3)
+    # and the scores are discriminative, so the comparison proves something
+    assert np.ptp(np.log(got[:, 0])) > 0.1
+
+
+@pytest.mark.parametrize("mode,opts", [("packed", {"mask": "segment"}),
+                                       ("chunked", {"chunk_size": 2}),
+                                       ("prefill_extend", {"extend_batch_size": 2})])
+def test_one_item(jax_tiny, make_request, mode, opts):
+    req = make_request(12, query_len=33, num_items=1, item_len=5)
+    assert_close(scores(jax_tiny, req, mode, **opts), scores(jax_tiny, req), 1e-5, 1e-4)
+
+
+@pytest.mark.parametrize("batch", [1, 3, 8])
+def test_prefill_extend_plain_semantics(jax_tiny, torch_tiny, base, batch):
+    want = scores(jax_tiny, base, delimiter=None)
+    got = scores(jax_tiny, base, "prefill_extend", delimiter=None, extend_batch_size=batch)
+    assert_close(got, want, 1e-5, 1e-4)
+    assert_close(got, scores(torch_tiny, base, delimiter=None), 1e-4, 1e-3)
+
+
+@pytest.mark.parametrize("mode,opts", [("packed", {"mask": "segment"}),
+                                       ("prefill_extend", {"extend_batch_size": 5})])
+def test_apply_softmax(jax_tiny, base, mode, opts):
+    want = scores(jax_tiny, base, apply_softmax=True)
+    np.testing.assert_allclose(scores(jax_tiny, base, mode, apply_softmax=True, **opts), want,
+                               rtol=0, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def jax_tiny_bf16():
+    from engines import load_engine
+
+    return load_engine("jax", model="embedded:tiny", dtype="bfloat16")
+
+
+@pytest.mark.parametrize("mode,opts", [("packed", {"mask": "segment"}),
+                                       ("packed", {"mask": "dense"}),
+                                       ("chunked", {"chunk_size": 3}),
+                                       ("prefill_extend", {"extend_batch_size": 3})])
+def test_bfloat16_close_to_float32(jax_tiny, jax_tiny_bf16, base, mode, opts):
+    want = scores(jax_tiny, base, apply_softmax=True)  # probabilities ~0.5: 2e-2 means something
+    got = scores(jax_tiny_bf16, base, mode, apply_softmax=True, **opts)
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-2)
+
+
+def test_long_prefix_uses_several_key_tiles(jax_tiny, make_request):
+    """A prefix over 2048 tokens is cut into key tiles merged by the online softmax
+    (2101 tokens -> 2560 padded -> 5 tiles of 512)."""
+    from engines.jax_attention import key_block_size
+
+    assert key_block_size(2560) == 512
+    req = make_request(13, query_len=2100, num_items=3, item_len=(2, 6))
+    want = scores(jax_tiny, req)
+    for mode, opts in [("packed", {"mask": "segment"}), ("prefill_extend", {})]:
+        assert_close(scores(jax_tiny, req, mode, **opts), want, 1e-5, 1e-4)

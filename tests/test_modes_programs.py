@@ -1,0 +1,149 @@
+"""Properties of the compiled programs: no T x T array in the segment program, the prefix
+cache never copied per item in prefill_extend, no compilation on a repeated call; and
+clear errors for options that make no sense."""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import DELIM, LABELS
+
+from engines.errors import MibenchError
+from engines.modes import extend as extend_mode
+from engines.modes import packed as packed_mode
+from engines.modes.compiles import count_compiles
+from engines.modes.layout import PackedBatch, extend_batches, pack
+from engines.request import make_request as build_request
+
+SHAPE = re.compile(r"\b(?:f32|bf16|s32|pred|f16|u32|s8|u8)\[([0-9,]*)\]")
+
+
+def hlo_shapes(compiled) -> list[tuple[int, ...]]:
+    """Every array shape in a compiled program's optimised HLO."""
+    return [tuple(int(d) for d in m.split(",") if d) for m in SHAPE.findall(compiled.as_text())]
+
+
+def request(query, items, delimiter=DELIM):
+    return build_request(query, items, LABELS, delimiter=delimiter, vocab_size=151936,
+                         max_length=40960)
+
+
+def segment_program(engine, batch: PackedBatch, req):
+    rows = packed_mode.scored_row_indices(batch)
+    return packed_mode.packed_segment_forward.lower(
+        engine.params, batch.tokens_bt, batch.positions_bt, batch.seg_start_bi,
+        batch.prefix_end_b, rows, jnp.asarray(req.labels), cfg=engine.model_config,
+        apply_softmax=False, prefix_pad=batch.prefix_pad, band=batch.band).compile()
+
+
+def test_segment_program_has_no_t_by_t_array(jax_tiny, make_request, monkeypatch):
+    query, items = make_request(31, query_len=30, num_items=120, item_len=(4, 9))
+    req = request(query, items)
+    batch = pack(req, [list(range(len(items)))])
+    t = batch.tokens_bt.shape[1]
+    region = t - batch.prefix_pad
+    assert region >= 512
+    big = [s for s in hlo_shapes(segment_program(jax_tiny, batch, req))
+           if sum(d >= region for d in s) >= 2]
+    assert not big, f"arrays with two dimensions >= {region} tokens: {big[:5]}"
+    # the control: the dense program does hold [.., T, T] arrays
+    mask = batch.dense_mask()
+    dense = packed_mode.packed_dense_forward.lower(
+        jax_tiny.params, batch.tokens_bt, batch.positions_bt, mask,
+        packed_mode.scored_row_indices(batch), jnp.asarray(req.labels), cfg=jax_tiny.model_config,
+        apply_softmax=False).compile()
+    assert any(sum(d == t for d in s) >= 2 for s in hlo_shapes(dense))
+    # and the host never builds the mask for the segment path
+    monkeypatch.setattr(PackedBatch, "dense_mask", lambda self: pytest.fail("dense mask built"))
+    jax_tiny.score(query, items[:5], LABELS, mode="packed", mask="segment", delimiter=DELIM)
+
+
+def copies_prefix(shapes, batch: int, prefix: int) -> list[tuple[int, ...]]:
+    """Shapes holding a per-item prefix: both the batch and the prefix length as dims."""
+    return [s for s in shapes if batch in s and prefix in s]
+
+
+def test_prefill_extend_never_copies_the_prefix_per_item(jax_tiny, make_request):
+    b = 5  # distinct from every model dimension of `tiny`, as is the prefix length 512
+    query, items = make_request(32, query_len=450, num_items=b, item_len=4)
+    req = request(query, items)
+    eb = extend_batches(req, b, [b])[0]
+    cfg = jax_tiny.model_config
+    k_cache, v_cache = extend_mode.prefill(jax_tiny.params, np.zeros((1, 512), np.int32),
+                                           np.int32(451), cfg=cfg)
+    assert k_cache.shape[2] == 512
+    compiled = extend_mode.extend.lower(jax_tiny.params, k_cache, v_cache, np.int32(451),
+                                        eb.tokens_bl, eb.positions_bl, eb.last_b,
+                                        cfg=cfg).compile()
+    assert not copies_prefix(hlo_shapes(compiled), b, 512)
+
+    # the control: a per-item copy of the prefix is caught by the same check
+    @jax.jit
+    def naive(q_blnh, k_1skh):
+        k_bskh = jnp.broadcast_to(k_1skh, (b,) + k_1skh.shape[1:])
+        return jnp.einsum("blnh,bsnh->blns", q_blnh, k_bskh[:, :, :1]).sum(-1)
+
+    q = jnp.zeros((b, 4, 2, 64))
+    assert copies_prefix(hlo_shapes(naive.lower(q, k_cache[0]).compile()), b, 512)
+
+
+CALLS = [("single", {}), ("packed", {"mask": "dense"}), ("packed", {"mask": "segment"}),
+         ("chunked", {"chunk_size": 2}),
+         ("prefill_extend", {"extend_batch_size": 2, "precompile_bs": [1, 2]}),
+         ("prefill_extend", {"extend_batch_size": 3, "precompile_bs": [2, 3]})]
+
+
+@pytest.mark.parametrize("mode,opts", CALLS, ids=[f"{m}{list(o.values())}" for m, o in CALLS])
+def test_repeated_call_compiles_nothing(jax_tiny, make_request, mode, opts):
+    query, items = make_request(33, query_len=20, num_items=5, item_len=(2, 7))
+    first = jax_tiny.score(query, items, LABELS, mode=mode, delimiter=DELIM, **opts)
+    with count_compiles() as compiles:
+        again = jax_tiny.score(query, items, LABELS, mode=mode, delimiter=DELIM, **opts)
+    assert compiles() == 0
+    assert again.scores == first.scores
+
+
+def test_precompiled_batch_sizes_serve_other_item_counts(jax_tiny, make_request):
+    query, items = make_request(34, query_len=20, num_items=7, item_len=5)
+    opts = {"extend_batch_size": 3, "precompile_bs": [1, 2, 3]}
+    jax_tiny.score(query, items[:3], LABELS, mode="prefill_extend", delimiter=DELIM, **opts)
+    with count_compiles() as compiles:  # last batches of 2 and 1 items: precompiled sizes
+        for n in (5, 7):
+            jax_tiny.score(query, items[:n], LABELS, mode="prefill_extend", delimiter=DELIM,
+                           **opts)
+    assert compiles() == 0
+
+
+def test_compile_counter_counts(jax_tiny):
+    with count_compiles() as compiles:
+        jax.jit(lambda x: x * 3 + 1)(np.arange(7))
+    assert compiles() == 1
+
+
+BAD = [
+    ("chunked", {"chunk_size": 0}, DELIM, "chunk_size"),
+    ("chunked", {"chunk_size": 2.5}, DELIM, "chunk_size"),
+    ("prefill_extend", {"extend_batch_size": 0}, DELIM, "extend_batch_size"),
+    ("prefill_extend", {"extend_batch_size": 4, "precompile_bs": [1, 2]}, DELIM, "precompile_bs"),
+    ("prefill_extend", {"extend_batch_size": 2, "precompile_bs": [0, 2]}, DELIM, "precompile_bs"),
+    ("prefill_extend", {"chunk_size": 2}, DELIM, "chunk_size"),
+    ("packed", {"mask": "segment"}, None, "delimiter"),
+    ("chunked", {"chunk_size": 2}, None, "delimiter"),
+    ("packed", {"mask": "sparse"}, DELIM, "mask"),
+    ("chunked", {"chunk_size": 2, "mask": "flash"}, DELIM, "mask"),
+    ("packed", {"extend_batch_size": 2}, DELIM, "extend_batch_size"),
+    ("single", {"mask": "dense"}, DELIM, "mask"),
+]
+
+
+@pytest.mark.parametrize("mode,opts,delimiter,field", BAD,
+                         ids=[f"{m}-{f}-{i}" for i, (m, _, _, f) in enumerate(BAD)])
+def test_bad_options_are_clear_errors(jax_tiny, mode, opts, delimiter, field):
+    with pytest.raises(MibenchError) as err:
+        jax_tiny.score([1, 2, 3], [[4, 5]], LABELS, mode=mode, delimiter=delimiter, **opts)
+    assert err.value.field == field
+    assert field in str(err.value)
