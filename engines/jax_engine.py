@@ -17,6 +17,7 @@ from engines.modes.options import check_known
 from engines.modes.packed import score_chunked, score_packed
 from engines.request import ScoreRequest, make_request
 from engines.result import ScoreResult
+from engines.sharding import fit_kv_heads, make_shard_config, place_params, to_host
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "apply_softmax"))
@@ -33,15 +34,15 @@ def score_last_token(params, tokens_1t, last, labels, cfg, apply_softmax: bool):
 def score_single(engine: JaxEngine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `single`: one forward per item, batch 1, in order. No options."""
     check_known("single", options, ())
-    labels = jnp.asarray(req.labels, jnp.int32)
+    labels = np.asarray(req.labels, np.int32)
     rows = []
     for i in range(len(req.items)):
         seq = req.sequence(i)
         tokens = np.zeros((1, bucket_length(len(seq))), np.int32)
         tokens[0, : len(seq)] = seq
         rows.append(score_last_token(engine.params, tokens, len(seq) - 1, labels,
-                                     engine.model_config, req.apply_softmax))
-    return np.concatenate([np.asarray(r) for r in rows])
+                                     engine.cfg, req.apply_softmax))
+    return np.concatenate([to_host(r) for r in rows])
 
 
 MODES = {"single": score_single, "packed": score_packed, "chunked": score_chunked,
@@ -54,14 +55,22 @@ class JaxEngine:
     name = "jax"
 
     def __init__(self, model: str, dtype: str = "float32", tp: int = 1):
-        if tp != 1:
-            raise MibenchError("tensor parallelism (tp > 1) is not implemented yet", field="tp")
         self.model, self.dtype, self.tp = model, dtype, tp
+        self.shard = make_shard_config(tp)  # before any loading: a missing device skips fast
         self.folder = resolve_model(model)
+        # model_config is the checkpoint's; cfg is what runs (KV heads fitted to the mesh)
         self.model_config, np_params = load_params(self.folder)
-        self.module = Decoder(self.model_config, np_params, jnp.dtype(dtype))
+        self.cfg, np_params = fit_kv_heads(self.model_config, np_params, tp)
+        placed = place_params(np_params, jnp.dtype(dtype), self.shard)
+        self.module = Decoder(self.cfg, placed, jnp.dtype(dtype))
         self.params = self.module.weights()
+        self.compiled: set = set()  # shapes a mode has precompiled on this engine
         self._tokenizer = None
+
+    @property
+    def topology(self) -> dict:
+        """tp, mesh shape and the devices used (ids, kinds, processes)."""
+        return self.shard.describe()
 
     @property
     def modes(self) -> tuple[str, ...]:

@@ -103,18 +103,28 @@ def param_specs(params: dict, tp: int) -> dict:
     return specs
 
 
-def shard_params(params: dict, shard: ShardConfig) -> dict:
-    """Place the parameters on the mesh (unchanged without one)."""
-    if shard.mesh is None:
-        return params
+def place_params(params: dict, dtype, shard: ShardConfig) -> dict:
+    """Cast the host (numpy) parameters to `dtype` and place them: on the default device
+    without a mesh, else each process places its own shards of the same host copy."""
     specs = param_specs(params, shard.tp)
 
-    def place(x, spec):  # every process holds the same host copy; each places its shards
-        x = np.asarray(x)
+    def place(x, spec):
+        x = np.asarray(x).astype(dtype, copy=False)
+        if shard.mesh is None:
+            return jax.device_put(x)
         return jax.make_array_from_callback(x.shape, NamedSharding(shard.mesh, spec),
                                             lambda idx: x[idx])
 
     return jax.tree.map(place, params, specs)
+
+
+def to_host(x) -> np.ndarray:
+    """A result as a host array, gathered from every process when it spans several."""
+    if getattr(x, "is_fully_addressable", True):
+        return np.asarray(x)
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
 
 
 def constrain(x, shard: ShardConfig, spec: PartitionSpec):

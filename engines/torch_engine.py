@@ -32,9 +32,18 @@ class TorchEngine:
         self.folder = resolve_model(model)
         self.model_config = read_config(self.folder)
         self.torch_dtype = getattr(torch, dtype)
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.hf_model = AutoModelForCausalLM.from_pretrained(
             self.folder, dtype=self.torch_dtype, attn_implementation="eager").eval()
+        self.hf_model.to(self.device)
         self.tokenizer = load_tokenizer(self.folder)
+
+    @property
+    def topology(self) -> dict:
+        import torch
+
+        kind = torch.cuda.get_device_name() if self.device == "cuda" else "cpu"
+        return {"tp": 1, "mesh_shape": {"tp": 1}, "devices": [{"id": 0, "kind": kind}]}
 
     def score(self, query, items, label_token_ids, mode: str = "single",
               apply_softmax: bool = False, delimiter: int | None = None,
@@ -57,10 +66,10 @@ class TorchEngine:
     def _score_one(self, req: ScoreRequest, i: int) -> np.ndarray:
         import torch
 
-        ids = torch.tensor([req.sequence(i)], dtype=torch.long)
+        ids = torch.tensor([req.sequence(i)], dtype=torch.long, device=self.device)
         with torch.inference_mode():
             logits = self.hf_model(input_ids=ids, logits_to_keep=1).logits[0, -1].float()
-        labels = torch.tensor(req.labels, dtype=torch.long)
+        labels = torch.tensor(req.labels, dtype=torch.long, device=self.device)
         if req.apply_softmax:
-            return torch.softmax(logits[labels], dim=-1).numpy()
-        return torch.exp(torch.log_softmax(logits, dim=-1)[labels]).numpy()
+            return torch.softmax(logits[labels], dim=-1).cpu().numpy()
+        return torch.exp(torch.log_softmax(logits, dim=-1)[labels]).cpu().numpy()

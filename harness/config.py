@@ -154,7 +154,7 @@ class Parity(Strict):
     """Which parity checks to run, against what, on which (small) workload."""
 
     reference: Reference = Reference()
-    checks: list[Literal["isolation", "modes", "engines"]] = []
+    checks: list[Literal["isolation", "modes", "engines", "topologies"]] = []
     workload: WorkloadFields | None = None
 
 

@@ -8,6 +8,8 @@
   model, dtype and tp: 1e-5 in float32, 2e-2 in bfloat16.
 - `engines`: `single` of each engine against the reference (`parity.reference`, torch
   `single` in float32 by default, tp 1): 1e-4 in float32, 2e-2 in bfloat16.
+- `topologies`: every case at tp > 1 against the same case (engine, mode, options, model,
+  dtype) at tp 1: sharding must not change the scores, 1e-5 in float32, 2e-2 in bfloat16.
 
 The parity workload is the config's (first matrix values, `parity.workload` patched over
 it) cut down to at most 512 query tokens and 4 to 16 items, so parity stays cheap on big
@@ -29,7 +31,8 @@ from workloads import Request, WorkloadSpec
 
 MAX_QUERY, MIN_ITEMS, MAX_ITEMS = 512, 4, 16
 TOL = {"isolation": {"float32": 1e-6, "bfloat16": 2e-2}, "modes": {"float32": 1e-5,
-       "bfloat16": 2e-2}, "engines": {"float32": 1e-4, "bfloat16": 2e-2}}
+       "bfloat16": 2e-2}, "engines": {"float32": 1e-4, "bfloat16": 2e-2},
+       "topologies": {"float32": 1e-5, "bfloat16": 2e-2}}
 
 
 def parity_workload(config: Config) -> WorkloadSpec:
@@ -133,6 +136,13 @@ def group_checks(g: GroupParity, cases: list[CaseSpec], checks: list[str]) -> li
                 "modes", case, f"{case.engine}/single", TOL["modes"][case.dtype],
                 lambda c=case: g.score(c.engine_key, c.mode, c.params),
                 lambda c=case: g.score(c.engine_key, "single", {})))
+        if "topologies" in checks and case.tp > 1:
+            tp1 = (case.engine, case.model, case.dtype, 1)
+            out.append(g.compare(
+                "topologies", case, case.case_id.replace(f"tp={case.tp}", "tp=1"),
+                TOL["topologies"][case.dtype],
+                lambda c=case: g.score(c.engine_key, c.mode, c.params),
+                lambda c=case, k=tp1: g.score(k, c.mode, c.params)))
     if "engines" in checks:
         engines = sorted({c.engine for c in cases} - {ref["engine"]})
         for name in engines:
@@ -147,11 +157,14 @@ def group_checks(g: GroupParity, cases: list[CaseSpec], checks: list[str]) -> li
 
 
 def reference_keys(config: Config, cases: list[CaseSpec]) -> set[EngineKey]:
-    """Engines parity will need beyond the cases' own."""
-    if config.parity is None or "engines" not in config.parity.checks:
-        return set()
-    ref = config.parity.reference
-    return {(ref.engine, c.model, ref.dtype, 1) for c in cases}
+    """Engines parity will need beyond the cases' own: the reference, and the tp 1
+    engine of every case that the `topologies` check compares with it."""
+    checks = config.parity.checks if config.parity is not None else []
+    ref = config.parity.reference if config.parity is not None else None
+    keys = {(ref.engine, c.model, ref.dtype, 1) for c in cases} if "engines" in checks else set()
+    if "topologies" in checks:
+        keys |= {(c.engine, c.model, c.dtype, 1) for c in cases if c.tp > 1}
+    return keys
 
 
 def new_record(config: Config) -> ParityRecord:

@@ -81,7 +81,7 @@ class CaseRecord(Record):
 class ParityCheck(Record):
     """One comparison: `case_id`'s scores against `against`'s on the parity workload."""
 
-    check: Literal["isolation", "modes", "engines"]
+    check: Literal["isolation", "modes", "engines", "topologies"]
     variant: str | None = None  # isolation: same_length / changed_length
     case_id: str
     against: str

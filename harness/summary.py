@@ -51,7 +51,8 @@ def render_summary(record, path) -> str:
         out += [f"  {p.status}: {p.check}{'/' + p.variant if p.variant else ''} {p.case_id} "
                 f"vs {p.against}: max {_fmt(p.max_abs_diff, '.3g')} > {p.tolerance:g}"
                 + (f" ({p.error})" if p.error else "") for p in bad]
-    failed = sum(c.status != "ok" for c in record.cases)
-    out.append(f"{len(record.cases) - failed}/{len(record.cases)} cases ok")
+    ok = sum(c.status == "ok" for c in record.cases)
+    skipped = sum(c.status == "skipped" for c in record.cases)
+    out.append(f"{ok}/{len(record.cases)} cases ok" + (f", {skipped} skipped" if skipped else ""))
     out.append(f"artifact: {path}")
     return "\n".join(out)

@@ -21,6 +21,7 @@ from engines.jax_model import decoder, label_scores
 from engines.modes.layout import bucket_length, extend_batches, rows_bucket
 from engines.modes.options import batch_sizes, check_known
 from engines.request import ScoreRequest
+from engines.sharding import to_host
 
 
 @functools.partial(jax.jit, static_argnames=("cfg",))
@@ -46,18 +47,15 @@ def extend(params, k_l1pkh, v_l1pkh, prefix_len, tokens_bl, positions_bl, last_b
     return h_bld[jnp.arange(h_bld.shape[0]), last_b]
 
 
-_PRECOMPILED: set = set()
-
-
 def precompile(engine, k_cache, v_cache, length: int, sizes: list[int]) -> None:
     """Compile (by running on zeros) `extend` for every batch size at one item length."""
     for rows in sizes:
-        key = (engine.model_config, str(k_cache.dtype), k_cache.shape, length, rows)
-        if key not in _PRECOMPILED:
+        key = ("extend", k_cache.shape, length, rows)
+        if key not in engine.compiled:
             zeros = np.zeros((rows, length), np.int32)
             extend(engine.params, k_cache, v_cache, np.int32(1), zeros, zeros,
-                   np.zeros((rows,), np.int32), cfg=engine.model_config)
-            _PRECOMPILED.add(key)
+                   np.zeros((rows,), np.int32), cfg=engine.cfg)
+            engine.compiled.add(key)
 
 
 @functools.partial(jax.jit, static_argnames=("apply_softmax",))
@@ -72,7 +70,7 @@ def score_prefill_extend(engine, req: ScoreRequest, **options) -> np.ndarray:
     default: powers of two below B and B, compiled when used)."""
     check_known("prefill_extend", options, ("extend_batch_size", "precompile_bs"))
     b, sizes = batch_sizes(options.get("extend_batch_size", 12), options.get("precompile_bs"))
-    cfg, params = engine.model_config, engine.params
+    cfg, params = engine.cfg, engine.params
     prefix = np.asarray(req.prefix, np.int32)
     tokens_1p = np.zeros((1, bucket_length(len(prefix))), np.int32)
     tokens_1p[0, : len(prefix)] = prefix
@@ -84,9 +82,9 @@ def score_prefill_extend(engine, req: ScoreRequest, **options) -> np.ndarray:
             precompile(engine, k_cache, v_cache, length, sizes)
     hidden = [(extend(params, k_cache, v_cache, prefix_len, eb.tokens_bl, eb.positions_bl,
                       eb.last_b, cfg=cfg), eb.count) for eb in batches]
-    h_nd = np.concatenate([np.asarray(h)[:count] for h, count in hidden])
+    h_nd = np.concatenate([to_host(h)[:count] for h, count in hidden])
     n = h_nd.shape[0]
     h_rd = np.pad(h_nd, ((0, rows_bucket(n) - n), (0, 0)))
-    out = score_rows(params, h_rd, jnp.asarray(req.labels, jnp.int32),
+    out = score_rows(params, h_rd, np.asarray(req.labels, np.int32),
                      apply_softmax=req.apply_softmax)
-    return np.asarray(out)[:n]
+    return to_host(out)[:n]

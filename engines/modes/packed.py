@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from engines.jax_attention import segment_attention
@@ -17,6 +16,7 @@ from engines.jax_model import decoder, label_scores, masked_attention
 from engines.modes.layout import PackedBatch, pack, rows_bucket
 from engines.modes.options import check_known, mask_option, positive_int, require_delimiter
 from engines.request import ScoreRequest
+from engines.sharding import to_host
 
 # mask="auto" picks dense only for padded sequences this short, where a [T, T] mask is tiny
 # and the two cost the same. Measured on the 2-core CPU, tiny, float32 (dense vs segment):
@@ -60,9 +60,9 @@ def scored_row_indices(batch: PackedBatch) -> np.ndarray:
 
 def run_packed(engine, req: ScoreRequest, batch: PackedBatch, mask: str) -> np.ndarray:
     """Scores [N, labels] of a packed batch with the given mask implementation."""
-    labels = jnp.asarray(req.labels, jnp.int32)
+    labels = np.asarray(req.labels, np.int32)
     rows = scored_row_indices(batch)
-    common = dict(cfg=engine.model_config, apply_softmax=req.apply_softmax)
+    common = dict(cfg=engine.cfg, apply_softmax=req.apply_softmax)
     if mask == "dense":
         out = packed_dense_forward(engine.params, batch.tokens_bt, batch.positions_bt,
                                    batch.dense_mask(), rows, labels, **common)
@@ -70,7 +70,7 @@ def run_packed(engine, req: ScoreRequest, batch: PackedBatch, mask: str) -> np.n
         out = packed_segment_forward(engine.params, batch.tokens_bt, batch.positions_bt,
                                      batch.seg_start_bi, batch.prefix_end_b, rows, labels,
                                      prefix_pad=batch.prefix_pad, band=batch.band, **common)
-    return np.asarray(out)[: len(batch.last_row_r)]
+    return to_host(out)[: len(batch.last_row_r)]
 
 
 def resolve_mask(mask: str, batch: PackedBatch) -> str:

@@ -134,8 +134,11 @@ def topology(rows: list[Row]) -> Table | None:
 
 
 def _status_or(row: Row) -> str:
+    """Items/s, or the status alone (a side-by-side cell has no room for the reason)."""
     thr = throughput(row)
-    return fmt.num(thr) if thr is not None else fmt.status(row.case).split(" `")[0]
+    if thr is not None:
+        return fmt.num(thr)
+    return row.case.status if row.case.status == "skipped" else fmt.status(row.case).split(" `")[0]
 
 
 def has_model_matrix(rows: list[Row]) -> bool:
@@ -178,7 +181,8 @@ def model_matrix(rows: list[Row]) -> Table | None:
 
 def parity_by_model(records: list[RunRecord]) -> Table | None:
     """Largest absolute difference per check kind and model (the seeds' model matrix)."""
-    kinds = ["isolation (same_length)", "isolation (changed_length)", "modes", "engines"]
+    kinds = ["isolation (same_length)", "isolation (changed_length)", "modes", "engines",
+             "topologies"]
     worst: dict[str, dict[str, float]] = defaultdict(dict)
     for rec in records:
         models = {c.case_id: fmt.model_label(c) for c in rec.cases}
