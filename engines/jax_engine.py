@@ -10,7 +10,8 @@ import numpy as np
 
 from engines.checkpoint import load_params, load_tokenizer, resolve_model
 from engines.errors import MibenchError
-from engines.jax_model import Decoder, causal_mask, decoder, label_scores, masked_attention
+from engines.jax_attention import causal_blocked
+from engines.jax_model import Decoder, decoder, label_scores
 from engines.modes.extend import score_prefill_extend
 from engines.modes.layout import bucket_length
 from engines.modes.options import check_known
@@ -22,12 +23,15 @@ from engines.sharding import fit_kv_heads, make_shard_config, place_params, to_h
 
 @functools.partial(jax.jit, static_argnames=("cfg", "apply_softmax"))
 def score_last_token(params, tokens_1t, last, labels, cfg, apply_softmax: bool):
-    """Causal forward of one (right-padded) sequence; scores of the row at `last`."""
+    """Causal forward of one (right-padded) sequence; scores of the row at `last`.
+    Attention is the tiled causal kernel of the prefill (tiles past `last` skipped), so the
+    baseline is a fair one; `packed` with the dense mask still runs the plain masked
+    attention, and the torch reference a third implementation."""
     t = tokens_1t.shape[1]
     positions_1t = jnp.arange(t, dtype=jnp.int32)[None]
-    mask = causal_mask(t)
+    key_len_1 = jnp.reshape(last + 1, (1,))
     h_1td = decoder(params, tokens_1t, positions_1t, cfg,
-                    lambda q, k, v, _: masked_attention(q, k, v, mask))
+                    lambda q, k, v, _: causal_blocked(q, k, v, key_len_1))
     return label_scores(params, h_1td[0, last][None], labels, apply_softmax)  # [1, labels]
 
 

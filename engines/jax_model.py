@@ -67,13 +67,6 @@ def masked_attention(q_btnh, k_bskh, v_bskh, mask_bts):
     return o_btkgh.reshape(b, t, n, h)
 
 
-def causal_mask(t: int):
-    """[1, T, T] lower-triangular mask, built on device from iotas."""
-    i = jax.lax.broadcasted_iota(jnp.int32, (t, t), 0)
-    j = jax.lax.broadcasted_iota(jnp.int32, (t, t), 1)
-    return (j <= i)[None]
-
-
 # attend(q [B,T,N,H], k [B,S,K,H], v [B,S,K,H], layer_extra) -> [B, T, N, H]
 AttendFn = Callable[..., jax.Array]
 
