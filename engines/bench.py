@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import threading
 import time
 
 import numpy as np
@@ -26,38 +25,10 @@ CASES = [("single", {}), ("packed", {"mask": "dense"}), ("packed", {"mask": "seg
          ("prefill_extend", {"extend_batch_size": 500})]
 
 
-def _rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-class PeakRss:
-    """Samples the resident set in a thread; `.peak - .base` is the call's extra memory."""
-
-    def __enter__(self):
-        self.base = self.peak = _rss()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def _sample(self):
-        while not self._stop.wait(0.002):
-            self.peak = max(self.peak, _rss())
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, _rss())
-
-    @property
-    def extra(self) -> int:
-        return self.peak - self.base
-
-
 def measure(engine, query, items, mode, opts, runs, delimiter, labels):
     """(first-call seconds, median seconds, peak extra bytes, compilations in timed runs)."""
     from engines.modes.compiles import count_compiles
+    from harness.memory import PeakRss
 
     def call():
         return engine.score(query, items, labels, mode=mode, delimiter=delimiter, **opts)

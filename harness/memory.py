@@ -1,12 +1,56 @@
 """Peak memory of a case: device memory stats where the backend has them (JAX's
 `peak_bytes_in_use`, the largest over the chips; torch's `max_memory_allocated`, reset
-before each case), else the process's peak resident set size. JAX's and the RSS peaks
-only grow over a run: read them as upper bounds for the case."""
+before each case), else the peak resident set size sampled while the case ran (`PeakRss`).
+JAX's device peak only grows over a run: read it as an upper bound for the case."""
 
 from __future__ import annotations
 
+import os
 import resource
 import sys
+import threading
+
+
+def rss_bytes() -> int:
+    """The process's resident set now (Linux /proc; the lifetime peak elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return _lifetime_peak_rss()
+
+
+class PeakRss:
+    """Samples the resident set in a thread every `interval` s while the block runs:
+    `.peak` is the highest seen, `.extra` the rise above the level at entry."""
+
+    def __init__(self, interval: float = 0.002):
+        self.interval = interval
+
+    def __enter__(self):
+        self.base = self.peak = rss_bytes()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self):
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, rss_bytes())
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, rss_bytes())
+
+    @property
+    def extra(self) -> int:
+        return self.peak - self.base
+
+
+def _lifetime_peak_rss() -> int:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(rss if sys.platform == "darwin" else rss * 1024)
 
 
 def _jax_device_peak() -> int | None:
@@ -45,10 +89,10 @@ def reset_torch_peak() -> None:
             torch.cuda.reset_peak_memory_stats()
 
 
-def peak_memory(engine_name: str) -> tuple[int, str]:
-    """(bytes, source) for the engine's device, falling back to the process peak RSS."""
+def peak_memory(engine_name: str, case_rss: int | None = None) -> tuple[int, str]:
+    """(bytes, source) for the engine's device, else the RSS peak sampled during the case
+    (else the process's lifetime peak)."""
     value = _jax_device_peak() if engine_name == "jax" else _torch_device_peak()
     if value is not None:
         return value, "device"
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(rss if sys.platform == "darwin" else rss * 1024), "rss"
+    return (case_rss, "rss") if case_rss is not None else (_lifetime_peak_rss(), "rss")

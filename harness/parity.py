@@ -53,15 +53,18 @@ def cap(requests: list[Request]) -> list[Request]:
     return [Request(query=r.query[:MAX_QUERY], items=r.items[:MAX_ITEMS])]
 
 
-def diff(a: list, b: list, skip: int | None = None) -> tuple[float, float]:
-    """Max and mean absolute difference of two score tables (rows of `skip` left out)."""
+def diff(a: list, b: list, skip: int | None = None) -> tuple[float, float, float]:
+    """Max and mean absolute, and max relative, difference of two score tables (rows of
+    `skip` left out)."""
     x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if x.shape != y.shape:
         raise ValueError(f"score shapes differ: {x.shape} vs {y.shape}")
     if skip is not None:
         x, y = np.delete(x, skip, axis=0), np.delete(y, skip, axis=0)
     d = np.abs(x - y)
-    return float(d.max(initial=0.0)), float(d.mean()) if d.size else 0.0
+    rel = d / np.maximum(np.abs(y), np.finfo(np.float64).tiny)
+    return (float(d.max(initial=0.0)), float(d.mean()) if d.size else 0.0,
+            float(rel.max(initial=0.0)))
 
 
 @dataclasses.dataclass
@@ -90,11 +93,11 @@ class GroupParity:
         base = dict(check=check, variant=variant, case_id=case.case_id, against=against,
                     tolerance=tol)
         try:
-            worst, mean = diff(left(), right(), skip)
+            worst, mean, rel = diff(left(), right(), skip)
         except Exception as e:  # an engine error is a parity error, not a crash
             return ParityCheck(**base, status="error", error=f"{type(e).__name__}: {e}")
         ok = worst == 0.0 if tol == 0.0 else worst <= tol
-        return ParityCheck(**base, max_abs_diff=worst, mean_abs_diff=mean,
+        return ParityCheck(**base, max_abs_diff=worst, mean_abs_diff=mean, max_rel_diff=rel,
                            status="passed" if ok else "failed")
 
 

@@ -48,7 +48,7 @@ class Metrics(Record):
     peak_flops: float | None = None  # the peak `mfu` divides by (per chip x tp)
     mfu: float | None = None  # useful_flops / (median time x peak_flops)
     peak_memory_bytes: int | None = None
-    peak_memory_source: str | None = None  # "device" (memory_stats) or "rss" (process)
+    peak_memory_source: str | None = None  # "device" (memory_stats), "rss" (sampled in case)
     score_digest: str | None = None  # sha256 of the first call's scores (harness.metrics)
 
 
@@ -87,6 +87,9 @@ class ParityCheck(Record):
     against: str
     max_abs_diff: float | None = None
     mean_abs_diff: float | None = None
+    # max |a - b| / |b|: what an absolute tolerance cannot see when scores are tiny
+    # full-vocabulary probabilities (apply_softmax false); recorded, not gated
+    max_rel_diff: float | None = None
     tolerance: float
     status: Literal["passed", "failed", "error"]
     error: str | None = None

@@ -69,11 +69,13 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
     """Measure one case; any exception makes it `failed` with type, message and traceback."""
     rec, timings, requests, engine = _case_record(case), Timings(), None, None
     memory.reset_torch_peak()
+    rss = memory.PeakRss(interval=0.01)
     try:
         engine = pool.get(case.engine_key)
         rec.topology = {**rec.topology, **getattr(engine, "topology", {})}
         requests = pool.requests(case.engine_key, case.workload)
-        measure(make_call(engine, requests, case), case.runs, timings, tick)
+        with rss:
+            measure(make_call(engine, requests, case), case.runs, timings, tick)
     except TopologyUnavailable as e:
         rec.status = "skipped"
         rec.error = ErrorInfo(type=type(e).__name__, message=str(e), traceback="")
@@ -94,7 +96,7 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
         if timings.first_result is not None:
             rec.metrics.score_digest = score_digest(timings.first_result)
     rec.metrics.peak_memory_bytes, rec.metrics.peak_memory_source = memory.peak_memory(
-        case.engine)
+        case.engine, getattr(rss, "peak", None))
     return rec
 
 

@@ -86,12 +86,14 @@ def parity_table(records: list[RunRecord]) -> Table | None:
                 status += f" `{fmt.first_line(c.error)}`"
             out.append(([lab] if many else []) + [
                 c.check + (f" ({c.variant})" if c.variant else ""), c.case_id, c.against,
-                fmt.sci(c.max_abs_diff), fmt.sci(c.mean_abs_diff), fmt.sci(c.tolerance), status])
+                fmt.sci(c.max_abs_diff), fmt.sci(c.mean_abs_diff), fmt.sci(c.max_rel_diff),
+                fmt.sci(c.tolerance), status])
     if not out:
         return None
     header = (["Commit"] if many else []) + ["Check", "Case", "Against", "Max abs diff",
-                                             "Mean abs diff", "Tolerance", "Status"]
-    align = ["l"] * (4 if many else 3) + ["r"] * 3 + ["l"]
+                                             "Mean abs diff", "Max rel diff", "Tolerance",
+                                             "Status"]
+    align = ["l"] * (4 if many else 3) + ["r"] * 4 + ["l"]
     return Table(header, out, align)
 
 
