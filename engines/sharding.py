@@ -8,8 +8,9 @@ that the tp size does not divide stays replicated (correct, only less parallel):
 `tiny` preset's 4 query heads at tp 8. When the KV heads do not divide by tp, each is
 repeated r times (K' = K * r, the smallest multiple that tp divides while K' <= N), as
 serving engines do, which leaves every query head reading the same keys and values.
-Activations follow the weights through XLA's sharding propagation; `constrain` pins a
-few (the KV cache by heads) and is a no-op without a mesh.
+Activations and the KV cache follow the weights through XLA's sharding propagation (no
+explicit constraints yet: correct everywhere, to be pinned where a TPU profile shows
+resharding).
 """
 
 from __future__ import annotations
@@ -125,14 +126,3 @@ def to_host(x) -> np.ndarray:
     from jax.experimental import multihost_utils
 
     return np.asarray(multihost_utils.process_allgather(x, tiled=True))
-
-
-def constrain(x, shard: ShardConfig, spec: PartitionSpec):
-    """Pin an activation's sharding inside a jitted function; a no-op without a mesh or
-    when the split dimension does not divide."""
-    if shard.mesh is None:
-        return x
-    for dim, name in zip(x.shape, spec, strict=False):
-        if name is not None and dim % shard.tp:
-            return x
-    return jax.lax.with_sharding_constraint(x, NamedSharding(shard.mesh, spec))
