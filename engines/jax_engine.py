@@ -37,7 +37,7 @@ def score_last_token(params, tokens_1t, last, labels, cfg, apply_softmax: bool):
 
 def score_single(engine: JaxEngine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `single`: one forward per item, batch 1, in order. No options."""
-    check_known("single", options, ())
+    check_known("jax", "single", options)
     labels = np.asarray(req.labels, np.int32)
     rows = []
     for i in range(len(req.items)):

@@ -8,6 +8,7 @@ import numpy as np
 from engines.checkpoint import load_tokenizer, resolve_model
 from engines.config import read_config
 from engines.errors import MibenchError
+from engines.modes.options import MODE_OPTIONS, check_known
 from engines.request import ScoreRequest, make_request
 from engines.result import ScoreResult
 
@@ -16,7 +17,7 @@ class TorchEngine:
     """Reference scoring with `transformers.AutoModelForCausalLM` (eager attention)."""
 
     name = "torch"
-    modes = ("single",)
+    modes = tuple(MODE_OPTIONS["torch"])
 
     def __init__(self, model: str, dtype: str = "float32", tp: int = 1):
         import torch
@@ -51,9 +52,7 @@ class TorchEngine:
         if mode not in self.modes:
             raise MibenchError(f"unknown mode {mode!r} for the torch engine "
                                f"(known: {', '.join(self.modes)})", field="mode")
-        if options:
-            raise MibenchError(f"mode 'single' takes no options, got {sorted(options)}",
-                               field="options")
+        check_known("torch", mode, options)
         cfg = self.model_config
         req = make_request(query, items, label_token_ids, apply_softmax=apply_softmax,
                            delimiter=delimiter, vocab_size=cfg.vocab_size,

@@ -13,15 +13,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+from engines.modes.options import MODE_OPTIONS
 from harness.config import Case, Config, Workload
 from workloads import WorkloadSpec
 
-# The config vocabulary: engine -> mode -> the options that mode accepts.
-MODES: dict[str, dict[str, tuple[str, ...]]] = {
-    "jax": {"single": (), "packed": ("mask",), "chunked": ("chunk_size", "mask"),
-            "prefill_extend": ("extend_batch_size", "precompile_bs")},
-    "torch": {"single": ()},
-}
 OPTIONS = ("mask", "chunk_size", "extend_batch_size", "precompile_bs")
 WORKLOAD_AXES = {"query_tokens": "q", "num_items": "items", "item_tokens": "item_len"}
 
@@ -73,10 +68,10 @@ def model_name(path: str) -> str:
 
 def check_case(config: Config, i: int, case: Case) -> None:
     """Engine, mode and options must exist; errors name `cases.i.key`."""
-    if case.engine not in MODES:
+    if case.engine not in MODE_OPTIONS:
         raise config.error(("cases", i, "engine"),
-                           f"unknown engine {case.engine!r} (known: {', '.join(MODES)})")
-    modes = MODES[case.engine]
+                           f"unknown engine {case.engine!r} (known: {', '.join(MODE_OPTIONS)})")
+    modes = MODE_OPTIONS[case.engine]
     if case.mode not in modes:
         raise config.error(("cases", i, "mode"), f"unknown mode {case.mode!r} for engine "
                            f"{case.engine} (known: {', '.join(modes)})")
@@ -152,12 +147,12 @@ def check_reference(config: Config) -> None:
     ref = config.parity.reference if config.parity else None
     if ref is None:
         return
-    if ref.engine not in MODES:
+    if ref.engine not in MODE_OPTIONS:
         raise config.error(("parity", "reference", "engine"), f"unknown engine {ref.engine!r} "
-                           f"(known: {', '.join(MODES)})")
-    if ref.mode not in MODES[ref.engine]:
+                           f"(known: {', '.join(MODE_OPTIONS)})")
+    if ref.mode not in MODE_OPTIONS[ref.engine]:
         raise config.error(("parity", "reference", "mode"), f"unknown mode {ref.mode!r} for "
-                           f"engine {ref.engine} (known: {', '.join(MODES[ref.engine])})")
+                           f"engine {ref.engine} (known: {', '.join(MODE_OPTIONS[ref.engine])})")
 
 
 def expand(config: Config) -> list[CaseSpec]:

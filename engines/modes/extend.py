@@ -18,7 +18,7 @@ import numpy as np
 
 from engines.jax_attention import causal_blocked, extend_attention
 from engines.jax_model import decoder, label_scores
-from engines.modes.layout import bucket_length, extend_batches, rows_bucket
+from engines.modes.layout import bucket_length, extend_batches
 from engines.modes.options import batch_sizes, check_known
 from engines.request import ScoreRequest
 from engines.sharding import to_host
@@ -68,7 +68,7 @@ def score_prefill_extend(engine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `prefill_extend`. Options: `extend_batch_size` (default 12) and `precompile_bs`
     (the batch sizes a short last batch may be padded to, all compiled on first use;
     default: powers of two below B and B, compiled when used)."""
-    check_known("prefill_extend", options, ("extend_batch_size", "precompile_bs"))
+    check_known("jax", "prefill_extend", options)
     b, sizes = batch_sizes(options.get("extend_batch_size", 12), options.get("precompile_bs"))
     cfg, params = engine.cfg, engine.params
     prefix = np.asarray(req.prefix, np.int32)
@@ -84,7 +84,7 @@ def score_prefill_extend(engine, req: ScoreRequest, **options) -> np.ndarray:
                       eb.last_b, cfg=cfg), eb.count) for eb in batches]
     h_nd = np.concatenate([to_host(h)[:count] for h, count in hidden])
     n = h_nd.shape[0]
-    h_rd = np.pad(h_nd, ((0, rows_bucket(n) - n), (0, 0)))
+    h_rd = np.pad(h_nd, ((0, bucket_length(n) - n), (0, 0)))
     out = score_rows(params, h_rd, np.asarray(req.labels, np.int32),
                      apply_softmax=req.apply_softmax)
     return to_host(out)[:n]

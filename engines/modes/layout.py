@@ -32,11 +32,6 @@ def item_bucket(n: int) -> int:
     return -(-n // 4) * 4 if n <= 64 else bucket_length(n)
 
 
-def rows_bucket(n: int) -> int:
-    """Padded count of scored rows (LM head input)."""
-    return bucket_length(n) if n > 16 else 16
-
-
 @dataclasses.dataclass(frozen=True)
 class PackedBatch:
     """B packed sequences. Arrays are numpy; the ints are static shape parameters."""

@@ -13,7 +13,7 @@ import numpy as np
 
 from engines.jax_attention import segment_attention
 from engines.jax_model import decoder, label_scores, masked_attention
-from engines.modes.layout import PackedBatch, pack, rows_bucket
+from engines.modes.layout import PackedBatch, bucket_length, pack
 from engines.modes.options import check_known, mask_option, positive_int, require_delimiter
 from engines.request import ScoreRequest
 from engines.sharding import to_host
@@ -55,7 +55,7 @@ def packed_dense_forward(params, tokens_bt, positions_bt, mask_btt, last_rows_r,
 def scored_row_indices(batch: PackedBatch) -> np.ndarray:
     """Flat indices of the scored rows, padded (with row 0) to a bucketed count [R]."""
     last = batch.last_row_r
-    return np.pad(last, (0, rows_bucket(len(last)) - len(last)))
+    return np.pad(last, (0, bucket_length(len(last)) - len(last)))
 
 
 def run_packed(engine, req: ScoreRequest, batch: PackedBatch, mask: str) -> np.ndarray:
@@ -83,7 +83,7 @@ def resolve_mask(mask: str, batch: PackedBatch) -> str:
 def score_packed(engine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `packed`: `query d item1 d ... itemN d` as one sequence. Option `mask`:
     dense, segment or auto (default)."""
-    check_known("packed", options, ("mask",))
+    check_known("jax", "packed", options)
     mask = mask_option(options.get("mask", "auto"))
     require_delimiter("packed", req.delimiter)
     batch = pack(req, [list(range(len(req.items)))])
@@ -94,7 +94,7 @@ def score_chunked(engine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `chunked`: ceil(N / chunk_size) packed sequences, each with its own copy of the
     query, run as one padded batch. Options `chunk_size` (default 32) and `mask` (default
     segment; dense and auto as in `packed`)."""
-    check_known("chunked", options, ("chunk_size", "mask"))
+    check_known("jax", "chunked", options)
     k = positive_int(options.get("chunk_size", 32), "chunk_size")
     mask = mask_option(options.get("mask", "segment"))
     require_delimiter("chunked", req.delimiter)
