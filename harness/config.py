@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from engines.modes.options import ATTENTIONS, MASKS, SCHEDULES
 from harness.yamlsource import ConfigError, Locations, apply_set, load_source
 
 __all__ = ["Config", "ConfigError", "load_config", "Case", "Workload", "WorkloadFields"]
@@ -49,7 +50,9 @@ def Axis(t):  # noqa: N802 - reads as a type
 
 
 Dtype = Literal["float32", "bfloat16"]
-Mask = Literal["dense", "segment", "auto"]
+Mask = Literal[MASKS]
+Schedule = Literal[SCHEDULES]
+Attention = Literal[ATTENTIONS]
 
 
 class Strict(BaseModel):
@@ -135,9 +138,11 @@ class Case(Strict):
     mode: str
     mask: Axis(Mask) | None = None
     chunk_size: Axis(PositiveInt) | None = None
+    schedule: Axis(Schedule) | None = None
     extend_batch_size: Axis(PositiveInt) | None = None
     precompile_bs: Annotated[list[Annotated[list[PositiveInt], Field(min_length=1)]],
                              BeforeValidator(_nest), Field(min_length=1)] | None = None
+    attention: Axis(Attention) | None = None
     runs: RunsPatch | None = None
     workload: WorkloadFields | None = None
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from engines.modes.options import MODE_OPTIONS
+from engines.modes.options import DEFAULTS, MODE_OPTIONS, OPTION_NAMES
 from harness.config import Case, Config, Workload
 from workloads import WorkloadSpec
 
-OPTIONS = ("mask", "chunk_size", "extend_batch_size", "precompile_bs")
+OPTIONS = OPTION_NAMES
 WORKLOAD_AXES = {"query_tokens": "q", "num_items": "items", "item_tokens": "item_len"}
 
 
@@ -108,7 +108,8 @@ def workload_specs(w: Workload) -> list[tuple[dict, WorkloadSpec]]:
 
 
 def _case_id(case: Case, params: dict, tp: int, axes: dict, config: Config, patch: dict) -> str:
-    parts = [case.engine, case.mode] + [f"{k}={short(v)}" for k, v in params.items()]
+    parts = [case.engine, case.mode] + [f"{k}={short(v)}" for k, v in params.items()
+                                        if DEFAULTS.get(k, object()) != v]
     parts.append(f"tp={tp}")
     m = config.model
     if len(m.path) > 1:

@@ -7,14 +7,24 @@ import numbers
 from engines.errors import MibenchError
 
 MASKS = ("dense", "segment", "auto")
+SCHEDULES = ("parallel", "sequential")
+# `auto` picks per backend (engines/backends.py): cudnn on GPU in bfloat16, pallas on TPU,
+# xla (the tiled kernels) on CPU
+ATTENTIONS = ("auto", "xla", "pallas", "cudnn")
 
 # engine -> mode -> the options it takes: the one table that the engines check calls
 # against and the config matrix expands from (plain data, so `mibench validate` stays fast)
 MODE_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
-    "jax": {"single": (), "packed": ("mask",), "chunked": ("chunk_size", "mask"),
-            "prefill_extend": ("extend_batch_size", "precompile_bs")},
-    "torch": {"single": ()},
+    "jax": {"single": ("attention",), "packed": ("mask", "attention"),
+            "chunked": ("chunk_size", "mask", "schedule", "attention"),
+            "prefill_extend": ("extend_batch_size", "precompile_bs", "attention")},
+    "torch": {"single": (), "prefill_extend": ("extend_batch_size",)},
 }
+# every option, in case-id order
+OPTION_NAMES = ("mask", "chunk_size", "schedule", "extend_batch_size", "precompile_bs",
+                "attention")
+# options whose default is a fixed value: left at it, they stay out of the case id
+DEFAULTS = {"schedule": "parallel", "attention": "auto"}
 
 
 def check_known(engine: str, mode: str, options: dict) -> None:
@@ -35,8 +45,13 @@ def positive_int(value, field: str) -> int:
 
 
 def mask_option(value) -> str:
-    if value not in MASKS:
-        raise MibenchError(f"must be one of {', '.join(MASKS)}, got {value!r}", field="mask")
+    return choice(value, "mask", MASKS)
+
+
+def choice(value, field: str, allowed: tuple[str, ...]) -> str:
+    """One of `allowed`, or a MibenchError naming the field."""
+    if value not in allowed:
+        raise MibenchError(f"must be one of {', '.join(allowed)}, got {value!r}", field=field)
     return value
 
 
