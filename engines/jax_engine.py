@@ -8,36 +8,37 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from engines.attention_paths import Paths, paths, resolve
 from engines.checkpoint import load_params, load_tokenizer, resolve_model
 from engines.errors import MibenchError
-from engines.jax_attention import causal_blocked
 from engines.jax_model import Decoder, decoder, label_scores
 from engines.modes.extend import score_prefill_extend
 from engines.modes.layout import bucket_length
-from engines.modes.options import check_known
+from engines.modes.options import ATTENTIONS, MODE_OPTIONS, check_known, choice
 from engines.modes.packed import score_chunked, score_packed
 from engines.request import ScoreRequest, make_request
 from engines.result import ScoreResult
 from engines.sharding import fit_kv_heads, make_shard_config, place_params, to_host
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "apply_softmax"))
-def score_last_token(params, tokens_1t, last, labels, cfg, apply_softmax: bool):
+@functools.partial(jax.jit, static_argnames=("cfg", "apply_softmax", "attn"))
+def score_last_token(params, tokens_1t, last, labels, cfg, apply_softmax: bool, attn: Paths):
     """Causal forward of one (right-padded) sequence; scores of the row at `last`.
-    Attention is the tiled causal kernel of the prefill (tiles past `last` skipped), so the
-    baseline is a fair one; `packed` with the dense mask still runs the plain masked
+    Attention is the causal kernel of the prefill (on xla, tiles past `last` skipped), so
+    the baseline is a fair one; `packed` with the dense mask still runs the plain masked
     attention, and the torch reference a third implementation."""
     t = tokens_1t.shape[1]
     positions_1t = jnp.arange(t, dtype=jnp.int32)[None]
     key_len_1 = jnp.reshape(last + 1, (1,))
     h_1td = decoder(params, tokens_1t, positions_1t, cfg,
-                    lambda q, k, v, _: causal_blocked(q, k, v, key_len_1))
+                    lambda q, k, v, _: attn.causal(q, k, v, key_len_1))
     return label_scores(params, h_1td[0, last][None], labels, apply_softmax)  # [1, labels]
 
 
 def score_single(engine: JaxEngine, req: ScoreRequest, **options) -> np.ndarray:
-    """Mode `single`: one forward per item, batch 1, in order. No options."""
+    """Mode `single`: one forward per item, batch 1, in order. Option: `attention`."""
     check_known("jax", "single", options)
+    attn = engine.attention(options)
     labels = np.asarray(req.labels, np.int32)
     rows = []
     for i in range(len(req.items)):
@@ -45,7 +46,7 @@ def score_single(engine: JaxEngine, req: ScoreRequest, **options) -> np.ndarray:
         tokens = np.zeros((1, bucket_length(len(seq))), np.int32)
         tokens[0, : len(seq)] = seq
         rows.append(score_last_token(engine.params, tokens, len(seq) - 1, labels,
-                                     engine.cfg, req.apply_softmax))
+                                     engine.cfg, req.apply_softmax, attn))
     return np.concatenate([to_host(r) for r in rows])
 
 
@@ -69,12 +70,24 @@ class JaxEngine:
         self.module = Decoder(self.cfg, placed, jnp.dtype(dtype))
         self.params = self.module.weights()
         self.compiled: set = set()  # shapes a mode has precompiled on this engine
+        self.platform = jax.devices()[0].platform  # cpu, gpu or tpu
         self._tokenizer = None
 
     @property
     def topology(self) -> dict:
         """tp, mesh shape and the devices used (ids, kinds, processes)."""
         return self.shard.describe()
+
+    def attention(self, options: dict) -> Paths:
+        """The attention path of a call's `attention` option (auto: by backend)."""
+        choice_ = choice(options.get("attention", "auto"), "attention", ATTENTIONS)
+        return paths(resolve(choice_, self.platform, self.dtype, self.tp), self.platform)
+
+    def resolved_options(self, mode: str, options: dict) -> dict:
+        """What a call with these options runs on this machine (for the case record)."""
+        if "attention" not in MODE_OPTIONS["jax"].get(mode, ()):
+            return {}
+        return {"attention": self.attention(options).name}
 
     @property
     def modes(self) -> tuple[str, ...]:

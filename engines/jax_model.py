@@ -20,7 +20,7 @@ from flax import nnx
 from engines.config import ModelConfig
 
 F32 = jnp.float32
-NEG_INF = -1e30  # finite, so fully masked rows give zeros instead of NaNs
+NEG_INF = -1e30  # finite, so a fully masked row gives the mean of V instead of NaNs
 
 
 def rms_norm(x, w, eps: float):
@@ -121,14 +121,16 @@ def label_scores(params: dict, h_rd, labels, apply_softmax: bool):
     label_logits = jnp.einsum("rd,ld->rl", h_rd, head_vd[labels], preferred_element_type=F32)
     if apply_softmax:
         return jax.nn.softmax(label_logits, axis=-1)
-    return jnp.exp(label_logits - vocab_logsumexp(h_rd, head_vd))
+    block = 2048 if jax.default_backend() == "cpu" else 32768
+    return jnp.exp(label_logits - vocab_logsumexp(h_rd, head_vd, block))
 
 
 def vocab_logsumexp(h_rd, head_vd, block: int = 2048, row_block: int = 512):
     """log-sum-exp of h @ head.T over the vocabulary [R, 1], tile by tile (row_block rows x
     block vocabulary entries, online max and sum), so the [R, V] logits never exist and each
     tile's exponentials are consumed while it is in cache (measured: 0.26 s for 500 rows of
-    151,936 on the 2-core CPU, vs 0.53 s materialised and 0.33 s with 16k-wide blocks)."""
+    151,936 on the 2-core CPU, vs 0.53 s materialised and 0.33 s with 16k-wide blocks).
+    Accelerators take 32k-wide blocks: five matmuls instead of 75 loop steps."""
     v, d = head_vd.shape
     r = h_rd.shape[0]
     nblk, nrow = -(-v // block), -(-r // min(r, row_block))

@@ -1,20 +1,57 @@
-"""The PyTorch reference engine: the checkpoint run through `transformers`, one item at a
-time, float32 by default. Simple and obviously right: it is the parity oracle."""
+"""The PyTorch reference engine: the checkpoint run through `transformers`, float32 by
+default. `single` runs one item at a time with eager attention: simple and obviously
+right, it is the parity oracle. `prefill_extend` prefills the prefix once and extends the
+items in batches against its shared KV cache (SDPA with a custom mask), for speed on GPU.
+
+Shape legend: T tokens of one extend batch (its items concatenated), P prefix tokens,
+B items in the batch, V vocabulary, K labels.
+"""
 
 from __future__ import annotations
+
+import inspect
 
 import numpy as np
 
 from engines.checkpoint import load_tokenizer, resolve_model
 from engines.config import read_config
 from engines.errors import MibenchError
-from engines.modes.options import MODE_OPTIONS, check_known
+from engines.modes.options import MODE_OPTIONS, check_known, positive_int
 from engines.request import ScoreRequest, make_request
 from engines.result import ScoreResult
 
+EXTEND_BATCH_SIZE = 64  # items per extend pass when the option is left out
+
+
+def label_scores(logits_bv, labels_k, apply_softmax: bool):
+    """[B, K] scores: softmax over the label logits, or exp(log_softmax over V)[labels]."""
+    import torch
+
+    if apply_softmax:
+        return torch.softmax(logits_bv[:, labels_k], dim=-1)
+    return torch.exp(torch.log_softmax(logits_bv, dim=-1)[:, labels_k])
+
+
+def extend_inputs(items, prefix_len: int, device):
+    """One batch of items laid out as ONE sequence (batch 1) that extends a cached prefix:
+    ids [1, T], positions [1, T] (each item from P on, as in its standalone sequence),
+    boolean mask [1, 1, T, P + T] (True = attend: the whole prefix, then the item's own
+    earlier tokens, nothing of other items) and the index of each item's last token [B]."""
+    import torch
+
+    len_b = torch.tensor([len(item) for item in items], device=device)
+    end_b = len_b.cumsum(0)
+    seg_t = torch.repeat_interleave(torch.arange(len(items), device=device), len_b)
+    idx_t = torch.arange(int(end_b[-1]), device=device)
+    pos_t = prefix_len + idx_t - (end_b - len_b)[seg_t]
+    own_tt = (seg_t[:, None] == seg_t[None, :]) & (idx_t[None, :] <= idx_t[:, None])
+    mask_tx = torch.cat([own_tt.new_ones(len(idx_t), prefix_len), own_tt], dim=1)
+    ids_t = torch.tensor([t for item in items for t in item], device=device)
+    return ids_t[None], pos_t[None], mask_tx[None, None], end_b - 1
+
 
 class TorchEngine:
-    """Reference scoring with `transformers.AutoModelForCausalLM` (eager attention)."""
+    """Reference scoring with `transformers.AutoModelForCausalLM`."""
 
     name = "torch"
     modes = tuple(MODE_OPTIONS["torch"])
@@ -34,9 +71,13 @@ class TorchEngine:
         self.model_config = read_config(self.folder)
         self.torch_dtype = getattr(torch, dtype)
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        # eager for `single`; `score` switches to sdpa for `prefill_extend` and back
         self.hf_model = AutoModelForCausalLM.from_pretrained(
             self.folder, dtype=self.torch_dtype, attn_implementation="eager").eval()
         self.hf_model.to(self.device)
+        # the KV cache keyword: `cache` in recent transformers 5.x, `past_key_values` before
+        forward_args = inspect.signature(self.hf_model.forward).parameters
+        self.cache_kw = "cache" if "cache" in forward_args else "past_key_values"
         self.tokenizer = load_tokenizer(self.folder)
 
     @property
@@ -53,22 +94,55 @@ class TorchEngine:
             raise MibenchError(f"unknown mode {mode!r} for the torch engine "
                                f"(known: {', '.join(self.modes)})", field="mode")
         check_known("torch", mode, options)
+        batch = positive_int(options.get("extend_batch_size", EXTEND_BATCH_SIZE),
+                             "extend_batch_size")
         cfg = self.model_config
         req = make_request(query, items, label_token_ids, apply_softmax=apply_softmax,
                            delimiter=delimiter, vocab_size=cfg.vocab_size,
                            max_length=cfg.max_position_embeddings, tokenizer=self.tokenizer)
-        rows = [self._score_one(req, i) for i in range(len(req.items))]
-        return ScoreResult(scores=np.stack(rows).astype(np.float64).tolist(), mode=mode,
-                           num_items=len(req.items),
-                           num_tokens=sum(len(req.sequence(i)) for i in range(len(req.items))))
+        n = len(req.items)
+        # a custom boolean 4D mask is passed as is to attention: SDPA reads it, eager would not
+        self.hf_model.set_attn_implementation("eager" if mode == "single" else "sdpa")
+        if mode == "single":
+            scores = np.stack([self._score_one(req, i) for i in range(n)])
+            num_tokens = sum(len(req.sequence(i)) for i in range(n))
+        else:
+            scores = self._score_extend(req, batch)
+            num_tokens = len(req.prefix) + sum(len(item) for item in req.items)
+        return ScoreResult(scores=scores.astype(np.float64).tolist(), mode=mode,
+                           num_items=n, num_tokens=num_tokens)
+
+    def _labels(self, req: ScoreRequest):
+        import torch
+
+        return torch.tensor(req.labels, dtype=torch.long, device=self.device)
 
     def _score_one(self, req: ScoreRequest, i: int) -> np.ndarray:
         import torch
 
         ids = torch.tensor([req.sequence(i)], dtype=torch.long, device=self.device)
         with torch.inference_mode():
-            logits = self.hf_model(input_ids=ids, logits_to_keep=1).logits[0, -1].float()
-        labels = torch.tensor(req.labels, dtype=torch.long, device=self.device)
-        if req.apply_softmax:
-            return torch.softmax(logits[labels], dim=-1).cpu().numpy()
-        return torch.exp(torch.log_softmax(logits, dim=-1)[labels]).cpu().numpy()
+            logits_1v = self.hf_model(input_ids=ids, logits_to_keep=1).logits[0].float()
+        return label_scores(logits_1v, self._labels(req), req.apply_softmax)[0].cpu().numpy()
+
+    def _score_extend(self, req: ScoreRequest, batch: int) -> np.ndarray:
+        """Prefill the prefix once, then extend `batch` items per pass against its cache."""
+        import torch
+        from transformers import DynamicCache
+
+        p, rows = len(req.prefix), []
+        cache = DynamicCache(config=self.hf_model.config)
+        with torch.inference_mode():
+            ids = torch.tensor([req.prefix], dtype=torch.long, device=self.device)
+            self.hf_model(input_ids=ids, use_cache=True, logits_to_keep=1, **{self.cache_kw: cache})
+            for start in range(0, len(req.items), batch):
+                ids_1t, pos_1t, mask, last_b = extend_inputs(
+                    req.items[start:start + batch], p, self.device)
+                out = self.hf_model(input_ids=ids_1t, position_ids=pos_1t, attention_mask=mask,
+                                    use_cache=True, logits_to_keep=last_b,
+                                    **{self.cache_kw: cache})
+                cache.crop(-ids_1t.shape[1])  # back to the prefix: batches never see each other
+                assert cache.get_seq_length() == p, "the cache must hold the prefix only"
+                logits_bv = out.logits[0].float()  # only the items' last rows went to the LM head
+                rows.append(label_scores(logits_bv, self._labels(req), req.apply_softmax))
+        return torch.cat(rows).cpu().numpy()

@@ -156,11 +156,20 @@ class Reference(Strict):
 
 
 class Parity(Strict):
-    """Which parity checks to run, against what, on which (small) workload."""
+    """Which parity checks to run, against what, on which (small) workload.
+
+    `min_speedup`: the `speedup` check's gate, packed items/s over single items/s (a
+    positive finite number, default 3, the seeds' gate). `speedup_items`: the `num_items`
+    the gate applies at (default: every one; packing one item cannot be faster than
+    single). Both are harmless without `speedup` in `checks`, so `--set parity.checks=[]`
+    (the report's reproduce commands) still loads a config that sets them.
+    """
 
     reference: Reference = Reference()
-    checks: list[Literal["isolation", "modes", "engines", "topologies"]] = []
+    checks: list[Literal["isolation", "modes", "engines", "topologies", "speedup"]] = []
     workload: WorkloadFields | None = None
+    min_speedup: Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)] = 3.0
+    speedup_items: Axis(PositiveInt) | None = None
 
 
 class Config(Strict):

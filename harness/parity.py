@@ -10,23 +10,34 @@
   `single` in float32 by default, tp 1): 1e-4 in float32, 2e-2 in bfloat16.
 - `topologies`: every case at tp > 1 against the same case (engine, mode, options, model,
   dtype) at tp 1: sharding must not change the scores, 1e-5 in float32, 2e-2 in bfloat16.
+- `speedup`: every `packed` case (any options) against the `single` case of the same
+  engine, model, dtype, tp and workload (the default `single` when several): its median
+  items/s over single's must be at least `parity.min_speedup` (3, the seeds' gate),
+  at the `num_items` in `parity.speedup_items` (default every). A packed case with no such
+  single case (none in the config, or it failed) records nothing: no pass is invented.
 
 The parity workload is the config's (first matrix values, `parity.workload` patched over
 it) cut down to at most 512 query tokens and 4 to 16 items, so parity stays cheap on big
 workloads; small workloads (such as cpu-smoke's) are used unchanged. Only cases whose
 status is `ok` are checked: a failed case already fails the run.
+
+`speedup` is the exception: a speed needs the cases' own timed runs on their own workload
+(a few ms of parity workload measure nothing), so it is judged on the case records the
+runner already wrote (`metrics.throughput_items_per_s.median`), never on the parity
+workload, and runs no engine.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 
 from harness.config import Config, Workload
 from harness.matrix import CaseSpec, workload_specs
 from harness.pool import EngineKey, EnginePool, score_all
-from harness.records import ParityCheck, ParityRecord
+from harness.records import CaseRecord, ParityCheck, ParityRecord
 from workloads import Request, WorkloadSpec
 
 MAX_QUERY, MIN_ITEMS, MAX_ITEMS = 512, 4, 16
@@ -159,6 +170,38 @@ def group_checks(g: GroupParity, cases: list[CaseSpec], checks: list[str]) -> li
     return out
 
 
+def _throughput(rec: CaseRecord) -> float | None:
+    t = rec.metrics.throughput_items_per_s
+    return t.median if rec.status == "ok" and t is not None and t.median > 0 else None
+
+
+def _same_measurement(rec: CaseRecord) -> tuple:
+    return (rec.engine, rec.model.get("path"), rec.model.get("dtype"), rec.topology.get("tp"),
+            json.dumps(rec.workload, sort_keys=True))
+
+
+def speedup_checks(records: list[CaseRecord], min_speedup: float,
+                   items: list[int] | None = None) -> list[ParityCheck]:
+    """Packed over single items/s of the same engine, model, dtype, tp and workload."""
+    singles: dict[tuple, CaseRecord] = {}
+    for rec in sorted((r for r in records if r.mode == "single" and _throughput(r)),
+                      key=lambda r: len(r.params)):  # the default single first
+        singles.setdefault(_same_measurement(rec), rec)
+    out = []
+    for rec in records:
+        single = singles.get(_same_measurement(rec))
+        gated = items is None or rec.workload.get("num_items") in items
+        if rec.mode != "packed" or single is None or not gated or not _throughput(rec):
+            continue
+        fast, slow = _throughput(rec), _throughput(single)
+        out.append(ParityCheck(
+            check="speedup", case_id=rec.case_id, against=single.case_id,
+            tolerance=min_speedup, throughput_items_per_s=fast,
+            against_throughput_items_per_s=slow, speedup=fast / slow,
+            status="passed" if fast / slow >= min_speedup else "failed"))
+    return out
+
+
 def reference_keys(config: Config, cases: list[CaseSpec]) -> set[EngineKey]:
     """Engines parity will need beyond the cases' own: the reference, and the tp 1
     engine of every case that the `topologies` check compares with it."""
@@ -176,8 +219,12 @@ def new_record(config: Config) -> ParityRecord:
 
 
 def check_group(config: Config, pool: EnginePool, cases: list[CaseSpec],
-                record: ParityRecord) -> None:
-    """Run the config's checks for one group's ok cases, appending to `record`."""
-    g = GroupParity(pool, parity_workload(config), config.parity.reference.model_dump())
-    record.checks += group_checks(g, cases, list(config.parity.checks))
+                record: ParityRecord, case_records: list[CaseRecord] = ()) -> None:
+    """Run the config's checks for one group's ok cases, appending to `record`;
+    `speedup` reads the group's `case_records`."""
+    p = config.parity
+    g = GroupParity(pool, parity_workload(config), p.reference.model_dump())
+    record.checks += group_checks(g, cases, list(p.checks))
+    if "speedup" in p.checks:
+        record.checks += speedup_checks(list(case_records), p.min_speedup, p.speedup_items)
     record.passed = all(c.status == "passed" for c in record.checks)

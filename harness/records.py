@@ -65,6 +65,8 @@ class CaseRecord(Record):
     engine: str
     mode: str
     params: dict
+    # what the options resolved to on this machine, e.g. {"attention": "cudnn"} for auto
+    resolved: dict = {}
     model: dict  # {path, dtype}
     topology: dict  # {tp}
     workload: dict  # the expanded workload (harness WorkloadSpec.as_dict)
@@ -79,9 +81,10 @@ class CaseRecord(Record):
 
 
 class ParityCheck(Record):
-    """One comparison: `case_id`'s scores against `against`'s on the parity workload."""
+    """One comparison: `case_id`'s scores against `against`'s on the parity workload; for
+    `speedup`, `case_id`'s median items/s over `against`'s, measured by the cases."""
 
-    check: Literal["isolation", "modes", "engines", "topologies"]
+    check: Literal["isolation", "modes", "engines", "topologies", "speedup"]
     variant: str | None = None  # isolation: same_length / changed_length
     case_id: str
     against: str
@@ -90,7 +93,11 @@ class ParityCheck(Record):
     # max |a - b| / |b|: what an absolute tolerance cannot see when scores are tiny
     # full-vocabulary probabilities (apply_softmax false); recorded, not gated
     max_rel_diff: float | None = None
-    tolerance: float
+    tolerance: float  # speedup: the minimum ratio (parity.min_speedup)
+    # speedup: the two cases' median items/s and their ratio (case over against)
+    throughput_items_per_s: float | None = None
+    against_throughput_items_per_s: float | None = None
+    speedup: float | None = None
     status: Literal["passed", "failed", "error"]
     error: str | None = None
 

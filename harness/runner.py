@@ -73,6 +73,8 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
     try:
         engine = pool.get(case.engine_key)
         rec.topology = {**rec.topology, **getattr(engine, "topology", {})}
+        if hasattr(engine, "resolved_options"):
+            rec.resolved = engine.resolved_options(case.mode, case.params)
         requests = pool.requests(case.engine_key, case.workload)
         with rss:
             measure(make_call(engine, requests, case), case.runs, timings, tick)
@@ -141,7 +143,8 @@ class Session:
                 self.record.parity = parity.new_record(self.config)
             ok = [c for c in group if self.done[c.case_id].status == "ok"]
             self.progress.note(f"parity {_group(case)}")
-            parity.check_group(self.config, self.pool, ok, self.record.parity)
+            parity.check_group(self.config, self.pool, ok, self.record.parity,
+                               [self.done[c.case_id] for c in ok])
             self.save()
 
 

@@ -16,7 +16,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from engines.jax_attention import causal_blocked, extend_attention
 from engines.jax_model import decoder, label_scores
 from engines.modes.layout import bucket_length, extend_batches
 from engines.modes.options import batch_sizes, check_known
@@ -24,37 +23,38 @@ from engines.request import ScoreRequest
 from engines.sharding import to_host
 
 
-@functools.partial(jax.jit, static_argnames=("cfg",))
-def prefill(params, tokens_1p, prefix_len, *, cfg):
+@functools.partial(jax.jit, static_argnames=("cfg", "attn"))
+def prefill(params, tokens_1p, prefix_len, *, cfg, attn):
     """KV cache of the (right-padded) prefix: k and v [L, 1, P, K, H]."""
     p = tokens_1p.shape[1]
     positions_1p = jnp.arange(p, dtype=jnp.int32)[None]
     key_len_1 = jnp.reshape(prefix_len, (1,))
     _, (k_l1pkh, v_l1pkh) = decoder(
         params, tokens_1p, positions_1p, cfg,
-        lambda q, k, v, _: causal_blocked(q, k, v, key_len_1), return_kv=True)
+        lambda q, k, v, _: attn.causal(q, k, v, key_len_1), return_kv=True)
     return k_l1pkh, v_l1pkh
 
 
-@functools.partial(jax.jit, static_argnames=("cfg",))
-def extend(params, k_l1pkh, v_l1pkh, prefix_len, tokens_bl, positions_bl, last_b, *, cfg):
+@functools.partial(jax.jit, static_argnames=("cfg", "attn"))
+def extend(params, k_l1pkh, v_l1pkh, prefix_len, tokens_bl, positions_bl, last_b, *, cfg,
+           attn):
     """Hidden states [B, D] of each item's last token, items [B, L] after the cached prefix."""
     def attend(q, k, v, cache):
         k_1pkh, v_1pkh = cache
-        return extend_attention(q, k, v, k_1pkh, v_1pkh, prefix_len)
+        return attn.extend(q, k, v, k_1pkh, v_1pkh, prefix_len)
 
     h_bld = decoder(params, tokens_bl, positions_bl, cfg, attend, layer_extra=(k_l1pkh, v_l1pkh))
     return h_bld[jnp.arange(h_bld.shape[0]), last_b]
 
 
-def precompile(engine, k_cache, v_cache, length: int, sizes: list[int]) -> None:
+def precompile(engine, attn, k_cache, v_cache, length: int, sizes: list[int]) -> None:
     """Compile (by running on zeros) `extend` for every batch size at one item length."""
     for rows in sizes:
-        key = ("extend", k_cache.shape, length, rows)
+        key = ("extend", attn.name, k_cache.shape, length, rows)
         if key not in engine.compiled:
             zeros = np.zeros((rows, length), np.int32)
             extend(engine.params, k_cache, v_cache, np.int32(1), zeros, zeros,
-                   np.zeros((rows,), np.int32), cfg=engine.cfg)
+                   np.zeros((rows,), np.int32), cfg=engine.cfg, attn=attn)
             engine.compiled.add(key)
 
 
@@ -65,23 +65,24 @@ def score_rows(params, h_rd, labels, *, apply_softmax):
 
 
 def score_prefill_extend(engine, req: ScoreRequest, **options) -> np.ndarray:
-    """Mode `prefill_extend`. Options: `extend_batch_size` (default 12) and `precompile_bs`
+    """Mode `prefill_extend`. Options: `extend_batch_size` (default 12), `precompile_bs`
     (the batch sizes a short last batch may be padded to, all compiled on first use;
-    default: powers of two below B and B, compiled when used)."""
+    default: powers of two below B and B, compiled when used) and `attention`."""
     check_known("jax", "prefill_extend", options)
+    attn = engine.attention(options)
     b, sizes = batch_sizes(options.get("extend_batch_size", 12), options.get("precompile_bs"))
     cfg, params = engine.cfg, engine.params
     prefix = np.asarray(req.prefix, np.int32)
     tokens_1p = np.zeros((1, bucket_length(len(prefix))), np.int32)
     tokens_1p[0, : len(prefix)] = prefix
     prefix_len = np.int32(len(prefix))
-    k_cache, v_cache = prefill(params, tokens_1p, prefix_len, cfg=cfg)
+    k_cache, v_cache = prefill(params, tokens_1p, prefix_len, cfg=cfg, attn=attn)
     batches = extend_batches(req, b, sizes)
     if options.get("precompile_bs") is not None:
         for length in sorted({eb.tokens_bl.shape[1] for eb in batches}):
-            precompile(engine, k_cache, v_cache, length, sizes)
+            precompile(engine, attn, k_cache, v_cache, length, sizes)
     hidden = [(extend(params, k_cache, v_cache, prefix_len, eb.tokens_bl, eb.positions_bl,
-                      eb.last_b, cfg=cfg), eb.count) for eb in batches]
+                      eb.last_b, cfg=cfg, attn=attn), eb.count) for eb in batches]
     h_nd = np.concatenate([to_host(h)[:count] for h, count in hidden])
     n = h_nd.shape[0]
     h_rd = np.pad(h_nd, ((0, bucket_length(n) - n), (0, 0)))

@@ -57,15 +57,17 @@ class PackedBatch:
         return in_prefix | own
 
 
-def pack(req: ScoreRequest, chunks: list[list[int]], band: int | None = None) -> PackedBatch:
-    """Lay out each chunk of item indices as one packed sequence; all share one shape."""
+def pack(req: ScoreRequest, chunks: list[list[int]], band: int | None = None,
+         pad_to: int = 0) -> PackedBatch:
+    """Lay out each chunk of item indices as one packed sequence; all share one shape, at
+    least `pad_to` tokens long (a length an earlier `pack` of the same request gave)."""
     prefix = np.asarray(req.prefix, np.int32)
     p = len(prefix)
     prefix_pad = bucket_length(p)
     longest = max(len(it) for it in req.items)
     band = band or item_bucket(longest)
     region = max(sum(len(req.items[i]) + 1 for i in c) for c in chunks)
-    item_pad = -(-bucket_length(region) // band) * band
+    item_pad = max(-(-bucket_length(region) // band) * band, pad_to - prefix_pad)
     b, t = len(chunks), prefix_pad + item_pad
     tokens = np.zeros((b, t), np.int32)
     positions = np.zeros((b, t), np.int32)

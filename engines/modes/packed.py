@@ -11,10 +11,17 @@ import functools
 import jax
 import numpy as np
 
-from engines.jax_attention import segment_attention
+from engines.attention_paths import Paths
 from engines.jax_model import decoder, label_scores, masked_attention
 from engines.modes.layout import PackedBatch, bucket_length, pack
-from engines.modes.options import check_known, mask_option, positive_int, require_delimiter
+from engines.modes.options import (
+    SCHEDULES,
+    check_known,
+    choice,
+    mask_option,
+    positive_int,
+    require_delimiter,
+)
 from engines.request import ScoreRequest
 from engines.sharding import to_host
 
@@ -31,13 +38,15 @@ def _scored_rows(h_btd, last_rows_r):
     return h_btd.reshape(b * t, d)[last_rows_r]
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "apply_softmax", "prefix_pad", "band"))
+@functools.partial(jax.jit, static_argnames=("cfg", "apply_softmax", "prefix_pad", "band",
+                                             "attn"))
 def packed_segment_forward(params, tokens_bt, positions_bt, seg_start_bi, prefix_end_b,
-                           last_rows_r, labels, *, cfg, apply_softmax, prefix_pad, band):
+                           last_rows_r, labels, *, cfg, apply_softmax, prefix_pad, band,
+                           attn: Paths):
     """Segment-mask forward of B packed sequences: scores [R, labels]."""
     def attend(q, k, v, _):
-        return segment_attention(q, k, v, prefix_end_b, seg_start_bi,
-                                 prefix_pad=prefix_pad, band=band)
+        return attn.segment(q, k, v, prefix_end_b, seg_start_bi,
+                            prefix_pad=prefix_pad, band=band)
 
     h_btd = decoder(params, tokens_bt, positions_bt, cfg, attend)
     return label_scores(params, _scored_rows(h_btd, last_rows_r), labels, apply_softmax)
@@ -58,8 +67,10 @@ def scored_row_indices(batch: PackedBatch) -> np.ndarray:
     return np.pad(last, (0, bucket_length(len(last)) - len(last)))
 
 
-def run_packed(engine, req: ScoreRequest, batch: PackedBatch, mask: str) -> np.ndarray:
-    """Scores [N, labels] of a packed batch with the given mask implementation."""
+def run_packed(engine, req: ScoreRequest, batch: PackedBatch, mask: str,
+               attn: Paths) -> np.ndarray:
+    """Scores [N, labels] of a packed batch with the given mask implementation; the dense
+    mask runs the plain masked attention whatever the path (the seeds' baseline)."""
     labels = np.asarray(req.labels, np.int32)
     rows = scored_row_indices(batch)
     common = dict(cfg=engine.cfg, apply_softmax=req.apply_softmax)
@@ -69,7 +80,8 @@ def run_packed(engine, req: ScoreRequest, batch: PackedBatch, mask: str) -> np.n
     else:
         out = packed_segment_forward(engine.params, batch.tokens_bt, batch.positions_bt,
                                      batch.seg_start_bi, batch.prefix_end_b, rows, labels,
-                                     prefix_pad=batch.prefix_pad, band=batch.band, **common)
+                                     prefix_pad=batch.prefix_pad, band=batch.band, attn=attn,
+                                     **common)
     return to_host(out)[: len(batch.last_row_r)]
 
 
@@ -81,23 +93,35 @@ def resolve_mask(mask: str, batch: PackedBatch) -> str:
 
 
 def score_packed(engine, req: ScoreRequest, **options) -> np.ndarray:
-    """Mode `packed`: `query d item1 d ... itemN d` as one sequence. Option `mask`:
-    dense, segment or auto (default)."""
+    """Mode `packed`: `query d item1 d ... itemN d` as one sequence. Options `mask` (dense,
+    segment or auto, the default) and `attention`."""
     check_known("jax", "packed", options)
     mask = mask_option(options.get("mask", "auto"))
+    attn = engine.attention(options)
     require_delimiter("packed", req.delimiter)
     batch = pack(req, [list(range(len(req.items)))])
-    return run_packed(engine, req, batch, resolve_mask(mask, batch))
+    return run_packed(engine, req, batch, resolve_mask(mask, batch), attn)
 
 
 def score_chunked(engine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `chunked`: ceil(N / chunk_size) packed sequences, each with its own copy of the
-    query, run as one padded batch. Options `chunk_size` (default 32) and `mask` (default
-    segment; dense and auto as in `packed`)."""
+    query. Options `chunk_size` (default 32), `mask` (default segment; dense and auto as in
+    `packed`), `schedule`: `parallel` (default; every chunk in one padded batch, the seeds'
+    141 items/s path) or `sequential` (one chunk after another, sglang-jax's default; every
+    chunk padded to the longest one's shape, so one program serves them all), and
+    `attention`."""
     check_known("jax", "chunked", options)
     k = positive_int(options.get("chunk_size", 32), "chunk_size")
     mask = mask_option(options.get("mask", "segment"))
+    schedule = choice(options.get("schedule", "parallel"), "schedule", SCHEDULES)
+    attn = engine.attention(options)
     require_delimiter("chunked", req.delimiter)
     n = len(req.items)
-    batch = pack(req, [list(range(lo, min(n, lo + k))) for lo in range(0, n, k)])
-    return run_packed(engine, req, batch, resolve_mask(mask, batch))
+    chunks = [list(range(lo, min(n, lo + k))) for lo in range(0, n, k)]
+    if schedule == "parallel":
+        batch = pack(req, chunks)
+        return run_packed(engine, req, batch, resolve_mask(mask, batch), attn)
+    shape = pack(req, chunks).tokens_bt.shape[1]  # the longest chunk's padded length
+    outs = [run_packed(engine, req, batch, resolve_mask(mask, batch), attn)
+            for batch in (pack(req, [c], pad_to=shape) for c in chunks)]
+    return np.concatenate(outs)

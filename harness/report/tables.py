@@ -6,7 +6,7 @@ import dataclasses
 import statistics
 
 from harness.compare import label
-from harness.records import CaseRecord, RunRecord
+from harness.records import CaseRecord, ParityCheck, RunRecord
 from harness.report import fmt
 from harness.report.fmt import Table
 from harness.report.repro import command
@@ -75,26 +75,39 @@ def results_matrix(rows: list[Row]) -> Table:
                  "(median time x peak).")
 
 
+def _parity_measures(c: ParityCheck) -> list[str]:
+    """The four number cells: differences and tolerance, or a speedup and its minimum."""
+    if c.check == "speedup":
+        return [f"{fmt.times(c.speedup)} ({fmt.num(c.throughput_items_per_s)} vs "
+                f"{fmt.num(c.against_throughput_items_per_s)} items/s)", "-", "-",
+                f">= {fmt.times(c.tolerance)}"]
+    return [fmt.sci(c.max_abs_diff), fmt.sci(c.mean_abs_diff), fmt.sci(c.max_rel_diff),
+            fmt.sci(c.tolerance)]
+
+
 def parity_table(records: list[RunRecord]) -> Table | None:
     labels = unique_labels(records)
     many = len(records) > 1
-    out = []
+    out, speedups = [], False
     for rec, lab in zip(records, labels, strict=True):
         for c in rec.parity.checks if rec.parity else []:
             status = c.status if c.status == "passed" else f"**{c.status.upper()}**"
             if c.error:
                 status += f" `{fmt.first_line(c.error)}`"
+            speedups |= c.check == "speedup"
             out.append(([lab] if many else []) + [
                 c.check + (f" ({c.variant})" if c.variant else ""), c.case_id, c.against,
-                fmt.sci(c.max_abs_diff), fmt.sci(c.mean_abs_diff), fmt.sci(c.max_rel_diff),
-                fmt.sci(c.tolerance), status])
+                *_parity_measures(c), status])
     if not out:
         return None
-    header = (["Commit"] if many else []) + ["Check", "Case", "Against", "Max abs diff",
-                                             "Mean abs diff", "Max rel diff", "Tolerance",
-                                             "Status"]
+    header = (["Commit"] if many else []) + [
+        "Check", "Case", "Against", "Max abs diff" + (" / speedup" if speedups else ""),
+        "Mean abs diff", "Max rel diff", "Tolerance" + (" / minimum" if speedups else ""),
+        "Status"]
     align = ["l"] * (4 if many else 3) + ["r"] * 4 + ["l"]
-    return Table(header, out, align)
+    note = ("speedup: the case's median items/s over `Against`'s (measured by the cases, "
+            "not on the parity workload), at least the minimum.") if speedups else None
+    return Table(header, out, align, note=note)
 
 
 def tail_pauses(times_s: list[float], factor: float = TAIL_FACTOR) -> list[int]:

@@ -1,0 +1,56 @@
+"""Where the time of `prefill_extend` goes: each stage timed on its own (device synced),
+so a GPU or TPU run shows which program to work on next without a trace viewer."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import jax
+import numpy as np
+
+from engines.modes.extend import extend, prefill, score_rows
+from engines.modes.layout import bucket_length, extend_batches
+from engines.modes.options import batch_sizes
+
+
+def _ms(fn, repeats: int) -> tuple[float, object]:
+    """Median wall time (ms) of `fn()` with its outputs ready, and the last output."""
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn())
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times), out
+
+
+def prefill_extend_stages(engine, query, items, labels, *, delimiter=None,
+                          apply_softmax=False, repeats: int = 5, **options) -> dict:
+    """Median ms of the prefill, of all extend batches, and of the LM head, after one
+    untimed call of each (compilation); `attention` as resolved."""
+    req = engine.request(query, items, labels, apply_softmax, delimiter)
+    attn = engine.attention(options)
+    b, sizes = batch_sizes(options.get("extend_batch_size", 12), options.get("precompile_bs"))
+    cfg, params = engine.cfg, engine.params
+    prefix = np.asarray(req.prefix, np.int32)
+    tokens_1p = np.zeros((1, bucket_length(len(prefix))), np.int32)
+    tokens_1p[0, : len(prefix)] = prefix
+    plen = np.int32(len(prefix))
+    run_prefill = lambda: prefill(params, tokens_1p, plen, cfg=cfg, attn=attn)  # noqa: E731
+    _ms(run_prefill, 1)
+    prefill_ms, (k, v) = _ms(run_prefill, repeats)
+    batches = extend_batches(req, b, sizes)
+    run_extend = lambda: [extend(params, k, v, plen, eb.tokens_bl, eb.positions_bl,  # noqa: E731
+                                 eb.last_b, cfg=cfg, attn=attn) for eb in batches]
+    _ms(run_extend, 1)
+    extend_ms, hidden = _ms(run_extend, repeats)
+    h = np.concatenate([np.asarray(x)[:eb.count] for x, eb in zip(hidden, batches,
+                                                                  strict=True)])
+    h = np.pad(h, ((0, bucket_length(len(h)) - len(h)), (0, 0)))
+    labels_np = np.asarray(req.labels, np.int32)
+    run_head = lambda: score_rows(params, h, labels_np, apply_softmax=apply_softmax)  # noqa: E731
+    _ms(run_head, 1)
+    head_ms, _ = _ms(run_head, repeats)
+    return {"attention": attn.name, "extend_batch_size": b, "extend_calls": len(batches),
+            "prefill_ms": prefill_ms, "extend_ms": extend_ms, "lm_head_ms": head_ms,
+            "items": len(req.items)}

@@ -1,0 +1,148 @@
+"""The prepared GPU job: check the machine, run `configs/gpu.yaml`, profile the fastest
+mode's stages, write the artifact, the report and a summary, all inside a time budget.
+
+    python -m harness.gpu_job --out DIR [--budget-s 420]       # on a GPU machine
+    python -m harness.gpu_job --out DIR --dry-run              # anywhere: tiny preset
+
+Steps: (1) what the machine has (devices, versions, missing packages); (2) a kernel check
+of the cuDNN attention path against XLA at a small shape (GPU only); (3) `mibench run` of
+the config in a child process, killed at the budget (the artifact is written after every
+case, so what finished is kept); (4) per-stage times of `prefill_extend` at the config's
+shape; (5) `mibench report`. Exit code: the run's (0 ok, 3 a case or parity failed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "gpu.yaml"
+NEEDED = ("jax", "flax", "torch", "transformers", "pydantic", "typer", "rich", "jinja2",
+          "matplotlib", "pandas", "scipy", "safetensors", "yaml", "jsonschema")
+# the dry run: the same config on the tiny preset, small enough for a CPU test
+DRY_SETS = ("model.path=embedded:tiny", "model.dtype=float32", "workload.query_tokens=64",
+            "workload.num_items=12", "runs.warmup=0", "runs.timed=1")
+
+
+def machine() -> dict:
+    """Devices, versions and missing packages, printed and returned."""
+    info = {"missing": [m for m in NEEDED if importlib.util.find_spec(m) is None]}
+    import jax
+
+    info["jax"] = jax.__version__
+    info["devices"] = [f"{d.platform}:{d.device_kind}" for d in jax.devices()]
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+        info["torch_cuda"] = torch.cuda.get_device_name() if torch.cuda.is_available() else None
+    except ImportError:
+        pass
+    print("machine:", json.dumps(info), flush=True)
+    return info
+
+
+def kernel_check() -> dict:
+    """cuDNN keys attention (o and lse) against jax.nn's XLA attention, bfloat16, causal
+    and not: the largest differences."""
+    import jax
+    import jax.numpy as jnp
+
+    from engines.attention_paths import keys_cudnn
+
+    out = {}
+    kq, kk, kv = jax.random.split(jax.random.key(0), 3)
+    q = jax.random.normal(kq, (1, 256, 16, 128), jnp.bfloat16)
+    k = jax.random.normal(kk, (1, 256, 8, 128), jnp.bfloat16)
+    v = jax.random.normal(kv, (1, 256, 8, 128), jnp.bfloat16)
+    key_len = jnp.array([200], jnp.int32)
+    for causal in (True, False):
+        o, lse = keys_cudnn(q, k, v, key_len, causal)
+        o_ref, lse_ref = jax.nn.dot_product_attention(
+            q.astype(jnp.float32), k.astype(jnp.float32), v.astype(jnp.float32),
+            is_causal=causal, key_value_seq_lengths=key_len, implementation="xla",
+            return_residual=True)
+        out[f"causal={causal}"] = {
+            "o_max_diff": float(jnp.abs(o.astype(jnp.float32) - o_ref)[:, :200].max()),
+            "lse_max_diff": float(jnp.abs(lse - lse_ref)[:, :200].max())}
+    print("kernel check:", json.dumps(out), flush=True)
+    return out
+
+
+def run_config(out: Path, sets: tuple[str, ...], budget_s: float) -> int:
+    """`mibench run` in a child process; killed (the artifact kept) past the budget."""
+    cmd = [sys.executable, "-m", "harness.cli", "run", str(CONFIG), "--out", str(out),
+           ]
+    for s in sets:
+        cmd += ["--set", s]
+    print("+", " ".join(cmd), flush=True)
+    try:
+        return subprocess.run(cmd, timeout=budget_s).returncode
+    except subprocess.TimeoutExpired:
+        print(f"run stopped at the budget ({budget_s:.0f} s); finished cases are kept",
+              flush=True)
+        return 124
+
+
+def profile(dry: bool) -> dict:
+    """Stage times of the fastest prefill_extend case of the config."""
+    from engines import load_engine
+    from engines.profile import prefill_extend_stages
+    from harness.config import load_config
+    from harness.matrix import expand
+    from workloads import materialize
+
+    config = load_config(CONFIG, DRY_SETS if dry else ())
+    case = next(c for c in expand(config) if c.mode == "prefill_extend"
+                and c.params.get("extend_batch_size") == max(
+                    x.params.get("extend_batch_size", 0) for x in expand(config)))
+    engine = load_engine("jax", model=case.model, dtype=case.dtype)
+    req = materialize(case.workload, engine.model_config.vocab_size)[0]
+    w = case.workload
+    stages = prefill_extend_stages(
+        engine, list(req.query), [list(i) for i in req.items], list(w.label_token_ids),
+        delimiter=w.delimiter, apply_softmax=w.apply_softmax, **case.params)
+    stages["case_id"] = case.case_id
+    print("profile:", json.dumps(stages), flush=True)
+    return stages
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m harness.gpu_job", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--budget-s", type=float, default=420.0, help="time for the run step")
+    ap.add_argument("--dry-run", action="store_true", help="tiny preset, no GPU needed")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    args.out.mkdir(parents=True, exist_ok=True)
+    summary = {"machine": machine()}
+    if not args.dry_run:
+        if not any(d.startswith("gpu") for d in summary["machine"]["devices"]):
+            print("error: no GPU visible to JAX (use --dry-run on a CPU)", file=sys.stderr)
+            return 2
+        summary["kernel_check"] = kernel_check()
+    rc = run_config(args.out, DRY_SETS if args.dry_run else (), args.budget_s)
+    summary["run_exit"] = rc
+    try:
+        summary["profile"] = profile(args.dry_run)
+    except Exception as e:  # the artifact matters more than the profile
+        summary["profile"] = {"error": f"{type(e).__name__}: {e}"}
+    artifacts = sorted(args.out.glob("*.json"), key=lambda p: p.stat().st_mtime)
+    artifacts = [p for p in artifacts if p.name != "summary.json"]
+    if artifacts:
+        subprocess.run([sys.executable, "-m", "harness.cli", "report", str(artifacts[-1]),
+                        "--out", str(args.out / "report" / "report.md")], check=False)
+    summary["wall_s"] = time.perf_counter() - t0
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(f"gpu job done in {summary['wall_s']:.0f} s, run exit {rc}", flush=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
