@@ -87,6 +87,8 @@ class JaxEngine:
         """What a call with these options runs on this machine (for the case record)."""
         if "attention" not in MODE_OPTIONS["jax"].get(mode, ()):
             return {}
+        if options.get("mask") == "dense":  # the seeds' baseline: masked attention in XLA
+            return {"attention": "xla-masked"}
         return {"attention": self.attention(options).name}
 
     @property

@@ -39,10 +39,11 @@ def extend_inputs(items, prefix_len: int, device):
     earlier tokens, nothing of other items) and the index of each item's last token [B]."""
     import torch
 
-    len_b = torch.tensor([len(item) for item in items], device=device)
+    lens = [len(item) for item in items]
+    len_b = torch.tensor(lens, device=device)
     end_b = len_b.cumsum(0)
     seg_t = torch.repeat_interleave(torch.arange(len(items), device=device), len_b)
-    idx_t = torch.arange(int(end_b[-1]), device=device)
+    idx_t = torch.arange(sum(lens), device=device)
     pos_t = prefix_len + idx_t - (end_b - len_b)[seg_t]
     own_tt = (seg_t[:, None] == seg_t[None, :]) & (idx_t[None, :] <= idx_t[:, None])
     mask_tx = torch.cat([own_tt.new_ones(len(idx_t), prefix_len), own_tt], dim=1)
