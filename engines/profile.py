@@ -9,7 +9,7 @@ import time
 import jax
 import numpy as np
 
-from engines.modes.extend import extend, prefill, score_rows
+from engines.modes.extend import extend, join_rows, prefill, score_rows
 from engines.modes.layout import bucket_length, extend_batches
 from engines.modes.options import batch_sizes
 
@@ -26,8 +26,8 @@ def _ms(fn, repeats: int) -> tuple[float, object]:
 
 def prefill_extend_stages(engine, query, items, labels, *, delimiter=None,
                           apply_softmax=False, repeats: int = 5, **options) -> dict:
-    """Median ms of the prefill, of all extend batches, and of the LM head, after one
-    untimed call of each (compilation); `attention` as resolved."""
+    """Median ms of the prefill, of all extend batches, of the LM head, and of the whole
+    `score` call (host work included), after one untimed call of each (compilation)."""
     req = engine.request(query, items, labels, apply_softmax, delimiter)
     attn = engine.attention(options)
     b, sizes = batch_sizes(options.get("extend_batch_size", 12), options.get("precompile_bs"))
@@ -44,13 +44,17 @@ def prefill_extend_stages(engine, query, items, labels, *, delimiter=None,
                                  eb.last_b, cfg=cfg, attn=attn) for eb in batches]
     _ms(run_extend, 1)
     extend_ms, hidden = _ms(run_extend, repeats)
-    h = np.concatenate([np.asarray(x)[:eb.count] for x, eb in zip(hidden, batches,
-                                                                  strict=True)])
-    h = np.pad(h, ((0, bucket_length(len(h)) - len(h)), (0, 0)))
-    labels_np = np.asarray(req.labels, np.int32)
-    run_head = lambda: score_rows(params, h, labels_np, apply_softmax=apply_softmax)  # noqa: E731
+    h_rd, labels_np = join_rows(hidden, batches), np.asarray(req.labels, np.int32)
+    run_head = lambda: score_rows(params, h_rd, labels_np,  # noqa: E731
+                                  apply_softmax=apply_softmax)
     _ms(run_head, 1)
     head_ms, _ = _ms(run_head, repeats)
-    return {"attention": attn.name, "extend_batch_size": b, "extend_calls": len(batches),
+    host_ms, _ = _ms(lambda: extend_batches(
+        engine.request(query, items, labels, apply_softmax, delimiter), b, sizes), repeats)
+    whole_ms, _ = _ms(lambda: engine.score(query, items, labels, mode="prefill_extend",
+                                           delimiter=delimiter, apply_softmax=apply_softmax,
+                                           **options), repeats)
+    return {"attention": attn.name, "score_ms": whole_ms, "host_layout_ms": host_ms,
+            "extend_batch_size": b, "extend_calls": len(batches),
             "prefill_ms": prefill_ms, "extend_ms": extend_ms, "lm_head_ms": head_ms,
             "items": len(req.items)}

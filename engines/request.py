@@ -39,15 +39,18 @@ def _tokens(value, field: str, tokenizer) -> tuple[int, ...]:
         raise InputError(f"must be a list of token ids or a string, got {type(value).__name__}",
                          field=field)
     ids = value.tolist() if hasattr(value, "tolist") else list(value)
-    for j, t in enumerate(ids):
-        if isinstance(t, bool) or not isinstance(t, numbers.Integral):
-            raise InputError(f"token {j} is {t!r}, not an integer id", field=field)
+    if not set(map(type, ids)) <= {int}:  # the fast check (C loops); then find the culprit
+        for j, t in enumerate(ids):
+            if isinstance(t, bool) or not isinstance(t, numbers.Integral):
+                raise InputError(f"token {j} is {t!r}, not an integer id", field=field)
     if not ids:
         raise InputError("is empty", field=field)
-    return tuple(int(t) for t in ids)
+    return tuple(map(int, ids))
 
 
 def _check_range(ids: Sequence[int], field: str, vocab_size: int) -> None:
+    if not ids or (min(ids) >= 0 and max(ids) < vocab_size):
+        return
     for j, t in enumerate(ids):
         if not 0 <= t < vocab_size:
             raise InputError(f"token id {t} at position {j} is outside the vocabulary "

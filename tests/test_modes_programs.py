@@ -37,7 +37,8 @@ def segment_program(engine, batch: PackedBatch, req):
     return packed_mode.packed_segment_forward.lower(
         engine.params, batch.tokens_bt, batch.positions_bt, batch.seg_start_bi,
         batch.prefix_end_b, rows, jnp.asarray(req.labels), cfg=engine.model_config,
-        apply_softmax=False, prefix_pad=batch.prefix_pad, band=batch.band).compile()
+        apply_softmax=False, prefix_pad=batch.prefix_pad, band=batch.band,
+        attn=engine.attention({"attention": "xla"})).compile()
 
 
 def test_segment_program_has_no_t_by_t_array(jax_tiny, make_request, monkeypatch):
@@ -72,13 +73,13 @@ def test_prefill_extend_never_copies_the_prefix_per_item(jax_tiny, make_request)
     query, items = make_request(32, query_len=450, num_items=b, item_len=4)
     req = request(query, items)
     eb = extend_batches(req, b, [b])[0]
-    cfg = jax_tiny.model_config
+    cfg, attn = jax_tiny.model_config, jax_tiny.attention({"attention": "xla"})
     k_cache, v_cache = extend_mode.prefill(jax_tiny.params, np.zeros((1, 512), np.int32),
-                                           np.int32(451), cfg=cfg)
+                                           np.int32(451), cfg=cfg, attn=attn)
     assert k_cache.shape[2] == 512
     compiled = extend_mode.extend.lower(jax_tiny.params, k_cache, v_cache, np.int32(451),
                                         eb.tokens_bl, eb.positions_bl, eb.last_b,
-                                        cfg=cfg).compile()
+                                        cfg=cfg, attn=attn).compile()
     assert not copies_prefix(hlo_shapes(compiled), b, 512)
 
     # the control: a per-item copy of the prefix is caught by the same check

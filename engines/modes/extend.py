@@ -64,6 +64,15 @@ def score_rows(params, h_rd, labels, *, apply_softmax):
     return label_scores(params, h_rd, labels, apply_softmax)
 
 
+def join_rows(hidden, batches) -> np.ndarray:
+    """The real items' hidden states of every batch on the host, padded to a bucketed row
+    count [R, D] (so the LM head compiles once per bucket, whatever the batch count)."""
+    h_nd = np.concatenate([to_host(h)[:eb.count] for h, eb in zip(hidden, batches,
+                                                                   strict=True)])
+    n = h_nd.shape[0]
+    return np.pad(h_nd, ((0, bucket_length(n) - n), (0, 0)))
+
+
 def score_prefill_extend(engine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `prefill_extend`. Options: `extend_batch_size` (default 12), `precompile_bs`
     (the batch sizes a short last batch may be padded to, all compiled on first use;
@@ -81,11 +90,8 @@ def score_prefill_extend(engine, req: ScoreRequest, **options) -> np.ndarray:
     if options.get("precompile_bs") is not None:
         for length in sorted({eb.tokens_bl.shape[1] for eb in batches}):
             precompile(engine, attn, k_cache, v_cache, length, sizes)
-    hidden = [(extend(params, k_cache, v_cache, prefix_len, eb.tokens_bl, eb.positions_bl,
-                      eb.last_b, cfg=cfg, attn=attn), eb.count) for eb in batches]
-    h_nd = np.concatenate([to_host(h)[:count] for h, count in hidden])
-    n = h_nd.shape[0]
-    h_rd = np.pad(h_nd, ((0, bucket_length(n) - n), (0, 0)))
-    out = score_rows(params, h_rd, np.asarray(req.labels, np.int32),
+    hidden = [extend(params, k_cache, v_cache, prefix_len, eb.tokens_bl, eb.positions_bl,
+                     eb.last_b, cfg=cfg, attn=attn) for eb in batches]
+    out = score_rows(params, join_rows(hidden, batches), np.asarray(req.labels, np.int32),
                      apply_softmax=req.apply_softmax)
-    return to_host(out)[:n]
+    return to_host(out)[:len(req.items)]
