@@ -167,3 +167,41 @@ def test_include_list_merges_in_order_and_locates_keys(tmp_path):
     assert nearest.file.endswith("b.yaml") and nearest.line == 1
     err = config.error(("cases", 0, "mode"), "x")
     assert err.file.endswith("c.yaml") and err.line == 3
+
+
+def test_attention_and_schedule_are_axes_and_defaults_stay_out_of_ids(tmp_path):
+    path = write_config(tmp_path, """
+        name: m
+        model: {path: "embedded:tiny"}
+        workload: {query_tokens: 8, num_items: 4, item_tokens: 2, label_token_ids: [1],
+                   delimiter: 9}
+        cases:
+          - {engine: jax, mode: prefill_extend, attention: [auto, xla, cudnn]}
+          - {engine: jax, mode: chunked, schedule: [parallel, sequential]}
+        """)
+    config = load_config(path)
+    assert ids(config) == ["jax/prefill_extend/tp=1", "jax/prefill_extend/attention=xla/tp=1",
+                           "jax/prefill_extend/attention=cudnn/tp=1", "jax/chunked/tp=1",
+                           "jax/chunked/schedule=sequential/tp=1"]
+    assert [c.params for c in expand(config)][:2] == [{"attention": "auto"},
+                                                      {"attention": "xla"}]
+
+
+@pytest.mark.parametrize("line,key", [
+    ("{engine: jax, mode: packed, attention: flash}", "attention"),
+    ("{engine: jax, mode: chunked, schedule: later}", "schedule"),
+    ("{engine: torch, mode: single, attention: xla}", "attention"),
+    ("{engine: jax, mode: packed, schedule: sequential}", "schedule")])
+def test_bad_attention_or_schedule_names_the_key(tmp_path, line, key):
+    from harness.config import ConfigError
+
+    path = write_config(tmp_path, f"""
+        name: m
+        model: {{path: "embedded:tiny"}}
+        workload: {{query_tokens: 8, num_items: 4, item_tokens: 2, label_token_ids: [1],
+                   delimiter: 9}}
+        cases:
+          - {line}
+        """)
+    with pytest.raises(ConfigError, match=f"cases.0.{key}"):
+        load_config(path)

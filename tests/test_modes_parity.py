@@ -17,6 +17,13 @@ MODE_CASES = [
     ("chunked", {"chunk_size": 4, "mask": "dense"}),
     ("prefill_extend", {"extend_batch_size": 3}),  # last batch of 1, padded to size 1
     ("prefill_extend", {"extend_batch_size": 4, "precompile_bs": [4]}),  # last batch 3 -> 4
+    ("chunked", {"chunk_size": 3, "schedule": "sequential"}),  # one chunk after another
+    ("chunked", {"chunk_size": 3, "mask": "dense", "schedule": "sequential"}),
+    # the Pallas TPU splash kernel, in interpret mode on this CPU, end to end
+    ("single", {"attention": "pallas"}),
+    ("packed", {"mask": "segment", "attention": "pallas"}),
+    ("chunked", {"chunk_size": 4, "schedule": "sequential", "attention": "pallas"}),
+    ("prefill_extend", {"extend_batch_size": 3, "attention": "pallas"}),
 ]
 IDS = [m + "-" + "-".join(f"{k}{v}" for k, v in o.items()) for m, o in MODE_CASES]
 
@@ -60,6 +67,17 @@ def test_mode_matches_single_and_torch(jax_tiny, base, single_ref, torch_ref, mo
     assert_close(got, torch_ref, 1e-4, 1e-3)
     # and the scores are discriminative, so the comparison proves something
     assert np.ptp(np.log(got[:, 0])) > 0.1
+
+
+def test_an_attention_path_this_machine_lacks_is_a_clear_error(jax_tiny, base):
+    from engines.errors import MibenchError
+
+    for value in ("cudnn", "flash"):  # cuDNN needs a GPU; `flash` is no path at all
+        with pytest.raises(MibenchError) as e:
+            scores(jax_tiny, base, "prefill_extend", attention=value)
+        assert e.value.field == "attention"
+    with pytest.raises(MibenchError, match="schedule"):
+        scores(jax_tiny, base, "chunked", schedule="later")
 
 
 @pytest.mark.parametrize("mode,opts", [("packed", {"mask": "segment"}),
