@@ -205,3 +205,13 @@ def test_bad_attention_or_schedule_names_the_key(tmp_path, line, key):
         """)
     with pytest.raises(ConfigError, match=f"cases.0.{key}"):
         load_config(path)
+
+
+def test_seeds_config_is_constant_but_its_parity_workload_is_random():
+    from harness.parity import parity_workload
+
+    config = load_config(Path(__file__).parent.parent / "configs" / "v6e1-seeds.yaml")
+    assert {c.workload.tokens for c in expand(config)} == {"constant"}
+    assert "jax/chunked/chunk_size=32/schedule=sequential/tp=1" in ids(config)
+    spec = parity_workload(config)
+    assert spec.tokens == "random" and spec.query_tokens == 512 and spec.num_items == 16
