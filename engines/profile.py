@@ -58,3 +58,32 @@ def prefill_extend_stages(engine, query, items, labels, *, delimiter=None,
             "extend_batch_size": b, "extend_calls": len(batches),
             "prefill_ms": prefill_ms, "extend_ms": extend_ms, "lm_head_ms": head_ms,
             "items": len(req.items)}
+
+
+def top_kernels(fn, folder, top: int = 15) -> list[dict]:
+    """Trace `fn()` once with the JAX profiler (a Perfetto trace) and sum the time of each
+    op or kernel by name: the device's kernels where there is a device (GPU/TPU), else the
+    host's XLA work (Python frames left out). [{name, total_ms, calls}], largest first."""
+    import collections
+    import gzip
+    import json
+    from pathlib import Path
+
+    with jax.profiler.trace(str(folder), create_perfetto_trace=True):
+        jax.block_until_ready(fn())
+    path = max(Path(folder).rglob("perfetto_trace.json.gz"), key=lambda p: p.stat().st_mtime)
+    data = json.loads(gzip.open(path).read())
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    procs = {e["pid"]: e.get("args", {}).get("name", "") for e in events
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    device = {pid for pid, name in procs.items() if name.startswith("/device:")}
+    total, calls = collections.Counter(), collections.Counter()
+    for e in events:
+        if e.get("ph") != "X" or (device and e["pid"] not in device):
+            continue
+        if not device and (e["name"].startswith("$") or "Pjit" in e["name"]):
+            continue
+        total[e["name"]] += e.get("dur", 0) / 1e3
+        calls[e["name"]] += 1
+    return [{"name": n, "total_ms": round(ms, 3), "calls": calls[n]}
+            for n, ms in total.most_common(top)]

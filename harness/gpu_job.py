@@ -96,10 +96,11 @@ def run_config(out: Path, sets: tuple[str, ...], budget_s: float) -> int:
         return 124
 
 
-def profile(dry: bool, attention: str = "auto") -> dict:
-    """Stage times of the largest-batch prefill_extend case of the config."""
+def profile(dry: bool, attention: str = "auto", kernels: bool = False) -> dict:
+    """Stage times of the largest-batch prefill_extend case of the config; with `kernels`,
+    the top kernels of one whole call from a JAX profiler trace too."""
     from engines import load_engine
-    from engines.profile import prefill_extend_stages
+    from engines.profile import prefill_extend_stages, top_kernels
     from harness.config import load_config
     from harness.matrix import expand
     from workloads import materialize
@@ -116,6 +117,15 @@ def profile(dry: bool, attention: str = "auto") -> dict:
         delimiter=w.delimiter, apply_softmax=w.apply_softmax,
         **{**case.params, "attention": attention})
     stages["case_id"] = case.case_id
+    if kernels:
+        import tempfile
+
+        call = lambda: engine.score(  # noqa: E731
+            list(req.query), [list(i) for i in req.items], list(w.label_token_ids),
+            mode="prefill_extend", delimiter=w.delimiter, apply_softmax=w.apply_softmax,
+            **{**case.params, "attention": attention})
+        with tempfile.TemporaryDirectory() as folder:
+            stages["top_kernels"] = top_kernels(call, folder)
     print("profile:", json.dumps(stages), flush=True)
     return stages
 
@@ -145,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     # the same stages on today's path and on the tiled CPU kernels: the before/after ratio
     for attention in ("auto", "xla"):
         try:
-            summary[f"profile_{attention}"] = profile(args.dry_run, attention)
+            summary[f"profile_{attention}"] = profile(args.dry_run, attention,
+                                                      kernels=attention == "auto")
         except Exception as e:  # the artifact matters more than the profile
             summary[f"profile_{attention}"] = {"error": f"{type(e).__name__}: {e}"}
         (args.out / "summary.json").write_text(json.dumps(summary, indent=1))

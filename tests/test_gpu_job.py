@@ -31,3 +31,5 @@ def test_gpu_job_dry_run(tmp_path):
         stages = summary[f"profile_{attention}"]
         assert stages["attention"] == "xla" and stages["items"] == 12
         assert 0 < stages["prefill_ms"] and 0 < stages["extend_ms"] and 0 < stages["score_ms"]
+    kernels = summary["profile_auto"]["top_kernels"]  # from a JAX profiler trace
+    assert kernels and all(k["total_ms"] > 0 and k["calls"] > 0 for k in kernels)
