@@ -30,7 +30,7 @@ def bench(session):
     """The modes benchmark on the seeds' workload shape (tiny, float32): items/s, latency,
     peak memory and the ratios the modes issue targets, measured in one process."""
     _install(session)
-    session.run("python", "-m", "engines.bench", *session.posargs, env=ENV)
+    session.run("python", "-m", "mibench.engines.bench", *session.posargs, env=ENV)
 
 
 @nox.session(python="3.11")

@@ -1,6 +1,6 @@
 """Scoring engines: the JAX engine (every mode) and the PyTorch reference (the parity oracle).
 
-    from engines import load_engine
+    from mibench.engines import load_engine
     engine = load_engine("jax", model="embedded:tiny", dtype="float32", tp=1)
     result = engine.score(query, items, label_token_ids, mode="single", delimiter=151643)
     result.scores  # one row per item, one column per label
@@ -8,8 +8,8 @@
 
 from __future__ import annotations
 
-from engines.errors import InputError, MibenchError, ModelError, TopologyUnavailable
-from engines.result import ScoreResult
+from mibench.engines.errors import InputError, MibenchError, ModelError, TopologyUnavailable
+from mibench.engines.result import ScoreResult
 
 ENGINES = ("jax", "torch")
 DTYPES = ("float32", "bfloat16")
@@ -20,7 +20,7 @@ __all__ = ["ENGINES", "DTYPES", "InputError", "MibenchError", "ModelError", "Sco
 
 def env_info() -> dict:
     """JAX devices (platform, kind, count) and package versions."""
-    from engines.env import env_info as _env_info
+    from mibench.engines.env import env_info as _env_info
 
     return _env_info()
 
@@ -34,9 +34,9 @@ def load_engine(name: str, model: str = "embedded:tiny", dtype: str = "float32",
     if not isinstance(tp, int) or tp < 1:
         raise MibenchError(f"must be a positive integer, got {tp!r}", field="tp")
     if name == "jax":
-        from engines.jax_engine import JaxEngine
+        from mibench.engines.jax_engine import JaxEngine
 
         return JaxEngine(model, dtype=dtype, tp=tp)
-    from engines.torch_engine import TorchEngine
+    from mibench.engines.torch_engine import TorchEngine
 
     return TorchEngine(model, dtype=dtype, tp=tp)

@@ -23,11 +23,10 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+from mibench.engines import jax_attention as xa
+from mibench.engines.errors import MibenchError
 
-from engines import jax_attention as xa
-from engines.errors import MibenchError
-
-F32 = jnp.float32
+F32 = xa.F32
 # keys(q [B,T,N,H], k [B,S,K,H], v [B,S,K,H], key_len [B], causal) -> o [B,T,N,H], lse [B,T,N]
 KeysFn = Callable[..., tuple[jax.Array, jax.Array]]
 

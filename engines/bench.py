@@ -1,6 +1,6 @@
 """Benchmark of the JAX engine's modes on the seeds' workload shape, in one process.
 
-    HF_HUB_OFFLINE=1 python -m engines.bench [--model embedded:tiny] [--runs 3]
+    HF_HUB_OFFLINE=1 python -m mibench.engines.bench [--model embedded:tiny] [--runs 3]
 
 For each mode: the first call (compile + run) is reported apart, then the median of
 `--runs` timed calls; items/s, latency per item, and peak memory: the peak resident set
@@ -27,8 +27,8 @@ CASES = [("single", {}), ("packed", {"mask": "dense"}), ("packed", {"mask": "seg
 
 def measure(engine, query, items, mode, opts, runs, delimiter, labels):
     """(first-call seconds, median seconds, peak extra bytes, compilations in timed runs)."""
-    from engines.modes.compiles import count_compiles
-    from harness.memory import PeakRss
+    from mibench.engines.modes.compiles import count_compiles
+    from mibench.harness.memory import PeakRss
 
     def call():
         return engine.score(query, items, labels, mode=mode, delimiter=delimiter, **opts)
@@ -58,7 +58,7 @@ def _label(mode, opts):
 
 
 def run(args) -> dict:
-    from engines import load_engine
+    from mibench.engines import load_engine
 
     engine = load_engine("jax", model=args.model, dtype=args.dtype)
     query, items = workload(args.query, args.items, args.item_len)
@@ -107,7 +107,7 @@ def report_ratios(res: dict, n: int) -> None:
 
 def main(argv=None):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    p = argparse.ArgumentParser(prog="python -m engines.bench", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m mibench.engines.bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="embedded:tiny")
     p.add_argument("--dtype", default="float32")

@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 import numpy as np
-
-from engines.config import ModelConfig, read_config
-from engines.errors import ModelError
+from mibench.engines.config import ModelConfig, read_config
+from mibench.engines.errors import ModelError
 
 EMBEDDED = "embedded:"
 
@@ -47,7 +46,7 @@ def resolve_model(spec: str) -> Path:
     if not isinstance(spec, str) or not spec:
         raise ModelError("must be a checkpoint folder or embedded:<preset>", field="model")
     if spec.startswith(EMBEDDED):
-        from engines.embedded import ensure_embedded
+        from mibench.engines.embedded import ensure_embedded
 
         return ensure_embedded(spec[len(EMBEDDED):])
     folder = Path(spec).expanduser()

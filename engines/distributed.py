@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from engines.errors import MibenchError
+from mibench.engines.errors import MibenchError
 
 
 def _from_env() -> tuple[str | None, int | None, int | None]:

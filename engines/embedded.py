@@ -17,9 +17,8 @@ from pathlib import Path
 
 import ml_dtypes
 import numpy as np
-
-from engines.errors import ModelError
-from engines.presets import PRESETS, hf_config
+from mibench.engines.errors import ModelError
+from mibench.engines.presets import PRESETS, hf_config
 
 GENERATOR_VERSION = 1  # bump when the weights of a preset change: the cache key includes it
 SEED = 20260213
@@ -111,7 +110,7 @@ def _write_weights(cfg: dict, storage_dtype: str, out: Path) -> None:
 
 def make_model(preset: str, out: Path) -> Path:
     """Write preset `preset` as a Hugging Face checkpoint folder at `out`."""
-    from engines.tokenizer import write_tokenizer
+    from mibench.engines.tokenizer import write_tokenizer
 
     spec = _preset(preset)
     out = Path(out)

@@ -24,7 +24,9 @@ import jax
 import jax.numpy as jnp
 
 F32 = jnp.float32
-NEG_INF = -1e30  # finite: a masked score becomes an exact 0 after exp, never a NaN
+# finite: a masked score becomes an exact 0 after exp, never a NaN (a fully masked row of a
+# plain softmax gives the mean of V)
+NEG_INF = -1e30
 TILE_FLOATS = 1 << 19  # scores per tile (2 MiB of float32): fits the 2 MiB L2 measured best
 
 

@@ -7,18 +7,17 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-from engines.attention_paths import Paths, paths, resolve
-from engines.checkpoint import load_params, load_tokenizer, resolve_model
-from engines.errors import MibenchError
-from engines.jax_model import Decoder, decoder, label_scores
-from engines.modes.extend import score_prefill_extend
-from engines.modes.layout import bucket_length
-from engines.modes.options import ATTENTIONS, MODE_OPTIONS, check_known, choice
-from engines.modes.packed import score_chunked, score_packed
-from engines.request import ScoreRequest, make_request
-from engines.result import ScoreResult
-from engines.sharding import fit_kv_heads, make_shard_config, place_params, to_host
+from mibench.engines.attention_paths import Paths, paths, resolve
+from mibench.engines.checkpoint import load_params, load_tokenizer, resolve_model
+from mibench.engines.errors import MibenchError
+from mibench.engines.jax_model import Decoder, decoder, label_scores
+from mibench.engines.modes.extend import score_prefill_extend
+from mibench.engines.modes.layout import bucket_length
+from mibench.engines.modes.options import ATTENTIONS, MODE_OPTIONS, check_known, choice
+from mibench.engines.modes.packed import score_chunked, score_packed
+from mibench.engines.request import ScoreRequest, make_request
+from mibench.engines.result import ScoreResult
+from mibench.engines.sharding import fit_kv_heads, make_shard_config, place_params, to_host
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "apply_softmax", "attn"))

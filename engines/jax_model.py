@@ -16,11 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
-
-from engines.config import ModelConfig
-
-F32 = jnp.float32
-NEG_INF = -1e30  # finite, so a fully masked row gives the mean of V instead of NaNs
+from mibench.engines.config import ModelConfig
+from mibench.engines.jax_attention import F32, NEG_INF
 
 
 def rms_norm(x, w, eps: float):

@@ -8,10 +8,9 @@ import time
 
 import jax
 import numpy as np
-
-from engines.modes.extend import extend, join_rows, prefill, score_rows
-from engines.modes.layout import bucket_length, extend_batches
-from engines.modes.options import batch_sizes
+from mibench.engines.modes.extend import extend, join_rows, prefill, score_rows
+from mibench.engines.modes.layout import bucket_length, extend_batches
+from mibench.engines.modes.options import batch_sizes
 
 
 def _ms(fn, repeats: int) -> tuple[float, object]:

@@ -21,9 +21,8 @@ import math
 import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
-
-from engines.config import ModelConfig
-from engines.errors import TopologyUnavailable
+from mibench.engines.config import ModelConfig
+from mibench.engines.errors import TopologyUnavailable
 
 AXIS = "tp"
 

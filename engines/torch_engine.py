@@ -12,13 +12,12 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
-
-from engines.checkpoint import load_tokenizer, resolve_model
-from engines.config import read_config
-from engines.errors import MibenchError
-from engines.modes.options import MODE_OPTIONS, check_known, positive_int
-from engines.request import ScoreRequest, make_request
-from engines.result import ScoreResult
+from mibench.engines.checkpoint import load_tokenizer, resolve_model
+from mibench.engines.config import read_config
+from mibench.engines.errors import MibenchError
+from mibench.engines.modes.options import MODE_OPTIONS, check_known, positive_int
+from mibench.engines.request import ScoreRequest, make_request
+from mibench.engines.result import ScoreResult
 
 EXTEND_BATCH_SIZE = 64  # items per extend pass when the option is left out
 

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
-from harness.guard import guarded
+from mibench.harness.guard import guarded
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Benchmark multi-item scoring engines: run configs, score requests.")
@@ -42,7 +41,7 @@ def run_cmd(config: Path, out: Annotated[Path, typer.Option(help="Artifact folde
             process_id: Annotated[int | None, typer.Option(
                 help="This process's index; process 0 writes the artifact.")] = None):
     """Run every case of CONFIG, write one JSON artifact (exit 3: a case or parity failed)."""
-    from harness.commands import run_config
+    from mibench.harness.commands import run_config
 
     try:
         code = run_config(config, out, set_ or [], resume, engine_repo, sys.argv,
@@ -56,7 +55,7 @@ def run_cmd(config: Path, out: Annotated[Path, typer.Option(help="Artifact folde
 @guarded
 def validate(config: Path, set_: Sets = None):
     """Expand and check CONFIG; print its cases; run nothing."""
-    from harness.commands import validate_config
+    from mibench.harness.commands import validate_config
 
     print(validate_config(config, set_ or []))
 
@@ -78,7 +77,7 @@ def score(
         help="Mode option key=value, e.g. mask=segment (repeat).")] = None,
 ):
     """Score one request; JSON scores on stdout."""
-    from harness.commands import score_request
+    from mibench.harness.commands import score_request
 
     result = score_request(query=query, items=item, request=request, labels=labels,
                            model=model, engine=engine, mode=mode, dtype=dtype, tp=tp,
@@ -91,7 +90,7 @@ def score(
 def env(peak: Annotated[bool, typer.Option(help="Include the peak FLOP/s (measured on "
                                                 "CPU).")] = True):
     """Devices, package versions and peak FLOP/s, as JSON."""
-    from harness.commands import environment
+    from mibench.harness.commands import environment
 
     print(json.dumps(environment(peak), indent=1))
 
@@ -100,28 +99,16 @@ def env(peak: Annotated[bool, typer.Option(help="Include the peak FLOP/s (measur
 @guarded
 def model_make(preset: str, out: Annotated[Path, typer.Option(help="Output folder.")]):
     """Write embedded preset PRESET as a Hugging Face checkpoint folder."""
-    from engines.embedded import make_model
+    from mibench.engines.embedded import make_model
 
     print(make_model(preset, out))
 
 
-from harness.report_cli import compare, history, report  # noqa: E402
+from mibench.harness.report_cli import compare, history, report  # noqa: E402
 
 app.command()(report)
 app.command()(compare)
 app.command()(history)
-
-
-def _register_report_commands() -> None:
-    """`report`, `compare`, `history` live in harness.report_cli (the reports issue)."""
-    from harness.report_cli import compare, history, report
-
-    app.command()(report)
-    app.command()(compare)
-    app.command()(history)
-
-
-_register_report_commands()
 
 
 def main() -> None:

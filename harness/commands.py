@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 import yaml
-
-from engines import MibenchError
+from mibench.engines import MibenchError
 
 
 def run_config(config_path: Path, out: Path, sets: list[str], resume: Path | None,
@@ -16,10 +15,10 @@ def run_config(config_path: Path, out: Path, sets: list[str], resume: Path | Non
                distributed: tuple = (None, None, None)) -> int:
     """Load, run, print a summary; returns the exit code (0 ok, 3 failures).
     `distributed` is (coordinator, num_processes, process_id) of a multi-process run."""
-    from engines.distributed import initialize, is_writer
-    from harness.config import load_config
-    from harness.runner import artifact_path, exit_code, run
-    from harness.summary import render_summary
+    from mibench.engines.distributed import initialize, is_writer
+    from mibench.harness.config import load_config
+    from mibench.harness.runner import artifact_path, exit_code, run
+    from mibench.harness.summary import render_summary
 
     config = load_config(config_path, sets)
     initialize(*distributed)
@@ -38,9 +37,9 @@ def run_config(config_path: Path, out: Path, sets: list[str], resume: Path | Non
 
 
 def validate_config(config_path: Path, sets: list[str]) -> str:
-    from harness.config import load_config
-    from harness.matrix import expand
-    from harness.summary import render_cases
+    from mibench.harness.config import load_config
+    from mibench.harness.matrix import expand
+    from mibench.harness.summary import render_cases
 
     config = load_config(config_path, sets)
     return render_cases(config, expand(config))
@@ -84,7 +83,7 @@ def _request(query, items, request: Path | None) -> tuple:
 
 def score_request(*, query, items, request, labels: str, model: str, engine: str, mode: str,
                   dtype: str, tp: int, delimiter, softmax: bool, options: list[str]) -> dict:
-    from engines import load_engine
+    from mibench.engines import load_engine
 
     q, its = _request(query, items, request)
     label_ids = _tokens(labels)
@@ -98,9 +97,9 @@ def score_request(*, query, items, request, labels: str, model: str, engine: str
 
 
 def environment(with_peak: bool) -> dict:
-    from engines import env_info
-    from harness.peak import PeakTable
-    from harness.provenance import host_info, package_versions
+    from mibench.engines import env_info
+    from mibench.harness.peak import PeakTable
+    from mibench.harness.provenance import host_info, package_versions
 
     info = env_info()
     info["packages"] = package_versions()

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness.records import CaseRecord, ParityCheck, RunRecord
-from harness.significance import Test, compare_samples
+from mibench.harness.records import CaseRecord, ParityCheck, RunRecord
+from mibench.harness.significance import Test, compare_samples
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.05

@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Annotated, Literal
 
+from mibench.engines.modes.options import ATTENTIONS, MASKS, SCHEDULES
+from mibench.harness.yamlsource import ConfigError, Locations, apply_set, load_source
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -27,9 +29,6 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
-
-from engines.modes.options import ATTENTIONS, MASKS, SCHEDULES
-from harness.yamlsource import ConfigError, Locations, apply_set, load_source
 
 __all__ = ["Config", "ConfigError", "load_config", "Case", "Workload", "WorkloadFields"]
 
@@ -220,8 +219,8 @@ def _resolve_requests(data: dict, locs: Locations) -> None:
 
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
     """Read, merge includes, apply `--set` overrides, validate, and check the matrix."""
-    from harness.errors_format import format_validation_error
-    from harness.matrix import expand
+    from mibench.harness.errors_format import format_validation_error
+    from mibench.harness.matrix import expand
 
     data, locs = load_source(Path(path))
     for assignment in overrides:

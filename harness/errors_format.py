@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import typing
 
+from mibench.harness.yamlsource import ConfigError, Key, Locations, dotted
 from pydantic import BaseModel, ValidationError
-
-from harness.yamlsource import ConfigError, Key, Locations, dotted
 
 MAX_SHOWN = 3
 
@@ -75,7 +74,7 @@ def _message(err: dict, key: Key, root: type[BaseModel]) -> str:
 
 
 def format_validation_error(e: ValidationError, data: dict, locs: Locations) -> ConfigError:
-    from harness.config import Config
+    from mibench.harness.config import Config
 
     seen: dict[str, tuple[Key, str, tuple]] = {}
     for err in e.errors(include_url=False):

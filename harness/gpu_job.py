@@ -1,8 +1,8 @@
 """The prepared GPU job: check the machine, run `configs/gpu.yaml`, profile the fastest
 mode's stages, write the artifact, the report and a summary, all inside a time budget.
 
-    python -m harness.gpu_job --out DIR [--budget-s 420]       # on a GPU machine
-    python -m harness.gpu_job --out DIR --dry-run              # anywhere: tiny preset
+    python -m mibench.harness.gpu_job --out DIR [--budget-s 420]       # on a GPU machine
+    python -m mibench.harness.gpu_job --out DIR --dry-run              # anywhere: tiny preset
 
 Steps: (1) what the machine has (devices, versions, missing packages); (2) a kernel check
 of the cuDNN attention path against XLA at a small shape (GPU only); (3) `mibench run` of
@@ -27,7 +27,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "gpu.yaml"
 NEEDED = ("jax", "flax", "torch", "transformers", "pydantic", "typer", "rich", "jinja2",
-          "matplotlib", "pandas", "scipy", "safetensors", "yaml", "jsonschema")
+          "matplotlib", "scipy", "safetensors", "yaml")
 # the dry run: the same config on the tiny preset, small enough for a CPU test
 DRY_SETS = ("model.path=embedded:tiny", "model.dtype=float32", "workload.query_tokens=64",
             "workload.num_items=12", "runs.warmup=0", "runs.timed=1")
@@ -56,8 +56,7 @@ def kernel_check() -> dict:
     and not: the largest differences."""
     import jax
     import jax.numpy as jnp
-
-    from engines.attention_paths import keys_cudnn
+    from mibench.engines.attention_paths import keys_cudnn
 
     out = {}
     kq, kk, kv = jax.random.split(jax.random.key(0), 3)
@@ -80,7 +79,7 @@ def kernel_check() -> dict:
 
 def run_config(out: Path, sets: tuple[str, ...], budget_s: float) -> int:
     """`mibench run` in a child process; killed (the artifact kept) past the budget."""
-    cmd = [sys.executable, "-m", "harness.cli", "run", str(CONFIG), "--out", str(out),
+    cmd = [sys.executable, "-m", "mibench.harness.cli", "run", str(CONFIG), "--out", str(out),
            ]
     for s in sets:
         cmd += ["--set", s]
@@ -99,11 +98,11 @@ def run_config(out: Path, sets: tuple[str, ...], budget_s: float) -> int:
 def profile(dry: bool, attention: str = "auto", kernels: bool = False) -> dict:
     """Stage times of the largest-batch prefill_extend case of the config; with `kernels`,
     the top kernels of one whole call from a JAX profiler trace too."""
-    from engines import load_engine
-    from engines.profile import prefill_extend_stages, top_kernels
-    from harness.config import load_config
-    from harness.matrix import expand
-    from workloads import materialize
+    from mibench.engines import load_engine
+    from mibench.engines.profile import prefill_extend_stages, top_kernels
+    from mibench.harness.config import load_config
+    from mibench.harness.matrix import expand
+    from mibench.workloads import materialize
 
     config = load_config(CONFIG, DRY_SETS if dry else ())
     case = next(c for c in expand(config) if c.mode == "prefill_extend"
@@ -131,7 +130,7 @@ def profile(dry: bool, attention: str = "auto", kernels: bool = False) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.gpu_job", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m mibench.harness.gpu_job", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--budget-s", type=float, default=420.0, help="time for the run step")
@@ -150,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     artifacts = sorted(args.out.glob("*.json"), key=lambda p: p.stat().st_mtime)
     artifacts = [p for p in artifacts if p.name != "summary.json"]
     if artifacts:
-        subprocess.run([sys.executable, "-m", "harness.cli", "report", str(artifacts[-1]),
+        subprocess.run([sys.executable, "-m", "mibench.harness.cli", "report", str(artifacts[-1]),
                         "--out", str(args.out / "report" / "report.md")], check=False)
     # the same stages on today's path and on the tiled CPU kernels: the before/after ratio
     for attention in ("auto", "xla"):

@@ -6,8 +6,7 @@ import functools
 import sys
 
 import typer
-
-from engines.errors import MibenchError
+from mibench.engines.errors import MibenchError
 
 
 def guarded(fn):

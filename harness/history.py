@@ -12,10 +12,10 @@ import functools
 import subprocess
 from pathlib import Path
 
-from engines import MibenchError
-from harness.changepoint import DEFAULT, METHOD, ChangePoint, Params, binary_segmentation
-from harness.compare import label
-from harness.records import RunRecord, read_artifact
+from mibench.engines import MibenchError
+from mibench.harness.changepoint import DEFAULT, METHOD, ChangePoint, Params, binary_segmentation
+from mibench.harness.compare import label
+from mibench.harness.records import RunRecord, read_artifact
 
 
 @dataclasses.dataclass(frozen=True)

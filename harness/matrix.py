@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from engines.modes.options import DEFAULTS, MODE_OPTIONS, OPTION_NAMES
-from harness.config import Case, Config, Workload
-from workloads import WorkloadSpec
+from mibench.engines.modes.options import DEFAULTS, MODE_OPTIONS, OPTION_NAMES
+from mibench.harness.config import Case, Config, Workload
+from mibench.workloads import WorkloadSpec
 
 OPTIONS = OPTION_NAMES
 WORKLOAD_AXES = {"query_tokens": "q", "num_items": "items", "item_tokens": "item_len"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from harness.records import Metrics
-from harness.stats import per_unit_ms, rates, summarize
-from workloads import Request, total_items, total_tokens
+from mibench.harness.records import Metrics
+from mibench.harness.stats import per_unit_ms, rates, summarize
+from mibench.workloads import Request, total_items, total_tokens
 
 
 def useful_flops(cfg, requests: list[Request], delimiter: int | None, num_labels: int,

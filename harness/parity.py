@@ -34,12 +34,11 @@ import dataclasses
 import json
 
 import numpy as np
-
-from harness.config import Config, Workload
-from harness.matrix import CaseSpec, workload_specs
-from harness.pool import EngineKey, EnginePool, score_all
-from harness.records import CaseRecord, ParityCheck, ParityRecord
-from workloads import Request, WorkloadSpec
+from mibench.harness.config import Config, Workload
+from mibench.harness.matrix import CaseSpec, workload_specs
+from mibench.harness.pool import EngineKey, EnginePool, score_all
+from mibench.harness.records import CaseRecord, ParityCheck, ParityRecord
+from mibench.workloads import Request, WorkloadSpec
 
 MAX_QUERY, MIN_ITEMS, MAX_ITEMS = 512, 4, 16
 TOL = {"isolation": {"float32": 1e-6, "bfloat16": 2e-2}, "modes": {"float32": 1e-5,

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.matrix import CaseSpec
-from workloads import Request, WorkloadSpec, materialize
+from mibench.harness.matrix import CaseSpec
+from mibench.workloads import Request, WorkloadSpec, materialize
 
 EngineKey = tuple[str, str, str, int]  # (engine, model, dtype, tp)
 
 
 def default_factory(name: str, model: str, dtype: str, tp: int):
-    from engines import load_engine
+    from mibench.engines import load_engine
 
     return load_engine(name, model=model, dtype=dtype, tp=tp)
 

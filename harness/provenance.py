@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.records import Devices, GitInfo, Provenance
+from mibench.harness.records import Devices, GitInfo, Provenance
 
 ENV_PATTERN = re.compile(r"^(XLA_FLAGS|LIBTPU_INIT_ARGS|CUDA_VISIBLE_DEVICES|TPU_.*|JAX_.*|"
                          r"MIBENCH_.*|HF_HUB_OFFLINE)$")
@@ -44,7 +44,7 @@ def package_versions() -> dict[str, str | None]:
 
 @functools.cache
 def _versions() -> tuple[tuple[str, str | None], ...]:
-    from engines.env import package_versions as read_versions
+    from mibench.engines.env import package_versions as read_versions
 
     return tuple(read_versions().items())
 
@@ -52,7 +52,7 @@ def _versions() -> tuple[tuple[str, str | None], ...]:
 def device_info() -> Devices:
     """Platform, kind and count of JAX's devices (from engines.env_info)."""
     try:
-        from engines import env_info
+        from mibench.engines import env_info
 
         d = env_info()["devices"]
         return Devices(platform=d.get("platform"), kind=d.get("kind"), count=d.get("count"))

@@ -3,7 +3,7 @@
 `write_artifact` writes atomically (temp file + os.replace); `read_artifact` refuses any
 other schema version with a message that says what to do. The JSON Schema shipped in
 `harness/schemas/mibench.run-1.schema.json` is generated from these models
-(`python -m harness.records` rewrites it).
+(`python -m mibench.harness.records` rewrites it).
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ import tempfile
 from pathlib import Path
 from typing import Literal
 
+from mibench.engines import MibenchError
+from mibench.harness import SCHEMA
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from engines import MibenchError
-from harness import SCHEMA
 
 SCHEMA_FILE = Path(__file__).parent / "schemas" / "mibench.run-1.schema.json"
 

@@ -1,11 +1,5 @@
-"""The `report`, `compare` and `history` commands: parse arguments, call plain functions, print.
-
-Register them on the main app (harness/cli.py):
-
-    from harness.report_cli import compare, history, report
-    app.command()(report)
-    app.command()(compare)
-    app.command()(history)
+"""The `report`, `compare` and `history` commands (registered on the app in harness/cli.py):
+parse arguments, call plain functions, print.
 
 Exit codes: 0 ok (compare: no regression), 1 (compare) regression, 2 bad input: a missing
 file, a file that is not a mibench artifact, an unknown schema version, a bad option; each
@@ -18,9 +12,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
-from engines import MibenchError
-from harness.guard import guarded
+from mibench.engines import MibenchError
+from mibench.harness.guard import guarded
 
 Threshold = Annotated[str, typer.Option(help="Smallest relative change that counts: 5% or "
                                              "0.05.")]
@@ -28,7 +21,7 @@ Format = Annotated[str, typer.Option("--format", help="md or json.")]
 
 
 def load(path: Path):
-    from harness.records import read_artifact
+    from mibench.harness.records import read_artifact
 
     return read_artifact(path)
 
@@ -61,7 +54,7 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
                     "stdout, no plots).")] = None,
            threshold: Threshold = "5%"):
     """Markdown report of ARTIFACTS: results, speedups, A/B, parity, commits, topology."""
-    from harness.report import write_report
+    from mibench.harness.report import write_report
 
     limit = parse_threshold(threshold)
     records = [load(p) for p in artifacts]
@@ -75,8 +68,8 @@ def compare(base: Annotated[Path, typer.Argument(help="Baseline artifact.")],
             new: Annotated[Path, typer.Argument(help="New artifact.")],
             threshold: Threshold = "5%", format: Format = "md"):
     """Regression verdict of NEW against BASE: exit 0 none, 1 regression, 2 bad input."""
-    from harness.compare import compare as compare_records
-    from harness.report.export import compare_json, compare_markdown
+    from mibench.harness.compare import compare as compare_records
+    from mibench.harness.report.export import compare_json, compare_markdown
 
     limit, kind = parse_threshold(threshold), _format(format)
     result = compare_records(load(base), load(new), threshold=limit)
@@ -92,8 +85,8 @@ def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (se
                 help="Write FILE.md and trend plots beside it.")] = None,
             format: Format = "md"):
     """Per-case trend over commits: medians, change points, peak vs current."""
-    from harness.history import build_history, load_dir
-    from harness.report.export import history_json, history_markdown, history_plots
+    from mibench.harness.history import build_history, load_dir
+    from mibench.harness.report.export import history_json, history_markdown, history_plots
 
     kind = _format(format)
     hist = build_history(load_dir(folder, load), case)

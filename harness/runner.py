@@ -14,17 +14,17 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from engines import MibenchError, TopologyUnavailable
-from harness import memory, parity
-from harness.config import Config
-from harness.matrix import CaseSpec, expand
-from harness.measure import Timings, measure
-from harness.metrics import case_metrics, score_digest, useful_flops
-from harness.peak import PeakTable
-from harness.pool import EngineKey, EnginePool, make_call
-from harness.progress import NullProgress, make_progress
-from harness.provenance import collect
-from harness.records import CaseRecord, ErrorInfo, RunRecord, read_artifact, write_artifact
+from mibench.engines import MibenchError, TopologyUnavailable
+from mibench.harness import memory, parity
+from mibench.harness.config import Config
+from mibench.harness.matrix import CaseSpec, expand
+from mibench.harness.measure import Timings, measure
+from mibench.harness.metrics import case_metrics, score_digest, useful_flops
+from mibench.harness.peak import PeakTable
+from mibench.harness.pool import EngineKey, EnginePool, make_call
+from mibench.harness.progress import NullProgress, make_progress
+from mibench.harness.provenance import collect
+from mibench.harness.records import CaseRecord, ErrorInfo, RunRecord, read_artifact, write_artifact
 
 
 def now() -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from harness.records import Summary
+from mibench.harness.records import Summary
 
 
 def summarize(values: list[float]) -> Summary | None:

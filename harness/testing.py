@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import hashlib
 
-from engines import InputError, MibenchError, ScoreResult
-from engines.config import ModelConfig
+from mibench.engines import InputError, MibenchError, ScoreResult
+from mibench.engines.config import ModelConfig
 
 TINY = ModelConfig(architecture="qwen3", vocab_size=151936, hidden_size=256, num_layers=4,
                    num_heads=4, num_kv_heads=2, head_dim=64, intermediate_size=768,
@@ -69,7 +69,7 @@ def fake_factory(**kwargs):
 
 def fixed_peak(flops: float = 1e11):
     """A PeakTable that measures nothing: the same peak for every dtype."""
-    from harness.peak import PeakTable
+    from mibench.harness.peak import PeakTable
 
     table = PeakTable("cpu", "cpu")
     table.values = {"float32": flops, "bfloat16": flops}

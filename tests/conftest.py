@@ -31,13 +31,13 @@ def make_request():
 
 @pytest.fixture(scope="session")
 def jax_tiny():
-    from engines import load_engine
+    from mibench.engines import load_engine
 
     return load_engine("jax", model="embedded:tiny", dtype="float32")
 
 
 @pytest.fixture(scope="session")
 def torch_tiny():
-    from engines import load_engine
+    from mibench.engines import load_engine
 
     return load_engine("torch", model="embedded:tiny", dtype="float32")

@@ -13,11 +13,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import DELIM
-
-from engines import attention_paths as ap
-from engines.errors import MibenchError
-from engines.modes.layout import pack
-from engines.request import make_request
+from mibench.engines import attention_paths as ap
+from mibench.engines.errors import MibenchError
+from mibench.engines.modes.layout import pack
+from mibench.engines.request import make_request
 
 N, K, H = 4, 2, 32  # 4 query heads on 2 kv heads (GQA)
 

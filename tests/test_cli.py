@@ -8,15 +8,14 @@ import sys
 import time
 
 import pytest
+from mibench.harness.cli import app
 from typer.testing import CliRunner
-
-from harness.cli import app
 
 runner = CliRunner()
 
 
 def mibench(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "mibench.harness.cli", *args], capture_output=True,
                           text=True, timeout=timeout)
 
 

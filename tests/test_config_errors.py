@@ -6,10 +6,9 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from mibench.harness.cli import app
+from mibench.harness.config import ConfigError, load_config
 from typer.testing import CliRunner
-
-from harness.cli import app
-from harness.config import ConfigError, load_config
 
 BASE = """\
 name: t
@@ -120,7 +119,7 @@ def test_missing_config_file(tmp_path):
 
 
 def test_config_error_is_a_mibench_error(tmp_path):
-    from engines import MibenchError
+    from mibench.engines import MibenchError
 
     with pytest.raises(ConfigError) as e:
         load_config(write(tmp_path, BASE.replace("timed: 1", "timed: x")))

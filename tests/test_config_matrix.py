@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mibench.harness.cli import app
+from mibench.harness.config import load_config
+from mibench.harness.matrix import expand
+from mibench.harness.testing import write_config
 from typer.testing import CliRunner
-
-from harness.cli import app
-from harness.config import load_config
-from harness.matrix import expand
-from harness.testing import write_config
 
 CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.yaml"))
 
@@ -193,7 +192,7 @@ def test_attention_and_schedule_are_axes_and_defaults_stay_out_of_ids(tmp_path):
     ("{engine: torch, mode: single, attention: xla}", "attention"),
     ("{engine: jax, mode: packed, schedule: sequential}", "schedule")])
 def test_bad_attention_or_schedule_names_the_key(tmp_path, line, key):
-    from harness.config import ConfigError
+    from mibench.harness.config import ConfigError
 
     path = write_config(tmp_path, f"""
         name: m
@@ -208,7 +207,7 @@ def test_bad_attention_or_schedule_names_the_key(tmp_path, line, key):
 
 
 def test_seeds_config_is_constant_but_its_parity_workload_is_random():
-    from harness.parity import parity_workload
+    from mibench.harness.parity import parity_workload
 
     config = load_config(Path(__file__).parent.parent / "configs" / "v6e1-seeds.yaml")
     assert {c.workload.tokens for c in expand(config)} == {"constant"}

@@ -8,9 +8,8 @@ import json
 import numpy as np
 import pytest
 from conftest import DELIM, LABELS, random_request
-
-from engines import embedded
-from engines.checkpoint import load_params
+from mibench.engines import embedded
+from mibench.engines.checkpoint import load_params
 
 
 def _digest(folder):
@@ -58,8 +57,8 @@ def test_sharded_checkpoint_loads_like_single_file(tmp_path, monkeypatch):
 
 
 def test_real_shapes_match_published_parameter_counts():
-    from engines.config import from_hf_config
-    from engines.presets import PRESETS, hf_config
+    from mibench.engines.config import from_hf_config
+    from mibench.engines.presets import PRESETS, hf_config
 
     counts = {name: from_hf_config(hf_config(p)).num_params() / 1e9
               for name, p in PRESETS.items()}

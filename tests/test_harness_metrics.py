@@ -7,13 +7,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
-from harness.metrics import case_metrics, score_digest, useful_flops
-from harness.peak import vendor_peak
-from harness.records import SCHEMA_FILE, json_schema, read_artifact
-from harness.stats import summarize
-from harness.testing import TINY
-from workloads import Request
+from mibench.harness.metrics import case_metrics, score_digest, useful_flops
+from mibench.harness.peak import vendor_peak
+from mibench.harness.records import SCHEMA_FILE, json_schema, read_artifact
+from mibench.harness.stats import summarize
+from mibench.harness.testing import TINY
+from mibench.workloads import Request
 
 GOLDEN = Path(__file__).parent / "data" / "run-cpu-smoke.json"
 
@@ -61,7 +60,7 @@ def test_vendor_peaks():
 
 def test_shipped_schema_matches_the_models():
     assert json.loads(SCHEMA_FILE.read_text()) == json.loads(json.dumps(json_schema())), \
-        "run `python -m harness.records` to regenerate the schema"
+        "run `python -m mibench.harness.records` to regenerate the schema"
 
 
 def test_golden_artifact_validates_and_reads():

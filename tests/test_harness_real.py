@@ -13,11 +13,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from mibench.harness.cli import app
+from mibench.harness.records import SCHEMA_FILE
+from mibench.harness.testing import write_config
 from typer.testing import CliRunner
-
-from harness.cli import app
-from harness.records import SCHEMA_FILE
-from harness.testing import write_config
 
 SCHEMA = json.loads(SCHEMA_FILE.read_text())
 CONFIG = """
@@ -61,9 +60,9 @@ def test_case_failing_inside_the_engine_is_recorded(tmp_path):
 
 DRIVER = """
 import sys, time
-from harness.config import load_config
-from harness.runner import run
-from harness.testing import fake_factory, fixed_peak
+from mibench.harness.config import load_config
+from mibench.harness.runner import run
+from mibench.harness.testing import fake_factory, fixed_peak
 def slow(engine, n):
     time.sleep(0.3)
 run(load_config(sys.argv[1]), sys.argv[2], progress=False,

@@ -8,12 +8,11 @@ import time
 
 import jsonschema
 import pytest
-
-from engines import MibenchError
-from harness.config import load_config
-from harness.records import SCHEMA_FILE, read_artifact
-from harness.runner import artifact_path, exit_code, run
-from harness.testing import fake_factory, fixed_peak, write_config
+from mibench.engines import MibenchError
+from mibench.harness.config import load_config
+from mibench.harness.records import SCHEMA_FILE, read_artifact
+from mibench.harness.runner import artifact_path, exit_code, run
+from mibench.harness.testing import fake_factory, fixed_peak, write_config
 
 CONFIG = """
     name: fake

@@ -6,9 +6,8 @@ import json
 
 import pytest
 from conftest import DELIM, LABELS
-
-from engines import InputError, ModelError, load_engine
-from engines.embedded import make_model
+from mibench.engines import InputError, ModelError, load_engine
+from mibench.engines.embedded import make_model
 
 Q, ITEMS = [5, 6, 7], [[8, 9], [10]]
 
@@ -76,7 +75,7 @@ def test_checkpoint_that_does_not_match_its_config(tmp_path):
                                                ({"name": "jax", "dtype": "fp8"}, "dtype"),
                                                ({"name": "jax", "tp": 0}, "tp")])
 def test_bad_engine_arguments(kwargs, field):
-    from engines import MibenchError
+    from mibench.engines import MibenchError
 
     with pytest.raises(MibenchError) as err:
         load_engine(**kwargs)
@@ -84,7 +83,7 @@ def test_bad_engine_arguments(kwargs, field):
 
 
 def test_unknown_mode(jax_tiny):
-    from engines import MibenchError
+    from mibench.engines import MibenchError
 
     with pytest.raises(MibenchError, match="unknown mode 'fastest'"):
         jax_tiny.score(Q, ITEMS, LABELS, mode="fastest")

@@ -7,9 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import DELIM, LABELS
-
-from engines.modes.layout import pack
-from engines.request import make_request as build_request
+from mibench.engines.modes.layout import pack
+from mibench.engines.request import make_request as build_request
 
 ALL_MODES = [
     ("single", {}),
@@ -80,7 +79,7 @@ def test_dense_mask_lets_items_see_only_prefix_and_themselves(base):
 
 def test_leak_detector_catches_a_leaking_mask(jax_tiny, base, monkeypatch):
     """Control: with item rows allowed to see every earlier token, isolation fails."""
-    from engines.modes.layout import PackedBatch
+    from mibench.engines.modes.layout import PackedBatch
 
     leaky = PackedBatch.dense_mask
 

@@ -70,7 +70,7 @@ def test_mode_matches_single_and_torch(jax_tiny, base, single_ref, torch_ref, mo
 
 
 def test_an_attention_path_this_machine_lacks_is_a_clear_error(jax_tiny, base):
-    from engines.errors import MibenchError
+    from mibench.engines.errors import MibenchError
 
     for value in ("cudnn", "flash"):  # cuDNN needs a GPU; `flash` is no path at all
         with pytest.raises(MibenchError) as e:
@@ -106,7 +106,7 @@ def test_apply_softmax(jax_tiny, base, mode, opts):
 
 @pytest.fixture(scope="module")
 def jax_tiny_bf16():
-    from engines import load_engine
+    from mibench.engines import load_engine
 
     return load_engine("jax", model="embedded:tiny", dtype="bfloat16")
 
@@ -124,7 +124,7 @@ def test_bfloat16_close_to_float32(jax_tiny, jax_tiny_bf16, base, mode, opts):
 def test_long_prefix_uses_several_key_tiles(jax_tiny, make_request):
     """A prefix over 2048 tokens is cut into key tiles merged by the online softmax
     (2101 tokens -> 2560 padded -> 5 tiles of 512)."""
-    from engines.jax_attention import key_block_size
+    from mibench.engines.jax_attention import key_block_size
 
     assert key_block_size(2560) == 512
     req = make_request(13, query_len=2100, num_items=3, item_len=(2, 6))

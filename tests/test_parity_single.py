@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import DELIM, LABELS, random_request
-
-from engines import load_engine
+from mibench.engines import load_engine
 
 
 def _scores(engine, query, items, **kw):

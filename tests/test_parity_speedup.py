@@ -9,13 +9,12 @@ import time
 
 import jsonschema
 import pytest
-
-from harness.config import ConfigError, load_config
-from harness.parity import speedup_checks
-from harness.records import SCHEMA_FILE, CaseRecord, Metrics, Summary, read_artifact
-from harness.report.tables import parity_table
-from harness.runner import exit_code, run
-from harness.testing import FakeEngine, fixed_peak, write_config
+from mibench.harness.config import ConfigError, load_config
+from mibench.harness.parity import speedup_checks
+from mibench.harness.records import SCHEMA_FILE, CaseRecord, Metrics, Summary, read_artifact
+from mibench.harness.report.tables import parity_table
+from mibench.harness.runner import exit_code, run
+from mibench.harness.testing import FakeEngine, fixed_peak, write_config
 
 CONFIG = """
     name: speed

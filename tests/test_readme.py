@@ -20,7 +20,7 @@ RUNNABLE = ("validate", "score", "model", "env")
 
 
 def _mibench(args: list[str], tmp_path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "mibench.harness.cli", *args], capture_output=True,
                           text=True, cwd=tmp_path, env={"HF_HUB_OFFLINE": "1",
                                                         "PATH": "/usr/bin:/bin",
                                                         "PYTHONPATH": str(ROOT),
@@ -28,7 +28,7 @@ def _mibench(args: list[str], tmp_path) -> subprocess.CompletedProcess:
 
 
 def _cache() -> str:
-    from engines.embedded import cache_dir
+    from mibench.engines.embedded import cache_dir
 
     return str(cache_dir())
 

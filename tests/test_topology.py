@@ -13,10 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from engines.config import from_hf_config
-from engines.presets import PRESETS, hf_config
-from engines.sharding import fit_kv_heads, kv_repeat
+from mibench.engines.config import from_hf_config
+from mibench.engines.presets import PRESETS, hf_config
+from mibench.engines.sharding import fit_kv_heads, kv_repeat
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
@@ -105,7 +104,7 @@ def test_two_processes_score_like_one():
 def test_two_process_run_writes_exactly_one_artifact(tmp_path):
     addr = f"127.0.0.1:{_free_port()}"
     outs = _two_processes(lambda i: [
-        sys.executable, "-m", "harness.cli", "run", "configs/cpu-smoke.yaml", "--out",
+        sys.executable, "-m", "mibench.harness.cli", "run", "configs/cpu-smoke.yaml", "--out",
         str(tmp_path), "--coordinator", addr, "--num-processes", "2", "--process-id", str(i),
         "--set", "topology.tp=2", "--set", "runs.timed=1", "--set", "runs.warmup=0",
         "--set", "parity.checks=[modes]",
@@ -122,7 +121,7 @@ def test_two_process_run_writes_exactly_one_artifact(tmp_path):
 def test_topology_config_on_8_devices(tmp_path):
     """tp 1, 2, 4, 8 all ok with scores equal to tp 1; tp 16 skipped; exit 0; the report
     has the topology table."""
-    run = subprocess.run([sys.executable, "-m", "harness.cli", "run",
+    run = subprocess.run([sys.executable, "-m", "mibench.harness.cli", "run",
                           "configs/cpu-topology.yaml", "--out", str(tmp_path),
                           "--set", "runs.timed=2"],
                          env=_env(8), capture_output=True, text=True, cwd=ROOT, timeout=900)
@@ -137,7 +136,7 @@ def test_topology_config_on_8_devices(tmp_path):
     assert eight["topology"]["mesh_shape"] == {"tp": 8} and len(eight["topology"]["devices"]) == 8
     topo_checks = [c for c in data["parity"]["checks"] if c["check"] == "topologies"]
     assert len(topo_checks) == 15 and all(c["status"] == "passed" for c in topo_checks)
-    report = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(artifact),
+    report = subprocess.run([sys.executable, "-m", "mibench.harness.cli", "report", str(artifact),
                              "--out", str(tmp_path / "report.md")],
                             env=_env(1), capture_output=True, text=True, cwd=ROOT)
     assert report.returncode == 0, report.stderr

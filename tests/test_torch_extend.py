@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import mibench.engines.torch_engine as torch_engine
 import numpy as np
 import pytest
 from conftest import DELIM, LABELS, random_request
-
-import engines.torch_engine as torch_engine
-from engines import MibenchError, load_engine
+from mibench.engines import MibenchError, load_engine
 
 # 7 ragged items in batches of 3: the last batch holds one item
 REQUEST = random_request(11, query_len=40, num_items=7, item_len=(1, 9))

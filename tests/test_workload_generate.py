@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from engines import MibenchError
-from workloads import WorkloadSpec, generate, materialize, total_items, total_tokens
-from workloads.jsonl import read_requests
+from mibench.engines import MibenchError
+from mibench.workloads import WorkloadSpec, generate, materialize, total_items, total_tokens
+from mibench.workloads.jsonl import read_requests
 
 DELIM = 151643
 

@@ -20,7 +20,7 @@ MODES = [("single", {}), ("packed", {"mask": "dense"}), ("packed", {"mask": "seg
 
 
 def score_every_mode(preset: str, tp: int) -> dict:
-    from engines import load_engine
+    from mibench.engines import load_engine
 
     engine = load_engine("jax", model=f"embedded:{preset}", tp=tp)
     query, items = random_request(11, query_len=40, num_items=7, item_len=(2, 7))
@@ -36,7 +36,7 @@ def main(argv: list[str]) -> None:
     if argv[0] == "modes":
         print(json.dumps({tp: score_every_mode(argv[1], int(tp)) for tp in argv[2:]}))
         return
-    from engines.distributed import initialize, is_writer
+    from mibench.engines.distributed import initialize, is_writer
 
     addr, nproc, pid, tp = argv[1], int(argv[2]), int(argv[3]), argv[4]
     assert initialize(addr, nproc, pid)

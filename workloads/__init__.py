@@ -5,7 +5,7 @@
     requests = materialize(spec, vocab_size=151936, exclude={151643})
 """
 
-from workloads.generate import Request, generate, materialize, total_items, total_tokens
-from workloads.spec import WorkloadSpec
+from mibench.workloads.generate import Request, generate, materialize, total_items, total_tokens
+from mibench.workloads.spec import WorkloadSpec
 
 __all__ = ["Request", "WorkloadSpec", "generate", "materialize", "total_items", "total_tokens"]

@@ -6,8 +6,7 @@ import dataclasses
 from collections.abc import Callable, Iterable
 
 import numpy as np
-
-from workloads.spec import WorkloadSpec
+from mibench.workloads.spec import WorkloadSpec
 
 CONSTANT_QUERY_ID, CONSTANT_ITEM_ID = 1, 2  # the seeds' [1]*Q query and [2]*L items
 
@@ -60,7 +59,7 @@ def materialize(spec: WorkloadSpec, vocab_size: int, exclude: Iterable[int] = ()
     once, so timed runs never include tokenization)."""
     if spec.requests is None:
         return [generate(spec, vocab_size, exclude)]
-    from workloads.jsonl import read_requests
+    from mibench.workloads.jsonl import read_requests
 
     return read_requests(spec.requests, tokenize)
 

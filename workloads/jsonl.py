@@ -10,8 +10,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from engines import MibenchError
-from workloads.generate import Request
+from mibench.engines import MibenchError
+from mibench.workloads.generate import Request
 
 
 def _ids(value, where: str, tokenize) -> tuple[int, ...]:

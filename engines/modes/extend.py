@@ -15,12 +15,11 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-from engines.jax_model import decoder, label_scores
-from engines.modes.layout import bucket_length, extend_batches
-from engines.modes.options import batch_sizes, check_known
-from engines.request import ScoreRequest
-from engines.sharding import to_host
+from mibench.engines.jax_model import decoder, label_scores
+from mibench.engines.modes.layout import bucket_length, extend_batches
+from mibench.engines.modes.options import batch_sizes, check_known
+from mibench.engines.request import ScoreRequest
+from mibench.engines.sharding import to_host
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "attn"))

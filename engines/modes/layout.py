@@ -15,8 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-
-from engines.request import ScoreRequest
+from mibench.engines.request import ScoreRequest
 
 
 def bucket_length(n: int) -> int:

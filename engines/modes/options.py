@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 
-from engines.errors import MibenchError
+from mibench.engines.errors import MibenchError
 
 MASKS = ("dense", "segment", "auto")
 SCHEDULES = ("parallel", "sequential")

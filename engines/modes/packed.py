@@ -10,11 +10,10 @@ import functools
 
 import jax
 import numpy as np
-
-from engines.attention_paths import Paths
-from engines.jax_model import decoder, label_scores, masked_attention
-from engines.modes.layout import PackedBatch, bucket_length, pack
-from engines.modes.options import (
+from mibench.engines.attention_paths import Paths
+from mibench.engines.jax_model import decoder, label_scores, masked_attention
+from mibench.engines.modes.layout import PackedBatch, bucket_length, pack
+from mibench.engines.modes.options import (
     SCHEDULES,
     check_known,
     choice,
@@ -22,8 +21,8 @@ from engines.modes.options import (
     positive_int,
     require_delimiter,
 )
-from engines.request import ScoreRequest
-from engines.sharding import to_host
+from mibench.engines.request import ScoreRequest
+from mibench.engines.sharding import to_host
 
 # mask="auto" picks dense only for padded sequences this short, where a [T, T] mask is tiny
 # and the two cost the same. Measured on the 2-core CPU, tiny, float32 (dense vs segment):

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness import plots
-from harness.compare import DEFAULT_THRESHOLD, Comparison, compare, label
-from harness.records import RunRecord
-from harness.report import fmt, groups, tables
-from harness.report.tables import Row
-from harness.significance import BOOTSTRAP, MWU, NONE
+from mibench.harness import plots
+from mibench.harness.compare import DEFAULT_THRESHOLD, Comparison, compare, label
+from mibench.harness.records import RunRecord
+from mibench.harness.report import fmt, groups, tables
+from mibench.harness.report.tables import Row
+from mibench.harness.significance import BOOTSTRAP, MWU, NONE
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 METHODS = {MWU: "Mann-Whitney U, two-sided, on the raw timed samples (MWU)",

@@ -10,11 +10,11 @@ import dataclasses
 import json
 from pathlib import Path
 
-from harness import plots
-from harness.compare import Comparison
-from harness.history import History, Series
-from harness.report import fmt, render
-from harness.report.fmt import Table
+from mibench.harness import plots
+from mibench.harness.compare import Comparison
+from mibench.harness.history import History, Series
+from mibench.harness.report import fmt, render
+from mibench.harness.report.fmt import Table
 
 COMPARE_SCHEMA = "mibench.compare/1"
 HISTORY_SCHEMA = "mibench.history/1"
@@ -47,7 +47,7 @@ def parity_changes(comp: Comparison) -> Table | None:
 
 
 def compare_markdown(comp: Comparison) -> str:
-    from harness.report import METHODS
+    from mibench.harness.report import METHODS
 
     return _render("compare.md.j2", comp=comp, cases=compare_table(comp),
                    parity=parity_changes(comp), methods=[METHODS[m] for m in comp.methods],

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness.records import CaseRecord, RunRecord
-from harness.significance import BOOTSTRAP, MWU, Test
+from mibench.harness.records import CaseRecord, RunRecord
+from mibench.harness.significance import BOOTSTRAP, MWU, Test
 
 OOM_MARKERS = ("RESOURCE_EXHAUSTED", "out of memory", "Out of memory", "OOM")
 

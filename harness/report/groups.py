@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from harness.compare import Comparison, label
-from harness.records import RunRecord
-from harness.report import fmt
-from harness.report.fmt import Table
-from harness.report.tables import Row
+from mibench.harness.compare import Comparison, label
+from mibench.harness.records import RunRecord
+from mibench.harness.report import fmt
+from mibench.harness.report.fmt import Table
+from mibench.harness.report.tables import Row
 
 
 def throughput(row: Row) -> float | None:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import shlex
 
 import yaml
-
-from harness.records import CaseRecord, RunRecord
+from mibench.harness.records import CaseRecord, RunRecord
 
 AXES = {"query_tokens", "num_items", "item_tokens"}
 VALUE_FLAGS = {"--set", "--out", "--resume", "--engine-repo"}

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
-from harness.compare import label
-from harness.records import CaseRecord, ParityCheck, RunRecord
-from harness.report import fmt
-from harness.report.fmt import Table
-from harness.report.repro import command
+from mibench.harness.compare import label
+from mibench.harness.records import CaseRecord, ParityCheck, RunRecord
+from mibench.harness.report import fmt
+from mibench.harness.report.fmt import Table
+from mibench.harness.report.repro import command
 
 TAIL_FACTOR = 1.5  # a timed run slower than 1.5x the case's median is a tail pause
 

@@ -16,10 +16,9 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
-
-from harness.config import load_config
-from harness.matrix import CaseSpec, expand
-from harness.records import (
+from mibench.harness.config import load_config
+from mibench.harness.matrix import CaseSpec, expand
+from mibench.harness.records import (
     CaseRecord,
     Devices,
     ErrorInfo,
@@ -30,7 +29,7 @@ from harness.records import (
     RunRecord,
     write_artifact,
 )
-from harness.stats import per_unit_ms, rates, summarize
+from mibench.harness.stats import per_unit_ms, rates, summarize
 
 HERE = Path(__file__).parent
 REL = "tests/data/reports"
