@@ -20,6 +20,7 @@ import dataclasses
 
 from mibench.harness.records import CaseRecord, ParityCheck, RunRecord
 from mibench.harness.significance import Test, compare_samples
+from mibench.harness.stats import median
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.05
@@ -83,17 +84,13 @@ def label(record: RunRecord) -> str:
     return record.run_id
 
 
-def _median(summary) -> float | None:
-    return summary.median if summary is not None else None
-
-
 def _case_change(base: CaseRecord, new: CaseRecord, threshold: float,
                  alpha: float) -> CaseChange:
     common = dict(case_id=new.case_id, base_status=base.status, new_status=new.status,
-                  base_items_per_s=_median(base.metrics.throughput_items_per_s),
-                  new_items_per_s=_median(new.metrics.throughput_items_per_s),
-                  base_latency_ms=_median(base.metrics.latency_per_item_ms),
-                  new_latency_ms=_median(new.metrics.latency_per_item_ms))
+                  base_items_per_s=median(base.metrics.throughput_items_per_s),
+                  new_items_per_s=median(new.metrics.throughput_items_per_s),
+                  base_latency_ms=median(base.metrics.latency_per_item_ms),
+                  new_latency_ms=median(new.metrics.latency_per_item_ms))
     if base.status == "ok" and new.status == "failed":
         first = new.error.message.splitlines()[0] if new.error and new.error.message else ""
         why = f"newly failed: {new.error.type}: {first}" if new.error else "newly failed"
@@ -157,12 +154,12 @@ def compare_cases(base: RunRecord, new: RunRecord, threshold: float = DEFAULT_TH
         else:
             out.append(CaseChange(case_id=case.case_id, base_status=None,
                                   new_status=case.status, verdict="added",
-                                  new_items_per_s=_median(case.metrics.throughput_items_per_s),
+                                  new_items_per_s=median(case.metrics.throughput_items_per_s),
                                   reason="not in the baseline"))
     seen = {c.case_id for c in new.cases}
     partial = new.finished_at is None  # a run that died: its missing cases did not run
     out += [CaseChange(case_id=c.case_id, base_status=c.status, new_status=None,
-                       base_items_per_s=_median(c.metrics.throughput_items_per_s),
+                       base_items_per_s=median(c.metrics.throughput_items_per_s),
                        verdict="missing" if partial else "removed",
                        regression=partial and c.status == "ok",
                        reason="not measured: the new run did not finish" if partial

@@ -8,14 +8,14 @@ commit is known there; otherwise the artifact's `started_at` stands in for it.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import subprocess
 from pathlib import Path
 
 from mibench.engines import MibenchError
 from mibench.harness.changepoint import DEFAULT, METHOD, ChangePoint, Params, binary_segmentation
 from mibench.harness.compare import label
+from mibench.harness.provenance import git_output
 from mibench.harness.records import RunRecord, read_artifact
+from mibench.harness.stats import median
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +75,7 @@ def load_dir(folder: str | Path, load=read_artifact) -> list[RunRecord]:
 def commit_time(record: RunRecord) -> str | None:
     """ISO commit time from git, trying the recorded checkout then the current folder."""
     git = record.provenance.git
-    return _git_time(git.path, git.commit) if git.commit else None
+    return _git(git.path, "show", "-s", "--format=%cI", git.commit) if git.commit else None
 
 
 def commit_depth(record: RunRecord) -> int:
@@ -86,29 +86,26 @@ def commit_depth(record: RunRecord) -> int:
     return int(depth) if depth and depth.isdigit() else -1
 
 
-def _git_time(path: str, commit: str) -> str | None:
-    return _git(path, "show", "-s", "--format=%cI", commit)
-
-
-@functools.lru_cache(maxsize=4096)
 def _git(path: str, *args: str) -> str | None:
-    """Output of a git command in the recorded checkout, else in the current folder."""
-    for where in dict.fromkeys([path, "."]):
-        try:
-            out = subprocess.run(["git", "-C", where, *args], capture_output=True, text=True,
-                                 timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if out.returncode == 0 and out.stdout.strip():
-            return out.stdout.strip()
-    return None
+    """Non-empty output of a git command in the recorded checkout, else in the current
+    folder."""
+    outputs = (git_output(where, *args) for where in dict.fromkeys([path, "."]))
+    return next((out for out in outputs if out), None)
 
 
 def ordered(records: list[RunRecord]) -> list[tuple[str, RunRecord]]:
     """(time, record) by commit time (started_at where unknown), then by commit depth,
     then by start."""
-    timed = [(commit_time(r) or r.started_at, r) for r in records]
-    return sorted(timed, key=lambda tr: (_sortable(tr[0]), commit_depth(tr[1]),
+    known: dict[tuple, tuple[str | None, int]] = {}  # git asked once per commit, this call
+
+    def commit(r: RunRecord) -> tuple[str | None, int]:
+        where = (r.provenance.git.path, r.provenance.git.commit)
+        if where not in known:
+            known[where] = (commit_time(r), commit_depth(r))
+        return known[where]
+
+    timed = [(commit(r)[0] or r.started_at, r) for r in records]
+    return sorted(timed, key=lambda tr: (_sortable(tr[0]), commit(tr[1])[1],
                                          _sortable(tr[1].started_at)))
 
 
@@ -154,7 +151,7 @@ def _series(config: str, case_id: str, timeline: list[tuple[str, RunRecord]],
         thr = c.metrics.throughput_items_per_s if c is not None and c.status == "ok" else None
         points.append(Point(label=label(r), commit=r.provenance.git.commit, time=time,
                             run_id=r.run_id, status=c.status if c else "missing",
-                            items_per_s=thr.median if thr else None))
+                            items_per_s=median(thr)))
     where = [i for i, p in enumerate(points) if p.items_per_s is not None]
     found = binary_segmentation([points[i].items_per_s for i in where], params)
     moved = [dataclasses.replace(cp, index=where[cp.index]) for cp in found]

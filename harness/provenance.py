@@ -16,7 +16,9 @@ ENV_PATTERN = re.compile(r"^(XLA_FLAGS|LIBTPU_INIT_ARGS|CUDA_VISIBLE_DEVICES|TPU
                          r"MIBENCH_.*|HF_HUB_OFFLINE)$")
 
 
-def _git(path: Path, *args: str) -> str | None:
+def git_output(path: str | Path, *args: str) -> str | None:
+    """Stripped stdout of `git -C path ARGS` ("" when it prints nothing); None when git
+    fails or is missing. Never cached: a long-lived process must see new commits."""
     try:
         out = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
                              timeout=10)
@@ -28,12 +30,12 @@ def _git(path: Path, *args: str) -> str | None:
 def git_info(path: str | Path) -> GitInfo:
     """Commit, branch and dirty flag of the checkout containing `path` (None outside git)."""
     path = Path(path).resolve()
-    commit = _git(path, "rev-parse", "HEAD")
+    commit = git_output(path, "rev-parse", "HEAD")
     if commit is None:
         return GitInfo(path=str(path))
-    status = _git(path, "status", "--porcelain", "--untracked-files=no")
-    return GitInfo(path=_git(path, "rev-parse", "--show-toplevel") or str(path), commit=commit,
-                   branch=_git(path, "rev-parse", "--abbrev-ref", "HEAD"),
+    status = git_output(path, "status", "--porcelain", "--untracked-files=no")
+    return GitInfo(path=git_output(path, "rev-parse", "--show-toplevel") or str(path),
+                   commit=commit, branch=git_output(path, "rev-parse", "--abbrev-ref", "HEAD"),
                    dirty=bool(status) if status is not None else None)
 
 

@@ -18,6 +18,11 @@ def summarize(values: list[float]) -> Summary | None:
                    min=min(values), max=max(values), stdev=stdev, n=len(values))
 
 
+def median(summary: Summary | None) -> float | None:
+    """A summary's median; None for no summary (a failed or skipped case)."""
+    return None if summary is None else summary.median
+
+
 def rates(times_s: list[float], amount: float) -> list[float]:
     """`amount` per second for each time (items/s from run times); inf-safe for 0 s."""
     return [amount / t if t > 0 else math.inf for t in times_s]

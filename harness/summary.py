@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mibench.harness.stats import median
+
 
 def table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
@@ -38,8 +40,7 @@ def render_summary(record, path) -> str:
     rows = []
     for c in record.cases:
         m = c.metrics
-        tput = m.throughput_items_per_s.median if m.throughput_items_per_s else None
-        lat = m.latency_per_item_ms.median if m.latency_per_item_ms else None
+        tput, lat = median(m.throughput_items_per_s), median(m.latency_per_item_ms)
         note = f"{c.error.type}: {c.error.message}"[:80] if c.error else ""
         rows.append([c.case_id, c.status, _fmt(tput, ".2f"), _fmt(lat, ".3f"),
                      _fmt(c.compile_s, ".2f"), _fmt(m.mfu, ".2%"), note])

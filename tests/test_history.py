@@ -142,3 +142,26 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, kind):
     assert result.exit_code == 2
     assert len(result.output.strip().splitlines()) == 1
     assert result.output.startswith("error: ") and "Traceback" not in result.output
+
+
+def test_git_asked_once_per_commit_per_build_never_across_builds(monkeypatch):
+    """Three artifacts each of two commits: one `git show` and one `git rev-list` per commit
+    in a build; the next build asks again, so a long-lived process sees history rewritten."""
+    times = {"a" * 40: "2026-01-01T00:00:00+00:00", "b" * 40: "2026-01-02T00:00:00+00:00"}
+    calls = []
+
+    def fake_git(where, *args):
+        calls.append(args)
+        return times[args[-1]] if args[0] == "show" else "1"
+
+    monkeypatch.setattr("mibench.harness.history.git_output", fake_git)
+    records = []
+    for i, commit in enumerate(["a" * 40, "b" * 40] * 3):
+        rec = make.build("demo.yaml", "x", i, make.demo_time, f"2026-04-{9 - i:02d}T03:00:00Z")
+        rec.provenance.git.commit = commit
+        records.append(rec)
+    first = build_history(records, case=CASE).series[0].points
+    assert [p.commit[0] for p in first] == list("aaabbb") and len(calls) == 4
+    times["a" * 40] = "2026-01-03T00:00:00+00:00"  # amended: a is now the later commit
+    second = build_history(records, case=CASE).series[0].points
+    assert [p.commit[0] for p in second] == list("bbbaaa") and len(calls) == 8

@@ -51,10 +51,25 @@ def table_headers(text: str) -> list[str]:
 
 
 def check_golden(text: str, name: str) -> None:
+    """Compare with tests/data/reports/NAME; written only under MIBENCH_REGEN_GOLDEN=1, so a
+    missing golden file fails rather than passing on what the code produced."""
     golden = DATA / name
-    if REGEN or not golden.exists():
+    if REGEN:
         golden.write_text(text)
-    assert text == golden.read_text(), f"{name} changed; MIBENCH_REGEN_GOLDEN=1 rewrites it"
+    regen = "MIBENCH_REGEN_GOLDEN=1 python -m pytest tests/test_report.py writes it"
+    assert golden.exists(), f"golden file {golden} is missing; {regen}"
+    assert text == golden.read_text(), f"{name} changed; {regen}"
+
+
+def test_missing_golden_fails_and_is_not_written(monkeypatch, tmp_path):
+    monkeypatch.setitem(globals(), "DATA", tmp_path)
+    monkeypatch.setitem(globals(), "REGEN", False)
+    with pytest.raises(AssertionError, match="missing; MIBENCH_REGEN_GOLDEN=1 python -m"):
+        check_golden("text", "golden-absent.md")
+    assert not (tmp_path / "golden-absent.md").exists()
+    monkeypatch.setitem(globals(), "REGEN", True)  # written only when asked
+    check_golden("text", "golden-absent.md")
+    assert (tmp_path / "golden-absent.md").read_text() == "text"
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from mibench.harness.matrix import model_name, short
 from mibench.harness.records import CaseRecord, RunRecord
 from mibench.harness.significance import BOOTSTRAP, MWU, Test
 
@@ -65,18 +66,9 @@ def size(n: int | None) -> str:
     return "-"
 
 
-def median(summary) -> float | None:
-    return None if summary is None else summary.median
-
-
 def options(case: CaseRecord) -> str:
-    """Mode options as `key=value`, lists compacted (`precompile_bs=1..16`)."""
-    parts = []
-    for k, v in case.params.items():
-        if isinstance(v, list):
-            v = f"{v[0]}..{v[-1]}" if len(v) > 2 else ",".join(map(str, v))
-        parts.append(f"{k}={v}")
-    return ", ".join(parts) or "-"
+    """Mode options as `key=value`, values as in case ids (`precompile_bs=1,2,4,8`, `1-4`)."""
+    return ", ".join(f"{k}={short(v)}" for k, v in case.params.items()) or "-"
 
 
 def mode_label(case: CaseRecord) -> str:
@@ -85,7 +77,7 @@ def mode_label(case: CaseRecord) -> str:
 
 
 def model_label(case: CaseRecord) -> str:
-    return case.model.get("path", "?").removeprefix("embedded:").rstrip("/").rsplit("/", 1)[-1]
+    return model_name(case.model.get("path", "?"))
 
 
 def hardware(record: RunRecord) -> str:

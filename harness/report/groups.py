@@ -7,17 +7,19 @@ import json
 from collections import defaultdict
 
 from mibench.harness.compare import Comparison, label
+from mibench.harness.matrix import short
 from mibench.harness.records import RunRecord
 from mibench.harness.report import fmt
 from mibench.harness.report.fmt import Table
 from mibench.harness.report.tables import Row
+from mibench.harness.stats import median
 
 
 def throughput(row: Row) -> float | None:
     """Median items/s of an ok case, else None."""
     if row.case.status != "ok":
         return None
-    return fmt.median(row.case.metrics.throughput_items_per_s)
+    return median(row.case.metrics.throughput_items_per_s)
 
 
 def _ctx(row: Row, tp: bool = True) -> tuple:
@@ -82,15 +84,15 @@ def _ab_table(key: str, members: list[Row], runs: bool) -> Table:
     body = []
     for m in members:
         thr, metrics = throughput(m), m.case.metrics
-        body.append([str(m.case.params[key]), fmt.num(thr),
-                     fmt.num(fmt.median(metrics.latency_per_item_ms)),
-                     fmt.num(fmt.median(metrics.total_s)),
+        body.append([short(m.case.params[key]), fmt.num(thr),
+                     fmt.num(median(metrics.latency_per_item_ms)),
+                     fmt.num(median(metrics.total_s)),
                      fmt.times(thr / base) if thr is not None and base else "-",
                      fmt.status(m.case)])
-    values = " vs ".join(str(m.case.params[key]) for m in members)
+    values = " vs ".join(short(m.case.params[key]) for m in members)
     title = f"{key}: {values} ({first.case.engine}/{first.case.mode}, {_where(first, runs)})"
     return Table([key, "Items/s", "Latency/item (ms)", f"Time for {first.items} items (s)",
-                  f"vs {first.case.params[key]}", "Status"], body,
+                  f"vs {short(first.case.params[key])}", "Status"], body,
                  ["l", "r", "r", "r", "r", "l"], title=title)
 
 

@@ -1,8 +1,10 @@
 """The command that reproduces one row: `mibench run CONFIG [--set ...]` selecting the case.
 
-The config file and its `--set` overrides come from the artifact's argv; the case is
-selected by replacing `cases` with that one case (`--set 'cases=[{...}]'`) and pinning every
-matrix axis the config varies (model, dtype, tp, workload sizes) to the row's value.
+The config file, its `--set` overrides and a multi-process run's options come from the
+artifact's argv, parsed by the CLI's own `run` command (so every option it has, in any
+order); the case is selected by replacing `cases` with that one case
+(`--set 'cases=[{...}]'`) and pinning every matrix axis the config varies (model, dtype, tp,
+workload sizes) to the row's value. Defaults come from the config models.
 """
 
 from __future__ import annotations
@@ -10,33 +12,36 @@ from __future__ import annotations
 import shlex
 
 import yaml
+from mibench.harness.config import Runs, WorkloadFields
+from mibench.harness.matrix import WORKLOAD_AXES
 from mibench.harness.records import CaseRecord, RunRecord
 
-AXES = {"query_tokens", "num_items", "item_tokens"}
-VALUE_FLAGS = {"--set", "--out", "--resume", "--engine-repo"}
+DISTRIBUTED = ("coordinator", "num_processes", "process_id")  # kept: a multi-host case needs them
+WORKLOAD_DEFAULTS = {k: f.default for k, f in WorkloadFields.model_fields.items()}
 
 
-def config_args(record: RunRecord) -> tuple[str, list[str]]:
-    """(config path, the run's own --set overrides) from argv; `configs/NAME.yaml` when the
-    run did not come from `mibench run`."""
-    argv = list(record.provenance.argv)
-    if "run" not in argv:
-        return f"configs/{record.config.get('name', 'CONFIG')}.yaml", []
-    rest = argv[argv.index("run") + 1:]
-    config, sets, i = None, [], 0
-    while i < len(rest):
-        arg = rest[i]
-        if arg in VALUE_FLAGS and i + 1 < len(rest):
-            if arg == "--set":
-                sets.append(rest[i + 1])
-            i += 2
-            continue
-        if arg.startswith("--set="):
-            sets.append(arg.removeprefix("--set="))
-        elif not arg.startswith("-") and config is None:
-            config = arg
-        i += 1
-    return config or "CONFIG", sets
+def _run_command():
+    """The click command behind `mibench run` (imported late: the CLI imports the report)."""
+    import typer
+    from mibench.harness.cli import app
+
+    return typer.main.get_command(app).commands["run"]
+
+
+def config_args(record: RunRecord) -> tuple[str, list[str], list[str]]:
+    """(config path, the run's own --set overrides, its multi-process options) from argv,
+    parsed by `mibench run` itself; `configs/NAME.yaml` when the run did not come from
+    `mibench run CONFIG`."""
+    run, argv, params = _run_command(), record.provenance.argv, {}
+    if "run" in argv[1:]:
+        rest = list(argv[argv.index("run", 1) + 1:])
+        with run.make_context("run", rest, resilient_parsing=True) as ctx:
+            params = ctx.params  # by Python name: config, set_, coordinator, ...
+    config = params.get("config") or f"configs/{record.config.get('name', 'CONFIG')}.yaml"
+    flags = {p.name: p.opts[0] for p in run.params}
+    extra = [w for name in DISTRIBUTED if params.get(name) is not None
+             for w in (flags[name], str(params[name]))]
+    return str(config), list(params.get("set_") or []), extra
 
 
 def _flow(value) -> str:
@@ -52,18 +57,13 @@ def _axis_values(config: dict, section: str, key: str) -> list:
 def case_entry(case: CaseRecord, config: dict) -> dict:
     """The one `cases` entry that expands to this case (runs and workload patches kept)."""
     entry = {"engine": case.engine, "mode": case.mode, **case.params}
-    top_runs = {"warmup": 1, "timed": 5, **(config.get("runs") or {})}
+    top_runs = {**Runs().model_dump(), **(config.get("runs") or {})}
     runs = {k: v for k, v in case.runs.items() if v is not None and top_runs.get(k) != v}
     if runs:
         entry["runs"] = runs
-    top = config.get("workload") or {}
-    patch = {}
-    for key, value in case.workload.items():
-        if key in AXES or value is None:
-            continue
-        if top.get(key) != value and not (key in ("tokens", "seed", "apply_softmax")
-                                          and key not in top and value in ("random", 0, False)):
-            patch[key] = value
+    top = {**WORKLOAD_DEFAULTS, **(config.get("workload") or {})}
+    patch = {k: v for k, v in case.workload.items()
+             if k not in WORKLOAD_AXES and v is not None and top.get(k) != v}
     if patch:
         entry["workload"] = patch
     return entry
@@ -77,7 +77,7 @@ def pins(case: CaseRecord, config: dict) -> list[str]:
                                 ("topology", "tp", case.topology.get("tp"))):
         if len(_axis_values(config, section, key)) > 1:
             out.append(f"{section}.{key}={_flow(value)}")
-    for key in sorted(AXES):
+    for key in sorted(WORKLOAD_AXES):
         if len(_axis_values(config, "workload", key)) > 1 and key in case.workload:
             out.append(f"workload.{key}={_flow(case.workload[key])}")
     if (config.get("parity") or {}).get("checks"):
@@ -87,8 +87,8 @@ def pins(case: CaseRecord, config: dict) -> list[str]:
 
 def command(record: RunRecord, case: CaseRecord) -> str:
     """A shell command that runs exactly this case of the config (parity checks off)."""
-    config, sets = config_args(record)
+    config, sets, extra = config_args(record)
     sets += [f"cases=[{_flow(case_entry(case, record.config))}]"]
     sets += pins(case, record.config)
-    words = ["mibench", "run", config] + [w for s in sets for w in ("--set", s)]
+    words = ["mibench", "run", config] + [w for s in sets for w in ("--set", s)] + extra
     return " ".join(shlex.quote(w) for w in words)

@@ -9,7 +9,8 @@ from mibench.harness.compare import label
 from mibench.harness.records import CaseRecord, ParityCheck, RunRecord
 from mibench.harness.report import fmt
 from mibench.harness.report.fmt import Table
-from mibench.harness.report.repro import command
+from mibench.harness.report.repro import command, config_args
+from mibench.harness.stats import median
 
 TAIL_FACTOR = 1.5  # a timed run slower than 1.5x the case's median is a tail pause
 
@@ -66,8 +67,8 @@ def results_matrix(rows: list[Row]) -> Table:
         cells = [fmt.hardware(r.record)] + ([r.run] if many_runs else []) + [
             c.engine, c.mode, fmt.options(c)] + ([fmt.model_label(c)] if many_models else [])
         cells += [str(c.topology.get("tp", "?"))] + ([str(r.items)] if "Items" in header else [])
-        cells += [fmt.num(fmt.median(m.throughput_items_per_s)),
-                  fmt.num(fmt.median(m.latency_per_item_ms)), fmt.num(fmt.median(m.total_s)),
+        cells += [fmt.num(median(m.throughput_items_per_s)),
+                  fmt.num(median(m.latency_per_item_ms)), fmt.num(median(m.total_s)),
                   fmt.num(c.compile_s), "-" if m.mfu is None else f"{m.mfu:.2%}",
                   fmt.size(m.peak_memory_bytes), fmt.status(c)]
         out.append(cells)
@@ -173,6 +174,10 @@ def repro_table(rows: list[Row]) -> Table:
     many = _distinct(rows, lambda r: r.run) > 1
     body = [([r.run] if many else []) + [r.case.case_id, f"`{command(r.record, r.case)}`"]
             for r in rows]
-    return Table((["Commit"] if many else []) + ["Case", "Command"], body,
-                 note="Each command runs one case of the config (parity checks off); the "
-                      "pinned matrix axes may shorten its case id.")
+    note = ("Each command runs one case of the config (parity checks off); the pinned matrix "
+            "axes may shorten its case id.")
+    records = {id(r.record): r.record for r in rows}.values()
+    if any(config_args(rec)[2] for rec in records):  # the run's multi-process options
+        note += " A multi-process run: start its command on every host, each with its own " \
+                "`--process-id`."
+    return Table((["Commit"] if many else []) + ["Case", "Command"], body, note=note)
