@@ -12,9 +12,9 @@ from mibench.engines.checkpoint import load_params, load_tokenizer, resolve_mode
 from mibench.engines.errors import MibenchError
 from mibench.engines.jax_model import Decoder, decoder, label_scores
 from mibench.engines.modes.extend import score_prefill_extend
-from mibench.engines.modes.layout import bucket_length
+from mibench.engines.modes.layout import bucket_length, tokens_run
 from mibench.engines.modes.options import ATTENTIONS, MODE_OPTIONS, check_known, choice
-from mibench.engines.modes.packed import score_chunked, score_packed
+from mibench.engines.modes.packed import CHUNK_SIZE, score_chunked, score_packed
 from mibench.engines.request import ScoreRequest, make_request
 from mibench.engines.result import ScoreResult
 from mibench.engines.sharding import fit_kv_heads, make_shard_config, place_params, to_host
@@ -115,10 +115,11 @@ class JaxEngine:
             raise MibenchError(f"unknown mode {mode!r} for the jax engine "
                                f"(known: {', '.join(MODES)})", field="mode")
         req = self.request(query, items, label_token_ids, apply_softmax, delimiter)
-        scores = MODES[mode](self, req, **options)
+        scores = MODES[mode](self, req, **options)  # validates the options
+        num_tokens = tokens_run(mode, len(req.prefix), [len(i) for i in req.items],
+                                options.get("chunk_size", CHUNK_SIZE))
         return ScoreResult(scores=np.asarray(scores, np.float64).tolist(), mode=mode,
-                           num_items=len(req.items),
-                           num_tokens=len(req.prefix) + sum(map(len, req.items)))
+                           num_items=len(req.items), num_tokens=num_tokens)
 
 
 def _has_text(query, items) -> bool:

@@ -12,4 +12,6 @@ class ScoreResult:
     scores: list[list[float]]
     mode: str
     num_items: int
-    num_tokens: int  # tokens the engine actually ran through the model (padding excluded)
+    # tokens the engine actually ran through the model (padding excluded), per mode as
+    # `modes.layout.tokens_run` counts them: a prefix run N times counts N times
+    num_tokens: int

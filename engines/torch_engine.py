@@ -15,6 +15,7 @@ import numpy as np
 from mibench.engines.checkpoint import load_tokenizer, resolve_model
 from mibench.engines.config import read_config
 from mibench.engines.errors import MibenchError
+from mibench.engines.modes.layout import tokens_run
 from mibench.engines.modes.options import MODE_OPTIONS, check_known, positive_int
 from mibench.engines.request import ScoreRequest, make_request
 from mibench.engines.result import ScoreResult
@@ -105,12 +106,11 @@ class TorchEngine:
         self.hf_model.set_attn_implementation("eager" if mode == "single" else "sdpa")
         if mode == "single":
             scores = np.stack([self._score_one(req, i) for i in range(n)])
-            num_tokens = sum(len(req.sequence(i)) for i in range(n))
         else:
             scores = self._score_extend(req, batch)
-            num_tokens = len(req.prefix) + sum(len(item) for item in req.items)
-        return ScoreResult(scores=scores.astype(np.float64).tolist(), mode=mode,
-                           num_items=n, num_tokens=num_tokens)
+        return ScoreResult(scores=scores.astype(np.float64).tolist(), mode=mode, num_items=n,
+                           num_tokens=tokens_run(mode, len(req.prefix),
+                                                 [len(item) for item in req.items]))
 
     def _labels(self, req: ScoreRequest):
         import torch

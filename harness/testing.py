@@ -8,6 +8,8 @@ import hashlib
 
 from mibench.engines import InputError, MibenchError, ScoreResult
 from mibench.engines.config import ModelConfig
+from mibench.engines.modes.layout import tokens_run
+from mibench.engines.modes.packed import CHUNK_SIZE
 
 TINY = ModelConfig(architecture="qwen3", vocab_size=151936, hidden_size=256, num_layers=4,
                    num_heads=4, num_kv_heads=2, head_dim=64, intermediate_size=768,
@@ -46,7 +48,8 @@ class FakeEngine:
         scores = [[self._h(prefix + list(item) + [label]) for label in label_token_ids]
                   for item in items]
         return ScoreResult(scores=scores, mode=mode, num_items=len(items),
-                           num_tokens=len(prefix) + sum(len(i) for i in items))
+                           num_tokens=tokens_run(mode, len(prefix), [len(i) for i in items],
+                                                 options.get("chunk_size", CHUNK_SIZE)))
 
     @staticmethod
     def _h(tokens) -> float:

@@ -5,7 +5,8 @@
     requests = materialize(spec, vocab_size=151936, exclude={151643})
 """
 
-from mibench.workloads.generate import Request, generate, materialize, total_items, total_tokens
+from mibench.workloads.generate import generate, materialize, total_items, total_tokens
+from mibench.workloads.request import Request
 from mibench.workloads.spec import WorkloadSpec
 
 __all__ = ["Request", "WorkloadSpec", "generate", "materialize", "total_items", "total_tokens"]

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable
 
 import numpy as np
+from mibench.workloads.jsonl import read_requests
+from mibench.workloads.request import Request
 from mibench.workloads.spec import WorkloadSpec
 
 CONSTANT_QUERY_ID, CONSTANT_ITEM_ID = 1, 2  # the seeds' [1]*Q query and [2]*L items
-
-
-@dataclasses.dataclass(frozen=True)
-class Request:
-    """One scoring request in token ids: a query and its items."""
-
-    query: tuple[int, ...]
-    items: tuple[tuple[int, ...], ...]
 
 
 def _draw(rng: np.random.Generator, n: int, vocab_size: int, exclude: np.ndarray) -> list[int]:
@@ -59,8 +52,6 @@ def materialize(spec: WorkloadSpec, vocab_size: int, exclude: Iterable[int] = ()
     once, so timed runs never include tokenization)."""
     if spec.requests is None:
         return [generate(spec, vocab_size, exclude)]
-    from mibench.workloads.jsonl import read_requests
-
     return read_requests(spec.requests, tokenize)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mibench.engines import MibenchError
-from mibench.workloads.generate import Request
+from mibench.workloads.request import Request
 
 
 def _ids(value, where: str, tokenize) -> tuple[int, ...]:

@@ -6,31 +6,34 @@ from __future__ import annotations
 import contextlib
 
 _EVENT = "/jax/core/compile/backend_compile_duration"
-_count = 0
-_registered = False
-
-
-def _listener(name: str, *_args, **_kwargs) -> None:
-    global _count
-    if name == _EVENT:
-        _count += 1
-
-
-def compile_count() -> int:
-    """Backend compilations since this module started listening (process-wide)."""
-    global _registered
-    if not _registered:
-        import jax
-
-        jax.monitoring.register_event_duration_secs_listener(_listener)
-        _registered = True
-    return _count
 
 
 @contextlib.contextmanager
 def count_compiles():
-    """`with count_compiles() as n: ...`; afterwards `n()` is the compilations inside."""
-    start = compile_count()
-    end: list[int] = []
-    yield lambda: (end[0] if end else compile_count()) - start
-    end.append(compile_count())
+    """`with count_compiles() as n: ...`; `n()` is the compilations inside the block so far,
+    fixed at exit. Each block registers its own JAX monitoring listener on entry and removes
+    it on exit, so blocks nest and follow each other without sharing any state."""
+    import jax
+
+    count = [0]
+
+    def listener(name: str, *_args, **_kwargs) -> None:
+        if name == _EVENT:
+            count[0] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield lambda: count[0]
+    finally:
+        _unregister(listener)
+
+
+def _unregister(listener) -> None:
+    import jax
+
+    remove = getattr(jax.monitoring, "unregister_event_duration_listener", None)
+    if remove is None:  # older jax (pyproject's floor is 0.4.35) has only the private helper
+        from jax._src import monitoring
+
+        remove = monitoring._unregister_event_duration_listener_by_callback
+    remove(listener)

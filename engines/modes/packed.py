@@ -29,6 +29,7 @@ from mibench.engines.sharding import to_host
 # T=196 90 vs 98 ms, T=388 108 vs 105, T=776 167 vs 132, T=1796 492 vs 217,
 # T=2564 1006 vs 319, T=12.8k 43 s vs 2.4 s. Segment wins from a few hundred tokens on.
 AUTO_DENSE_MAX_T = 256
+CHUNK_SIZE = 32  # items per chunk when `chunk_size` is left out (sglang-jax's default)
 
 
 def _scored_rows(h_btd, last_rows_r):
@@ -104,13 +105,13 @@ def score_packed(engine, req: ScoreRequest, **options) -> np.ndarray:
 
 def score_chunked(engine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `chunked`: ceil(N / chunk_size) packed sequences, each with its own copy of the
-    query. Options `chunk_size` (default 32), `mask` (default segment; dense and auto as in
-    `packed`), `schedule`: `parallel` (default; every chunk in one padded batch, the seeds'
-    141 items/s path) or `sequential` (one chunk after another, sglang-jax's default; every
-    chunk padded to the longest one's shape, so one program serves them all), and
-    `attention`."""
+    query. Options `chunk_size` (default CHUNK_SIZE), `mask` (default segment; dense and
+    auto as in `packed`), `schedule`: `parallel` (default; every chunk in one padded batch,
+    the seeds' 141 items/s path) or `sequential` (one chunk after another, sglang-jax's
+    default; every chunk padded to the longest one's shape, so one program serves them
+    all), and `attention`."""
     check_known("jax", "chunked", options)
-    k = positive_int(options.get("chunk_size", 32), "chunk_size")
+    k = positive_int(options.get("chunk_size", CHUNK_SIZE), "chunk_size")
     mask = mask_option(options.get("mask", "segment"))
     schedule = choice(options.get("schedule", "parallel"), "schedule", SCHEDULES)
     attn = engine.attention(options)
