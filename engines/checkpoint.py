@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 from mibench.engines.config import ModelConfig, read_config
-from mibench.engines.errors import ModelError
+from mibench.engines.errors import MibenchError, ModelError
 
 EMBEDDED = "embedded:"
 
@@ -146,3 +146,16 @@ def load_tokenizer(folder: Path):
         return AutoTokenizer.from_pretrained(folder)
     except Exception as e:  # a broken tokenizer is a model problem, not a crash
         raise ModelError(f"cannot load the tokenizer: {e}", field=str(folder)) from None
+
+
+def special_ids(tokenizer) -> frozenset[int]:
+    """The tokenizer's special token ids (none without a tokenizer)."""
+    return frozenset(getattr(tokenizer, "all_special_ids", None) or ())
+
+
+def encode(tokenizer, text: str) -> list[int]:
+    """Token ids of `text` (no special tokens added)."""
+    if tokenizer is None:
+        raise MibenchError("text given but the model has no tokenizer; pass token ids",
+                           field="tokens")
+    return tokenizer.encode(text, add_special_tokens=False)

@@ -8,7 +8,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from mibench.engines.attention_paths import Paths, paths, resolve
-from mibench.engines.checkpoint import load_params, load_tokenizer, resolve_model
+from mibench.engines.checkpoint import (
+    encode,
+    load_params,
+    load_tokenizer,
+    resolve_model,
+    special_ids,
+)
 from mibench.engines.errors import MibenchError
 from mibench.engines.jax_model import Decoder, decoder, label_scores
 from mibench.engines.modes.extend import score_prefill_extend
@@ -93,6 +99,13 @@ class JaxEngine:
     @property
     def modes(self) -> tuple[str, ...]:
         return tuple(MODES)
+
+    @property
+    def special_ids(self) -> frozenset[int]:
+        return special_ids(self.tokenizer)
+
+    def encode(self, text: str) -> list[int]:
+        return encode(self.tokenizer, text)
 
     @property
     def tokenizer(self):

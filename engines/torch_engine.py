@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
-from mibench.engines.checkpoint import load_tokenizer, resolve_model
+from mibench.engines.checkpoint import encode, load_tokenizer, resolve_model, special_ids
 from mibench.engines.config import read_config
 from mibench.engines.errors import MibenchError
 from mibench.engines.modes.layout import tokens_run
@@ -80,6 +80,17 @@ class TorchEngine:
         forward_args = inspect.signature(self.hf_model.forward).parameters
         self.cache_kw = "cache" if "cache" in forward_args else "past_key_values"
         self.tokenizer = load_tokenizer(self.folder)
+
+    @property
+    def special_ids(self) -> frozenset[int]:
+        return special_ids(self.tokenizer)
+
+    def encode(self, text: str) -> list[int]:
+        return encode(self.tokenizer, text)
+
+    def resolved_options(self, mode: str, options: dict) -> dict:
+        """The attention each mode runs: eager for `single`, SDPA for `prefill_extend`."""
+        return {"attention": "eager" if mode == "single" else "sdpa"}
 
     @property
     def topology(self) -> dict:

@@ -48,12 +48,9 @@ class EnginePool:
         cache_key = (key, spec)
         if cache_key not in self._requests:
             engine = self.get(key)
-            tokenizer = getattr(engine, "tokenizer", None)
-            special = set(getattr(tokenizer, "all_special_ids", None) or [])
-            tokenize = (lambda text: tokenizer.encode(text, add_special_tokens=False)) \
-                if tokenizer is not None else None
             self._requests[cache_key] = materialize(
-                spec, engine.model_config.vocab_size, exclude=special, tokenize=tokenize)
+                spec, engine.model_config.vocab_size, exclude=engine.special_ids,
+                tokenize=engine.encode)
         return self._requests[cache_key]
 
 

@@ -72,9 +72,8 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
     rss = memory.PeakRss(interval=0.01)
     try:
         engine = pool.get(case.engine_key)
-        rec.topology = {**rec.topology, **getattr(engine, "topology", {})}
-        if hasattr(engine, "resolved_options"):
-            rec.resolved = engine.resolved_options(case.mode, case.params)
+        rec.topology = {**rec.topology, **engine.topology}
+        rec.resolved = engine.resolved_options(case.mode, case.params)
         requests = pool.requests(case.engine_key, case.workload)
         with rss:
             measure(make_call(engine, requests, case), case.runs, timings, tick)

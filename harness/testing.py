@@ -22,7 +22,7 @@ class FakeEngine:
     its calls raise; `on_call(engine, n)` runs before call n (1-based) to inject trouble."""
 
     modes = ("single", "packed", "chunked", "prefill_extend")
-    tokenizer = None
+    special_ids = frozenset()
 
     def __init__(self, name="jax", model="embedded:tiny", dtype="float32", tp=1, fail=None,
                  on_call=None):
@@ -50,6 +50,16 @@ class FakeEngine:
         return ScoreResult(scores=scores, mode=mode, num_items=len(items),
                            num_tokens=tokens_run(mode, len(prefix), [len(i) for i in items],
                                                  options.get("chunk_size", CHUNK_SIZE)))
+
+    @property
+    def topology(self) -> dict:
+        return {"tp": self.tp}
+
+    def encode(self, text: str) -> list[int]:
+        raise MibenchError("the fake engine has no tokenizer; pass token ids", field="tokens")
+
+    def resolved_options(self, mode: str, options: dict) -> dict:
+        return {}
 
     @staticmethod
     def _h(tokens) -> float:

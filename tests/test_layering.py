@@ -89,3 +89,34 @@ def test_workloads_modules_import_no_loop():
     # control: the old loop, generate <-> jsonl, is found
     looped = {**graph, "mibench.workloads.jsonl": {"mibench.workloads.generate"}}
     assert _cycle(looped) is not None
+
+
+def test_every_engine_keeps_the_contract(jax_tiny, torch_tiny):
+    """The jax, torch and fake engines all answer what the harness may ask (engines/contract.py)."""
+    from mibench.engines.contract import Engine
+    from mibench.harness.testing import FakeEngine
+
+    for engine in (jax_tiny, torch_tiny, FakeEngine()):
+        assert isinstance(engine, Engine), type(engine).__name__
+        assert engine.model_config.vocab_size == 151936
+        assert isinstance(engine.special_ids, frozenset) and isinstance(engine.topology, dict)
+        assert set(engine.modes) >= {"single"}
+        assert isinstance(engine.resolved_options("single", {}), dict)
+    assert 151643 in jax_tiny.special_ids and jax_tiny.special_ids == torch_tiny.special_ids
+    assert jax_tiny.encode("ab") == torch_tiny.encode("ab") == [97, 98]  # byte-level
+    assert jax_tiny.resolved_options("prefill_extend", {}) == {"attention": "xla"}
+    assert torch_tiny.resolved_options("prefill_extend", {}) == {"attention": "sdpa"}
+
+
+def test_mibench_imports_from_outside_the_checkout(tmp_path):
+    """The packages install under the mibench namespace; nothing generic lands on the path."""
+    import subprocess
+    import sys
+
+    ok = subprocess.run([sys.executable, "-c", "import mibench, mibench.engines, "
+                         "mibench.harness, mibench.workloads"], cwd=tmp_path)
+    assert ok.returncode == 0
+    for generic in ("engines", "harness", "workloads"):
+        bad = subprocess.run([sys.executable, "-c", f"import {generic}"], cwd=tmp_path,
+                             capture_output=True)
+        assert bad.returncode != 0, f"`import {generic}` works outside the checkout"

@@ -16,9 +16,12 @@ from mibench.workloads.request import Request
 
 def _ids(value, where: str, tokenize) -> tuple[int, ...]:
     if isinstance(value, str):
-        if tokenize is None:
-            raise MibenchError("text request but the model has no tokenizer", field=where)
-        return tuple(int(t) for t in tokenize(value))
+        try:
+            if tokenize is None:
+                raise MibenchError("the model has no tokenizer")
+            return tuple(int(t) for t in tokenize(value))
+        except MibenchError as e:
+            raise MibenchError(f"text request, but {e}", field=where) from None
     if isinstance(value, list) and all(isinstance(t, int) and not isinstance(t, bool)
                                        for t in value):
         return tuple(value)

@@ -1,0 +1,41 @@
+"""The engine contract: everything the harness may ask of an engine (the JAX engine, the
+PyTorch reference, the test fake and, later, an `http` engine). The harness reaches an
+engine only through `load_engine` and these members, never through its internals."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from mibench.engines.config import ModelConfig
+from mibench.engines.result import ScoreResult
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """A scoring engine bound to one model, dtype and topology."""
+
+    name: str  # "jax", "torch", ...
+    model: str  # the model spec it was loaded from
+    dtype: str
+    tp: int
+    modes: tuple[str, ...]  # the modes `score` accepts (options: modes.options.MODE_OPTIONS)
+    model_config: ModelConfig  # model facts: vocabulary, shape (for useful FLOPs)
+
+    @property
+    def topology(self) -> dict:
+        """tp, mesh shape and the devices used."""
+
+    @property
+    def special_ids(self) -> frozenset[int]:
+        """Token ids a generated workload must avoid (the tokenizer's special tokens)."""
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of `text`; a MibenchError when the model has no tokenizer."""
+
+    def resolved_options(self, mode: str, options: dict) -> dict:
+        """What options left to the engine (e.g. `attention: auto`) resolve to here."""
+
+    def score(self, query, items, label_token_ids, mode: str = "single",
+              apply_softmax: bool = False, delimiter: int | None = None,
+              **options) -> ScoreResult:
+        """Scores of every item (DESIGN.md, Scoring semantics)."""
