@@ -214,3 +214,13 @@ def test_seeds_config_is_constant_but_its_parity_workload_is_random():
     assert "jax/chunked/chunk_size=32/schedule=sequential/tp=1" in ids(config)
     spec = parity_workload(config)
     assert spec.tokens == "random" and spec.query_tokens == 512 and spec.num_items == 16
+
+
+def test_case_options_are_the_registry():
+    """A config case takes exactly the options the mode registry declares."""
+    from mibench.engines.modes.options import MODE_OPTIONS, OPTION_NAMES
+    from mibench.harness.config import Case
+
+    declared = {o for modes in MODE_OPTIONS.values() for opts in modes.values() for o in opts}
+    assert set(Case.model_fields) - {"engine", "mode", "runs", "workload"} == declared
+    assert set(OPTION_NAMES) == declared

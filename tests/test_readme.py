@@ -55,3 +55,15 @@ def test_readme_command(command, tmp_path):
         assert option in help_text.stdout, f"{option} is not an option of {args[0]}"
     for path in (a for a in args[1:] if a.startswith("configs/")):
         assert (ROOT / path).is_file()
+
+
+def test_readme_mode_table_is_the_registry():
+    """The README's mode table names exactly the JAX modes and options of the registry."""
+    from mibench.engines.modes.options import MODE_OPTIONS
+
+    table = README.split("| mode | options | what it does |", 1)[1].split("\n\n", 1)[0]
+    rows = [re.split(r"(?<!\\)\|", line)[1:3] for line in table.splitlines()[2:]
+            if line.startswith("|")]  # cells split at unescaped pipes
+    readme = {re.findall(r"`(\w+)`", mode)[0]:
+              {name for name in re.findall(r"`(\w+)(?::[^`]*)?`", opts)} for mode, opts in rows}
+    assert readme == {mode: set(opts) for mode, opts in MODE_OPTIONS["jax"].items()}
