@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+
 from mibench.engines import jax_attention as xa
 from mibench.engines.errors import MibenchError
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+
 from mibench.engines.config import ModelConfig, read_config
 from mibench.engines.errors import MibenchError, ModelError
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import ml_dtypes
 import numpy as np
+
 from mibench.engines.errors import ModelError
 from mibench.engines.presets import PRESETS, hf_config
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 from mibench.engines.attention_paths import Paths, paths, resolve
 from mibench.engines.checkpoint import (
     encode,
@@ -16,44 +15,15 @@ from mibench.engines.checkpoint import (
     special_ids,
 )
 from mibench.engines.errors import MibenchError
-from mibench.engines.jax_model import Decoder, decoder, label_scores
+from mibench.engines.jax_model import Decoder
 from mibench.engines.modes.extend import score_prefill_extend
-from mibench.engines.modes.layout import bucket_length, tokens_run
-from mibench.engines.modes.options import ATTENTIONS, MODE_OPTIONS, check_known, choice
+from mibench.engines.modes.layout import tokens_run
+from mibench.engines.modes.options import ATTENTIONS, MODE_OPTIONS, choice
 from mibench.engines.modes.packed import CHUNK_SIZE, score_chunked, score_packed
-from mibench.engines.request import ScoreRequest, make_request
+from mibench.engines.modes.single import score_single
+from mibench.engines.request import make_request
 from mibench.engines.result import ScoreResult
-from mibench.engines.sharding import fit_kv_heads, make_shard_config, place_params, to_host
-
-
-@functools.partial(jax.jit, static_argnames=("cfg", "apply_softmax", "attn"))
-def score_last_token(params, tokens_1t, last, labels, cfg, apply_softmax: bool, attn: Paths):
-    """Causal forward of one (right-padded) sequence; scores of the row at `last`.
-    Attention is the causal kernel of the prefill (on xla, tiles past `last` skipped), so
-    the baseline is a fair one; `packed` with the dense mask still runs the plain masked
-    attention, and the torch reference a third implementation."""
-    t = tokens_1t.shape[1]
-    positions_1t = jnp.arange(t, dtype=jnp.int32)[None]
-    key_len_1 = jnp.reshape(last + 1, (1,))
-    h_1td = decoder(params, tokens_1t, positions_1t, cfg,
-                    lambda q, k, v, _: attn.causal(q, k, v, key_len_1))
-    return label_scores(params, h_1td[0, last][None], labels, apply_softmax)  # [1, labels]
-
-
-def score_single(engine: JaxEngine, req: ScoreRequest, **options) -> np.ndarray:
-    """Mode `single`: one forward per item, batch 1, in order. Option: `attention`."""
-    check_known("jax", "single", options)
-    attn = engine.attention(options)
-    labels = np.asarray(req.labels, np.int32)
-    rows = []
-    for i in range(len(req.items)):
-        seq = req.sequence(i)
-        tokens = np.zeros((1, bucket_length(len(seq))), np.int32)
-        tokens[0, : len(seq)] = seq
-        rows.append(score_last_token(engine.params, tokens, len(seq) - 1, labels,
-                                     engine.cfg, req.apply_softmax, attn))
-    return np.concatenate([to_host(r) for r in rows])
-
+from mibench.engines.sharding import fit_kv_heads, make_shard_config, place_params
 
 MODES = {"single": score_single, "packed": score_packed, "chunked": score_chunked,
          "prefill_extend": score_prefill_extend}

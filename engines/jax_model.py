@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
+
 from mibench.engines.config import ModelConfig
 from mibench.engines.jax_attention import F32, NEG_INF
 

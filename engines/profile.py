@@ -8,6 +8,7 @@ import time
 
 import jax
 import numpy as np
+
 from mibench.engines.modes.extend import extend, join_rows, prefill, score_rows
 from mibench.engines.modes.layout import bucket_length, extend_batches
 from mibench.engines.modes.options import batch_sizes

@@ -21,6 +21,7 @@ import math
 import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
 from mibench.engines.config import ModelConfig
 from mibench.engines.errors import TopologyUnavailable
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
+
 from mibench.engines.checkpoint import encode, load_tokenizer, resolve_model, special_ids
 from mibench.engines.config import read_config
 from mibench.engines.errors import MibenchError

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from mibench.harness.guard import guarded
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,

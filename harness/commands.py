@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import yaml
+
 from mibench.engines import MibenchError
 
 

@@ -15,8 +15,6 @@ import json
 from pathlib import Path
 from typing import Annotated, Literal
 
-from mibench.engines.modes.options import ATTENTIONS, MASKS, SCHEDULES
-from mibench.harness.yamlsource import ConfigError, Locations, apply_set, load_source
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -29,6 +27,9 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+
+from mibench.engines.modes.options import ATTENTIONS, MASKS, SCHEDULES
+from mibench.harness.yamlsource import ConfigError, Locations, apply_set, load_source
 
 __all__ = ["Config", "ConfigError", "load_config", "Case", "Workload", "WorkloadFields"]
 

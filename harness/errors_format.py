@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import typing
 
-from mibench.harness.yamlsource import ConfigError, Key, Locations, dotted
 from pydantic import BaseModel, ValidationError
+
+from mibench.harness.yamlsource import ConfigError, Key, Locations, dotted
 
 MAX_SHOWN = 3
 

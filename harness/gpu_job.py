@@ -56,6 +56,7 @@ def kernel_check() -> dict:
     and not: the largest differences."""
     import jax
     import jax.numpy as jnp
+
     from mibench.engines.attention_paths import keys_cudnn
 
     out = {}

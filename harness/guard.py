@@ -6,6 +6,7 @@ import functools
 import sys
 
 import typer
+
 from mibench.engines.errors import MibenchError
 
 

@@ -34,6 +34,7 @@ import dataclasses
 import json
 
 import numpy as np
+
 from mibench.harness.config import Config, Workload
 from mibench.harness.matrix import CaseSpec, workload_specs
 from mibench.harness.pool import EngineKey, EnginePool, score_all

@@ -14,9 +14,10 @@ import tempfile
 from pathlib import Path
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from mibench.engines import MibenchError
 from mibench.harness import SCHEMA
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 SCHEMA_FILE = Path(__file__).parent / "schemas" / "mibench.run-1.schema.json"
 

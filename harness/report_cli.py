@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from mibench.engines import MibenchError
 from mibench.harness.guard import guarded
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
+
 from mibench.engines import MibenchError
 
 Key = tuple[str | int, ...]

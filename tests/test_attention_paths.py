@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import DELIM
+
 from mibench.engines import attention_paths as ap
 from mibench.engines.errors import MibenchError
 from mibench.engines.modes.layout import pack

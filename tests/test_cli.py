@@ -8,8 +8,9 @@ import sys
 import time
 
 import pytest
-from mibench.harness.cli import app
 from typer.testing import CliRunner
+
+from mibench.harness.cli import app
 
 runner = CliRunner()
 

@@ -10,12 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import typer
+from typer.testing import CliRunner
+
 from mibench.harness.compare import compare
 from mibench.harness.records import ErrorInfo, read_artifact, write_artifact
 from mibench.harness.report_cli import compare as compare_cmd
 from mibench.harness.report_cli import parse_threshold
 from mibench.harness.significance import BOOTSTRAP, MWU, compare_samples
-from typer.testing import CliRunner
 
 DATA = Path(__file__).parent / "data" / "reports"
 _spec = importlib.util.spec_from_file_location("make_artifacts", DATA / "make_artifacts.py")

@@ -7,6 +7,7 @@ import jax
 import numpy as np
 import pytest
 from jax._src import monitoring  # no public way to list the registered listeners
+
 from mibench.engines.modes.compiles import count_compiles
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from typer.testing import CliRunner
+
 from mibench.harness.cli import app
 from mibench.harness.config import ConfigError, load_config
-from typer.testing import CliRunner
 
 BASE = """\
 name: t

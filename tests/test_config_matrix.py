@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
 from mibench.harness.cli import app
 from mibench.harness.config import load_config
 from mibench.harness.matrix import expand
 from mibench.harness.testing import write_config
-from typer.testing import CliRunner
 
 CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.yaml"))
 

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 from conftest import DELIM, LABELS, random_request
+
 from mibench.engines import embedded
 from mibench.engines.checkpoint import load_params
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
 from mibench.harness.metrics import case_metrics, score_digest, useful_flops
 from mibench.harness.peak import vendor_peak
 from mibench.harness.records import SCHEMA_FILE, json_schema, read_artifact

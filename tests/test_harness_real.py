@@ -13,10 +13,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from typer.testing import CliRunner
+
 from mibench.harness.cli import app
 from mibench.harness.records import SCHEMA_FILE
 from mibench.harness.testing import write_config
-from typer.testing import CliRunner
 
 SCHEMA = json.loads(SCHEMA_FILE.read_text())
 CONFIG = """

@@ -8,6 +8,7 @@ import time
 
 import jsonschema
 import pytest
+
 from mibench.engines import MibenchError
 from mibench.harness.config import load_config
 from mibench.harness.records import SCHEMA_FILE, read_artifact

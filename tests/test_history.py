@@ -11,12 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import typer
+from typer.testing import CliRunner
+
 from mibench.harness.changepoint import Params, binary_segmentation
 from mibench.harness.history import build_history, load_dir
 from mibench.harness.records import write_artifact
 from mibench.harness.report.export import history_json
 from mibench.harness.report_cli import history as history_cmd
-from typer.testing import CliRunner
 
 DATA = Path(__file__).parent / "data" / "reports"
 _spec = importlib.util.spec_from_file_location("make_artifacts", DATA / "make_artifacts.py")

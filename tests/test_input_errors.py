@@ -6,6 +6,7 @@ import json
 
 import pytest
 from conftest import DELIM, LABELS
+
 from mibench.engines import InputError, ModelError, load_engine
 from mibench.engines.embedded import make_model
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import DELIM, LABELS
+
 from mibench.engines.modes.layout import pack
 from mibench.engines.request import make_request as build_request
 

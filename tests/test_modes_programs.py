@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import DELIM, LABELS
+
 from mibench.engines.errors import MibenchError
 from mibench.engines.modes import extend as extend_mode
 from mibench.engines.modes import packed as packed_mode

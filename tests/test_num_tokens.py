@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import DELIM, LABELS, random_request
+
 from mibench.engines.modes.layout import tokens_run
 
 QUERY, ITEMS = random_request(21, query_len=20, num_items=7, item_len=(1, 9))

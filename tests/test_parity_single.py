@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import DELIM, LABELS, random_request
+
 from mibench.engines import load_engine
 
 

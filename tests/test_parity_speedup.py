@@ -9,6 +9,7 @@ import time
 
 import jsonschema
 import pytest
+
 from mibench.harness.config import ConfigError, load_config
 from mibench.harness.parity import speedup_checks
 from mibench.harness.records import SCHEMA_FILE, CaseRecord, Metrics, Summary, read_artifact

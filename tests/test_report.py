@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 import typer
+from typer.testing import CliRunner
+
 from mibench.harness.config import load_config
 from mibench.harness.matrix import expand
 from mibench.harness.records import read_artifact
 from mibench.harness.report import build_context, write_report
 from mibench.harness.report.repro import command
 from mibench.harness.report_cli import report as report_cmd
-from typer.testing import CliRunner
 
 DATA = Path(__file__).parent / "data" / "reports"
 REGEN = os.environ.get("MIBENCH_REGEN_GOLDEN") == "1"

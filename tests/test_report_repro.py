@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import typer
+
 from mibench.harness.cli import app
 from mibench.harness.config import Runs, load_config
 from mibench.harness.matrix import expand, short

@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 import yaml
+
 from mibench.harness.config import load_config
 
 ROOT = Path(__file__).parent.parent
@@ -39,8 +40,9 @@ def test_nox_nightly_session_runs_the_same_commands_on_cpu():
 
 
 def test_commands_are_registered_on_the_mibench_app(tmp_path):
-    from mibench.harness.cli import app
     from typer.testing import CliRunner
+
+    from mibench.harness.cli import app
 
     data = ROOT / "tests/data/reports"
     run = CliRunner().invoke

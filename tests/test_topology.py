@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from mibench.engines.config import from_hf_config
 from mibench.engines.presets import PRESETS, hf_config
 from mibench.engines.sharding import fit_kv_heads, kv_repeat

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import mibench.engines.torch_engine as torch_engine
 import numpy as np
 import pytest
 from conftest import DELIM, LABELS, random_request
+
+import mibench.engines.torch_engine as torch_engine
 from mibench.engines import MibenchError, load_engine
 
 # 7 ragged items in batches of 3: the last batch holds one item

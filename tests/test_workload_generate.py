@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from mibench.engines import MibenchError
 from mibench.workloads import WorkloadSpec, generate, materialize, total_items, total_tokens
 from mibench.workloads.jsonl import read_requests

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 import numpy as np
+
 from mibench.workloads.jsonl import read_requests
 from mibench.workloads.request import Request
 from mibench.workloads.spec import WorkloadSpec

@@ -15,6 +15,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 from mibench.engines.jax_model import decoder, label_scores
 from mibench.engines.modes.layout import bucket_length, extend_batches
 from mibench.engines.modes.options import batch_sizes, check_known

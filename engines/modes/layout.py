@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
+
 from mibench.engines.request import ScoreRequest
 
 

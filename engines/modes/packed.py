@@ -10,6 +10,7 @@ import functools
 
 import jax
 import numpy as np
+
 from mibench.engines.attention_paths import Paths
 from mibench.engines.jax_model import decoder, label_scores, masked_attention
 from mibench.engines.modes.layout import PackedBatch, bucket_length, pack

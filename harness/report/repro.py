@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 
 import yaml
+
 from mibench.harness.config import Runs, WorkloadFields
 from mibench.harness.matrix import WORKLOAD_AXES
 from mibench.harness.records import CaseRecord, RunRecord
@@ -23,6 +24,7 @@ WORKLOAD_DEFAULTS = {k: f.default for k, f in WorkloadFields.model_fields.items(
 def _run_command():
     """The click command behind `mibench run` (imported late: the CLI imports the report)."""
     import typer
+
     from mibench.harness.cli import app
 
     return typer.main.get_command(app).commands["run"]

@@ -16,6 +16,7 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
+
 from mibench.harness.config import load_config
 from mibench.harness.matrix import CaseSpec, expand
 from mibench.harness.records import (
