@@ -8,7 +8,12 @@ Steps: (1) what the machine has (devices, versions, missing packages); (2) a ker
 of the cuDNN attention path against XLA at a small shape (GPU only); (3) `mibench run` of
 the config in a child process, killed at the budget (the artifact is written after every
 case, so what finished is kept); (4) per-stage times of `prefill_extend` at the config's
-shape; (5) `mibench report`. Exit code: the run's (0 ok, 3 a case or parity failed).
+shape, and the top kernels of one call from a JAX profiler trace; (5) `mibench report`.
+Exit code: the run's (0 ok, 3 a case or parity failed).
+
+On a bare GPU machine with JAX, PyTorch and transformers but no package index: install the
+missing wheels (pydantic and its dependencies), then `pip install --no-deps
+--no-build-isolation -e .` in the repository, then run this module.
 """
 
 from __future__ import annotations
