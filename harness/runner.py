@@ -22,7 +22,7 @@ from mibench.harness.measure import Timings, measure
 from mibench.harness.metrics import case_metrics, score_digest, useful_flops
 from mibench.harness.peak import PeakTable
 from mibench.harness.pool import EngineKey, EnginePool, make_call
-from mibench.harness.progress import NullProgress, make_progress
+from mibench.harness.progress import make_progress
 from mibench.harness.provenance import collect
 from mibench.harness.records import CaseRecord, ErrorInfo, RunRecord, read_artifact, write_artifact
 
@@ -105,11 +105,11 @@ class Session:
     """The state of one run: cases, finished records, engines, the artifact path."""
 
     def __init__(self, config: Config, record: RunRecord, path: Path, pool: EnginePool,
-                 peak: PeakTable, progress):
+                 peak: PeakTable, progress, writer: bool = True):
         self.config, self.record, self.path, self.pool = config, record, path, pool
         self.peak, self.progress = peak, progress
         self.cases = expand(config)
-        self.writer = True  # in a multi-process run only process 0 writes
+        self.writer = writer  # in a multi-process run only process 0 writes
         self.done: dict[str, CaseRecord] = {c.case_id: c for c in record.cases}
         self.groups = _groups(self.cases)
 
@@ -175,11 +175,11 @@ def run(config: Config, out_dir: str | Path = "artifacts", resume: str | Path | 
     if peak is None:
         peak = PeakTable(devices.platform, devices.kind)
         peak.values.update(devices.peak_flops)  # a resumed run keeps its measured peak
-    s = Session(config, record, path, EnginePool(engine_factory), peak, NullProgress())
-    s.writer = writer
-    todo = [c for c in s.cases if c.case_id not in s.done]
+    finished = {c.case_id for c in record.cases}
+    todo = [c for c in expand(config) if c.case_id not in finished]
     runs = sum(1 + c.runs.warmup + c.runs.timed for c in todo)
-    s.progress = make_progress(progress and writer, runs)
+    s = Session(config, record, path, EnginePool(engine_factory), peak,
+                make_progress(progress and writer, runs), writer=writer)
     try:
         s.save()
         for i, case in enumerate(s.cases):

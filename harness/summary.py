@@ -36,6 +36,13 @@ def _fmt(x, spec: str) -> str:
     return "-" if x is None else format(x, spec)
 
 
+def _verdict(p) -> str:
+    """What failed: the speedup against its minimum, or the largest difference."""
+    if p.check == "speedup":
+        return f"speedup {_fmt(p.speedup, '.2f')}x < {p.tolerance:g}x"
+    return f"max {_fmt(p.max_abs_diff, '.3g')} > {p.tolerance:g}"
+
+
 def render_summary(record, path) -> str:
     rows = []
     for c in record.cases:
@@ -50,8 +57,8 @@ def render_summary(record, path) -> str:
         out.append(f"parity: {len(record.parity.checks) - len(bad)}/"
                    f"{len(record.parity.checks)} checks passed")
         out += [f"  {p.status}: {p.check}{'/' + p.variant if p.variant else ''} {p.case_id} "
-                f"vs {p.against}: max {_fmt(p.max_abs_diff, '.3g')} > {p.tolerance:g}"
-                + (f" ({p.error})" if p.error else "") for p in bad]
+                f"vs {p.against}: {_verdict(p)}" + (f" ({p.error})" if p.error else "")
+                for p in bad]
     ok = sum(c.status == "ok" for c in record.cases)
     skipped = sum(c.status == "skipped" for c in record.cases)
     out.append(f"{ok}/{len(record.cases)} cases ok" + (f", {skipped} skipped" if skipped else ""))

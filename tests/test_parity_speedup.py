@@ -15,6 +15,7 @@ from mibench.harness.parity import speedup_checks
 from mibench.harness.records import SCHEMA_FILE, CaseRecord, Metrics, Summary, read_artifact
 from mibench.harness.report.tables import parity_table
 from mibench.harness.runner import exit_code, run
+from mibench.harness.summary import render_summary
 from mibench.harness.testing import FakeEngine, fixed_peak, write_config
 
 CONFIG = """
@@ -74,6 +75,8 @@ def test_speedup_below_minimum_fails_the_run(tmp_path):
     assert chk.tolerance == 1000 and chk.speedup < 1000 and chk.status == "failed"
     assert all(c.status == "ok" for c in record.cases)  # only the gate failed
     assert not record.parity.passed and exit_code(record) == 3
+    line = next(x for x in render_summary(record, "a.json").splitlines() if "speedup" in x)
+    assert f"speedup {chk.speedup:.2f}x < 1000x" in line  # the ratio, not a max difference
 
 
 def test_no_single_case_records_nothing(tmp_path):
