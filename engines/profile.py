@@ -9,8 +9,14 @@ import time
 import jax
 import numpy as np
 
-from mibench.engines.modes.extend import extend, join_rows, prefill, score_rows
-from mibench.engines.modes.layout import bucket_length, extend_batches
+from mibench.engines.modes.extend import (
+    EXTEND_BATCH_SIZE,
+    extend,
+    join_rows,
+    prefill,
+    score_rows,
+)
+from mibench.engines.modes.layout import extend_batches, prefix_tokens
 from mibench.engines.modes.options import batch_sizes
 
 
@@ -30,12 +36,10 @@ def prefill_extend_stages(engine, query, items, labels, *, delimiter=None,
     `score` call (host work included), after one untimed call of each (compilation)."""
     req = engine.request(query, items, labels, apply_softmax, delimiter)
     attn = engine.attention(options)
-    b, sizes = batch_sizes(options.get("extend_batch_size", 12), options.get("precompile_bs"))
+    b, sizes = batch_sizes(options.get("extend_batch_size", EXTEND_BATCH_SIZE),
+                           options.get("precompile_bs"))
     cfg, params = engine.cfg, engine.params
-    prefix = np.asarray(req.prefix, np.int32)
-    tokens_1p = np.zeros((1, bucket_length(len(prefix))), np.int32)
-    tokens_1p[0, : len(prefix)] = prefix
-    plen = np.int32(len(prefix))
+    tokens_1p, plen = prefix_tokens(req)
     run_prefill = lambda: prefill(params, tokens_1p, plen, cfg=cfg, attn=attn)  # noqa: E731
     _ms(run_prefill, 1)
     prefill_ms, (k, v) = _ms(run_prefill, repeats)

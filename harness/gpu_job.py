@@ -111,9 +111,8 @@ def profile(dry: bool, attention: str = "auto", kernels: bool = False) -> dict:
     from mibench.workloads import materialize
 
     config = load_config(CONFIG, DRY_SETS if dry else ())
-    case = next(c for c in expand(config) if c.mode == "prefill_extend"
-                and c.params.get("extend_batch_size") == max(
-                    x.params.get("extend_batch_size", 0) for x in expand(config)))
+    extends = [c for c in expand(config) if c.mode == "prefill_extend"]
+    case = max(extends, key=lambda c: c.params.get("extend_batch_size", 0))
     engine = load_engine("jax", model=case.model, dtype=case.dtype)
     req = materialize(case.workload, engine.model_config.vocab_size)[0]
     w = case.workload

@@ -17,10 +17,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from mibench.engines.jax_model import decoder, label_scores
-from mibench.engines.modes.layout import bucket_length, extend_batches
+from mibench.engines.modes.layout import bucket_length, extend_batches, prefix_tokens
 from mibench.engines.modes.options import batch_sizes, check_known
 from mibench.engines.request import ScoreRequest
 from mibench.engines.sharding import to_host
+
+EXTEND_BATCH_SIZE = 12  # items per extend call when the option is left out (the seeds')
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "attn"))
@@ -74,17 +76,16 @@ def join_rows(hidden, batches) -> np.ndarray:
 
 
 def score_prefill_extend(engine, req: ScoreRequest, **options) -> np.ndarray:
-    """Mode `prefill_extend`. Options: `extend_batch_size` (default 12), `precompile_bs`
+    """Mode `prefill_extend`. Options: `extend_batch_size` (default EXTEND_BATCH_SIZE),
+    `precompile_bs`
     (the batch sizes a short last batch may be padded to, all compiled on first use;
     default: powers of two below B and B, compiled when used) and `attention`."""
     check_known("jax", "prefill_extend", options)
     attn = engine.attention(options)
-    b, sizes = batch_sizes(options.get("extend_batch_size", 12), options.get("precompile_bs"))
+    b, sizes = batch_sizes(options.get("extend_batch_size", EXTEND_BATCH_SIZE),
+                           options.get("precompile_bs"))
     cfg, params = engine.cfg, engine.params
-    prefix = np.asarray(req.prefix, np.int32)
-    tokens_1p = np.zeros((1, bucket_length(len(prefix))), np.int32)
-    tokens_1p[0, : len(prefix)] = prefix
-    prefix_len = np.int32(len(prefix))
+    tokens_1p, prefix_len = prefix_tokens(req)
     k_cache, v_cache = prefill(params, tokens_1p, prefix_len, cfg=cfg, attn=attn)
     batches = extend_batches(req, b, sizes)
     if options.get("precompile_bs") is not None:

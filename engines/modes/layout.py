@@ -74,17 +74,28 @@ class PackedBatch:
         return in_prefix | own
 
 
+def item_band(req: ScoreRequest) -> int:
+    """The band of a packed layout: the longest item's padded length."""
+    return item_bucket(max(len(it) for it in req.items))
+
+
+def packed_length(req: ScoreRequest, chunks: list[list[int]], band: int | None = None) -> int:
+    """Padded tokens of the packed sequences of `chunks` (the longest chunk decides):
+    the bucketed prefix, then the item region rounded up to a multiple of the band."""
+    band = band or item_band(req)
+    region = max(sum(len(req.items[i]) + 1 for i in c) for c in chunks)
+    return bucket_length(len(req.prefix)) + -(-bucket_length(region) // band) * band
+
+
 def pack(req: ScoreRequest, chunks: list[list[int]], band: int | None = None,
          pad_to: int = 0) -> PackedBatch:
     """Lay out each chunk of item indices as one packed sequence; all share one shape, at
-    least `pad_to` tokens long (a length an earlier `pack` of the same request gave)."""
+    least `pad_to` tokens long (a `packed_length` of the same request)."""
     prefix = np.asarray(req.prefix, np.int32)
     p = len(prefix)
     prefix_pad = bucket_length(p)
-    longest = max(len(it) for it in req.items)
-    band = band or item_bucket(longest)
-    region = max(sum(len(req.items[i]) + 1 for i in c) for c in chunks)
-    item_pad = max(-(-bucket_length(region) // band) * band, pad_to - prefix_pad)
+    band = band or item_band(req)
+    item_pad = max(packed_length(req, chunks, band), pad_to) - prefix_pad
     b, t = len(chunks), prefix_pad + item_pad
     tokens = np.zeros((b, t), np.int32)
     positions = np.zeros((b, t), np.int32)
@@ -107,6 +118,14 @@ def pack(req: ScoreRequest, chunks: list[list[int]], band: int | None = None,
             at += n + 1
     return PackedBatch(tokens, positions, seg_start, np.full((b,), p, np.int32),
                        np.asarray(last, np.int32), prefix_pad, band)
+
+
+def prefix_tokens(req: ScoreRequest) -> tuple[np.ndarray, np.int32]:
+    """The prefix (`query [d]`) right-padded to a bucketed length [1, P], and its length."""
+    prefix = np.asarray(req.prefix, np.int32)
+    tokens_1p = np.zeros((1, bucket_length(len(prefix))), np.int32)
+    tokens_1p[0, : len(prefix)] = prefix
+    return tokens_1p, np.int32(len(prefix))
 
 
 @dataclasses.dataclass(frozen=True)

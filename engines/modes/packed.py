@@ -13,7 +13,7 @@ import numpy as np
 
 from mibench.engines.attention_paths import Paths
 from mibench.engines.jax_model import decoder, label_scores, masked_attention
-from mibench.engines.modes.layout import PackedBatch, bucket_length, pack
+from mibench.engines.modes.layout import PackedBatch, bucket_length, pack, packed_length
 from mibench.engines.modes.options import (
     SCHEDULES,
     check_known,
@@ -122,7 +122,7 @@ def score_chunked(engine, req: ScoreRequest, **options) -> np.ndarray:
     if schedule == "parallel":
         batch = pack(req, chunks)
         return run_packed(engine, req, batch, resolve_mask(mask, batch), attn)
-    shape = pack(req, chunks).tokens_bt.shape[1]  # the longest chunk's padded length
+    shape = packed_length(req, chunks)  # the longest chunk's padded length
     outs = [run_packed(engine, req, batch, resolve_mask(mask, batch), attn)
             for batch in (pack(req, [c], pad_to=shape) for c in chunks)]
     return np.concatenate(outs)
