@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from mibench.harness.guard import guarded
+from mibench.harness.run.guard import guarded
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Benchmark multi-item scoring engines: run configs, score requests.")
@@ -105,7 +105,7 @@ def model_make(preset: str, out: Annotated[Path, typer.Option(help="Output folde
     print(make_model(preset, out))
 
 
-from mibench.harness.report_cli import compare, history, report  # noqa: E402
+from mibench.harness.report.commands import compare, history, report  # noqa: E402
 
 app.command()(report)
 app.command()(compare)

@@ -17,9 +17,9 @@ def run_config(config_path: Path, out: Path, sets: list[str], resume: Path | Non
     """Load, run, print a summary; returns the exit code (0 ok, 3 failures).
     `distributed` is (coordinator, num_processes, process_id) of a multi-process run."""
     from mibench.engines.distributed import initialize, is_writer
-    from mibench.harness.config import load_config
-    from mibench.harness.runner import artifact_path, exit_code, run
-    from mibench.harness.summary import render_summary
+    from mibench.harness.config.spec import load_config
+    from mibench.harness.report.console import render_summary
+    from mibench.harness.run.runner import artifact_path, exit_code, run
 
     config = load_config(config_path, sets)
     initialize(*distributed)
@@ -38,9 +38,9 @@ def run_config(config_path: Path, out: Path, sets: list[str], resume: Path | Non
 
 
 def validate_config(config_path: Path, sets: list[str]) -> str:
-    from mibench.harness.config import load_config
-    from mibench.harness.matrix import expand
-    from mibench.harness.summary import render_cases
+    from mibench.harness.config.matrix import expand
+    from mibench.harness.config.spec import load_config
+    from mibench.harness.report.console import render_cases
 
     config = load_config(config_path, sets)
     return render_cases(config, expand(config))
@@ -99,8 +99,8 @@ def score_request(*, query, items, request, labels: str, model: str, engine: str
 
 def environment(with_peak: bool) -> dict:
     from mibench.engines import env_info
-    from mibench.harness.peak import PeakTable
-    from mibench.harness.provenance import host_info, package_versions
+    from mibench.harness.run.peak import PeakTable
+    from mibench.harness.run.provenance import host_info, package_versions
 
     info = env_info()
     info["packages"] = package_versions()

@@ -82,7 +82,7 @@ def fake_factory(**kwargs):
 
 def fixed_peak(flops: float = 1e11):
     """A PeakTable that measures nothing: the same peak for every dtype."""
-    from mibench.harness.peak import PeakTable
+    from mibench.harness.run.peak import PeakTable
 
     table = PeakTable("cpu", "cpu")
     table.values = {"float32": flops, "bfloat16": flops}

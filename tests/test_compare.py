@@ -12,11 +12,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from mibench.harness.compare import compare
 from mibench.harness.records import ErrorInfo, read_artifact, write_artifact
-from mibench.harness.report_cli import compare as compare_cmd
-from mibench.harness.report_cli import parse_threshold
-from mibench.harness.significance import BOOTSTRAP, MWU, compare_samples
+from mibench.harness.report.commands import compare as compare_cmd
+from mibench.harness.report.commands import parse_threshold
+from mibench.harness.stats.compare import compare
+from mibench.harness.stats.significance import BOOTSTRAP, MWU, compare_samples
 
 DATA = Path(__file__).parent / "data" / "reports"
 _spec = importlib.util.spec_from_file_location("make_artifacts", DATA / "make_artifacts.py")

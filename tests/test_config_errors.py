@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mibench.harness.cli import app
-from mibench.harness.config import ConfigError, load_config
+from mibench.harness.config.spec import ConfigError, load_config
 
 BASE = """\
 name: t

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mibench.harness.cli import app
-from mibench.harness.config import load_config
-from mibench.harness.matrix import expand
+from mibench.harness.config.matrix import expand
+from mibench.harness.config.spec import load_config
 from mibench.harness.testing import write_config
 
 CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.yaml"))
@@ -193,7 +193,7 @@ def test_attention_and_schedule_are_axes_and_defaults_stay_out_of_ids(tmp_path):
     ("{engine: torch, mode: single, attention: xla}", "attention"),
     ("{engine: jax, mode: packed, schedule: sequential}", "schedule")])
 def test_bad_attention_or_schedule_names_the_key(tmp_path, line, key):
-    from mibench.harness.config import ConfigError
+    from mibench.harness.config.spec import ConfigError
 
     path = write_config(tmp_path, f"""
         name: m
@@ -208,7 +208,7 @@ def test_bad_attention_or_schedule_names_the_key(tmp_path, line, key):
 
 
 def test_seeds_config_is_constant_but_its_parity_workload_is_random():
-    from mibench.harness.parity import parity_workload
+    from mibench.harness.run.parity import parity_workload
 
     config = load_config(Path(__file__).parent.parent / "configs" / "v6e1-seeds.yaml")
     assert {c.workload.tokens for c in expand(config)} == {"constant"}
@@ -220,7 +220,7 @@ def test_seeds_config_is_constant_but_its_parity_workload_is_random():
 def test_case_options_are_the_registry():
     """A config case takes exactly the options the mode registry declares."""
     from mibench.engines.modes.options import MODE_OPTIONS, OPTION_NAMES
-    from mibench.harness.config import Case
+    from mibench.harness.config.spec import Case
 
     declared = {o for modes in MODE_OPTIONS.values() for opts in modes.values() for o in opts}
     assert set(Case.model_fields) - {"engine", "mode", "runs", "workload"} == declared

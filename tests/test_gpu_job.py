@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_gpu_job_dry_run(tmp_path):
     out = tmp_path / "gpu"
-    proc = subprocess.run([sys.executable, "-m", "mibench.harness.gpu_job", "--dry-run", "--out",
+    proc = subprocess.run([sys.executable, "-m", "mibench.harness.jobs.gpu_job", "--dry-run", "--out",
                            str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     artifact = json.loads(next(p for p in out.glob("gpu-*.json")).read_text())

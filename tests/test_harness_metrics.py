@@ -8,10 +8,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mibench.harness.metrics import case_metrics, score_digest, useful_flops
-from mibench.harness.peak import vendor_peak
 from mibench.harness.records import SCHEMA_FILE, json_schema, read_artifact
-from mibench.harness.stats import summarize
+from mibench.harness.run.peak import vendor_peak
+from mibench.harness.stats.describe import summarize
+from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
 from mibench.harness.testing import TINY
 from mibench.workloads import Request
 

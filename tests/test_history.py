@@ -13,11 +13,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from mibench.harness.changepoint import Params, binary_segmentation
-from mibench.harness.history import build_history, load_dir
 from mibench.harness.records import write_artifact
+from mibench.harness.report.commands import history as history_cmd
 from mibench.harness.report.export import history_json
-from mibench.harness.report_cli import history as history_cmd
+from mibench.harness.stats.changepoint import Params, binary_segmentation
+from mibench.harness.stats.history import build_history, load_dir
 
 DATA = Path(__file__).parent / "data" / "reports"
 _spec = importlib.util.spec_from_file_location("make_artifacts", DATA / "make_artifacts.py")
@@ -155,7 +155,7 @@ def test_git_asked_once_per_commit_per_build_never_across_builds(monkeypatch):
         calls.append(args)
         return times[args[-1]] if args[0] == "show" else "1"
 
-    monkeypatch.setattr("mibench.harness.history.git_output", fake_git)
+    monkeypatch.setattr("mibench.harness.stats.history.git_output", fake_git)
     records = []
     for i, commit in enumerate(["a" * 40, "b" * 40] * 3):
         rec = make.build("demo.yaml", "x", i, make.demo_time, f"2026-04-{9 - i:02d}T03:00:00Z")

@@ -52,7 +52,7 @@ def test_engines_never_import_the_harness():
 
 def test_the_harness_check_can_fail():
     """Control: each spelling of an import of the harness is caught."""
-    for source in ("from mibench.harness.memory import PeakRss",
+    for source in ("from mibench.harness.run.memory import PeakRss",
                    "def f():\n    import mibench.harness",
                    "from mibench import harness", "import harness.memory",
                    "from ...harness import memory"):

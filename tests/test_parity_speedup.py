@@ -10,12 +10,12 @@ import time
 import jsonschema
 import pytest
 
-from mibench.harness.config import ConfigError, load_config
-from mibench.harness.parity import speedup_checks
+from mibench.harness.config.spec import ConfigError, load_config
 from mibench.harness.records import SCHEMA_FILE, CaseRecord, Metrics, Summary, read_artifact
+from mibench.harness.report.console import render_summary
 from mibench.harness.report.tables import parity_table
-from mibench.harness.runner import exit_code, run
-from mibench.harness.summary import render_summary
+from mibench.harness.run.parity import speedup_checks
+from mibench.harness.run.runner import exit_code, run
 from mibench.harness.testing import FakeEngine, fixed_peak, write_config
 
 CONFIG = """

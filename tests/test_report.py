@@ -16,12 +16,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from mibench.harness.config import load_config
-from mibench.harness.matrix import expand
+from mibench.harness.config.matrix import expand
+from mibench.harness.config.spec import load_config
 from mibench.harness.records import read_artifact
 from mibench.harness.report import build_context, write_report
+from mibench.harness.report.commands import report as report_cmd
 from mibench.harness.report.repro import command
-from mibench.harness.report_cli import report as report_cmd
 
 DATA = Path(__file__).parent / "data" / "reports"
 REGEN = os.environ.get("MIBENCH_REGEN_GOLDEN") == "1"

@@ -11,14 +11,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mibench.harness import plots
-from mibench.harness.compare import DEFAULT_THRESHOLD, Comparison, compare, label
 from mibench.harness.records import RunRecord
-from mibench.harness.report import fmt, groups, tables
+from mibench.harness.report import fmt, groups, plots, tables
 from mibench.harness.report.tables import Row
-from mibench.harness.significance import BOOTSTRAP, MWU, NONE
+from mibench.harness.stats.compare import DEFAULT_THRESHOLD, Comparison, compare, label
+from mibench.harness.stats.significance import BOOTSTRAP, MWU, NONE
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 METHODS = {MWU: "Mann-Whitney U, two-sided, on the raw timed samples (MWU)",
            BOOTSTRAP: "percentile bootstrap interval (10,000 seeded resamples) of the ratio "
                       "of median run times, used when there are too few runs for MWU",

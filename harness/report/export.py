@@ -10,11 +10,10 @@ import dataclasses
 import json
 from pathlib import Path
 
-from mibench.harness import plots
-from mibench.harness.compare import Comparison
-from mibench.harness.history import History, Series
-from mibench.harness.report import fmt, render
+from mibench.harness.report import fmt, plots, render
 from mibench.harness.report.fmt import Table
+from mibench.harness.stats.compare import Comparison
+from mibench.harness.stats.history import History, Series
 
 COMPARE_SCHEMA = "mibench.compare/1"
 HISTORY_SCHEMA = "mibench.history/1"

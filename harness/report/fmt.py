@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from mibench.harness.matrix import model_name, short
+from mibench.harness.config.matrix import model_name, short
 from mibench.harness.records import CaseRecord, RunRecord
-from mibench.harness.significance import BOOTSTRAP, MWU, Test
+from mibench.harness.stats.significance import BOOTSTRAP, MWU, Test
 
 OOM_MARKERS = ("RESOURCE_EXHAUSTED", "out of memory", "Out of memory", "OOM")
 

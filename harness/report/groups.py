@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from mibench.harness.compare import Comparison, label
-from mibench.harness.matrix import short
+from mibench.harness.config.matrix import short
 from mibench.harness.records import RunRecord
 from mibench.harness.report import fmt
 from mibench.harness.report.fmt import Table
 from mibench.harness.report.tables import Row
-from mibench.harness.stats import median
+from mibench.harness.stats.compare import Comparison, label
+from mibench.harness.stats.describe import median
 
 
 def throughput(row: Row) -> float | None:

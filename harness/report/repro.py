@@ -13,8 +13,8 @@ import shlex
 
 import yaml
 
-from mibench.harness.config import Runs, WorkloadFields
-from mibench.harness.matrix import WORKLOAD_AXES
+from mibench.harness.config.matrix import WORKLOAD_AXES
+from mibench.harness.config.spec import Runs, WorkloadFields
 from mibench.harness.records import CaseRecord, RunRecord
 
 DISTRIBUTED = ("coordinator", "num_processes", "process_id")  # kept: a multi-host case needs them

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mibench.harness.config import load_config
-from mibench.harness.matrix import CaseSpec, expand
+from mibench.harness.config.matrix import CaseSpec, expand
+from mibench.harness.config.spec import load_config
 from mibench.harness.records import (
     CaseRecord,
     Devices,
@@ -30,7 +30,7 @@ from mibench.harness.records import (
     RunRecord,
     write_artifact,
 )
-from mibench.harness.stats import per_unit_ms, rates, summarize
+from mibench.harness.stats.describe import per_unit_ms, rates, summarize
 
 HERE = Path(__file__).parent
 REL = "tests/data/reports"

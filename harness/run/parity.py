@@ -35,10 +35,10 @@ import json
 
 import numpy as np
 
-from mibench.harness.config import Config, Workload
-from mibench.harness.matrix import CaseSpec, workload_specs
-from mibench.harness.pool import EngineKey, EnginePool, score_all
+from mibench.harness.config.matrix import CaseSpec, workload_specs
+from mibench.harness.config.spec import Config, Workload
 from mibench.harness.records import CaseRecord, ParityCheck, ParityRecord
+from mibench.harness.run.pool import EngineKey, EnginePool, score_all
 from mibench.workloads import Request, WorkloadSpec
 
 MAX_QUERY, MIN_ITEMS, MAX_ITEMS = 512, 4, 16

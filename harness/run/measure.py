@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from mibench.harness.matrix import RunPlan
+from mibench.harness.config.matrix import RunPlan
 
 
 class CaseTimeout(Exception):

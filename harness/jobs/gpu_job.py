@@ -1,8 +1,8 @@
 """The prepared GPU job: check the machine, run `configs/gpu.yaml`, profile the fastest
 mode's stages, write the artifact, the report and a summary, all inside a time budget.
 
-    python -m mibench.harness.gpu_job --out DIR [--budget-s 420]       # on a GPU machine
-    python -m mibench.harness.gpu_job --out DIR --dry-run              # anywhere: tiny preset
+    python -m mibench.harness.jobs.gpu_job --out DIR [--budget-s 420]       # on a GPU machine
+    python -m mibench.harness.jobs.gpu_job --out DIR --dry-run              # anywhere: tiny preset
 
 Steps: (1) what the machine has (devices, versions, missing packages); (2) a kernel check
 of the cuDNN attention path against XLA at a small shape (GPU only); (3) `mibench run` of
@@ -30,7 +30,7 @@ from pathlib import Path
 # this process only checks and profiles: it must not hold the GPU memory the run needs
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
-CONFIG = Path(__file__).resolve().parents[1] / "configs" / "gpu.yaml"
+CONFIG = Path(__file__).resolve().parents[2] / "configs" / "gpu.yaml"
 NEEDED = ("jax", "flax", "torch", "transformers", "pydantic", "typer", "rich", "jinja2",
           "matplotlib", "scipy", "safetensors", "yaml")
 # the dry run: the same config on the tiny preset, small enough for a CPU test
@@ -106,8 +106,8 @@ def profile(dry: bool, attention: str = "auto", kernels: bool = False) -> dict:
     the top kernels of one whole call from a JAX profiler trace too."""
     from mibench.engines import load_engine
     from mibench.engines.profile import prefill_extend_stages, top_kernels
-    from mibench.harness.config import load_config
-    from mibench.harness.matrix import expand
+    from mibench.harness.config.matrix import expand
+    from mibench.harness.config.spec import load_config
     from mibench.workloads import materialize
 
     config = load_config(CONFIG, DRY_SETS if dry else ())
@@ -135,7 +135,7 @@ def profile(dry: bool, attention: str = "auto", kernels: bool = False) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mibench.harness.gpu_job", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m mibench.harness.jobs.gpu_job", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--budget-s", type=float, default=420.0, help="time for the run step")

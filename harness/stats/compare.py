@@ -19,8 +19,8 @@ from __future__ import annotations
 import dataclasses
 
 from mibench.harness.records import CaseRecord, ParityCheck, RunRecord
-from mibench.harness.significance import Test, compare_samples
-from mibench.harness.stats import median
+from mibench.harness.stats.describe import median
+from mibench.harness.stats.significance import Test, compare_samples
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.05

@@ -11,11 +11,17 @@ import dataclasses
 from pathlib import Path
 
 from mibench.engines import MibenchError
-from mibench.harness.changepoint import DEFAULT, METHOD, ChangePoint, Params, binary_segmentation
-from mibench.harness.compare import label
-from mibench.harness.provenance import git_output
 from mibench.harness.records import RunRecord, read_artifact
-from mibench.harness.stats import median
+from mibench.harness.run.provenance import git_output
+from mibench.harness.stats.changepoint import (
+    DEFAULT,
+    METHOD,
+    ChangePoint,
+    Params,
+    binary_segmentation,
+)
+from mibench.harness.stats.compare import label
+from mibench.harness.stats.describe import median
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,16 +15,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mibench.engines import MibenchError, TopologyUnavailable
-from mibench.harness import memory, parity
-from mibench.harness.config import Config
-from mibench.harness.matrix import CaseSpec, expand
-from mibench.harness.measure import Timings, measure
-from mibench.harness.metrics import case_metrics, score_digest, useful_flops
-from mibench.harness.peak import PeakTable
-from mibench.harness.pool import EngineKey, EnginePool, make_call
-from mibench.harness.progress import make_progress
-from mibench.harness.provenance import collect
+from mibench.harness.config.matrix import CaseSpec, expand
+from mibench.harness.config.spec import Config
 from mibench.harness.records import CaseRecord, ErrorInfo, RunRecord, read_artifact, write_artifact
+from mibench.harness.run import memory, parity
+from mibench.harness.run.measure import Timings, measure
+from mibench.harness.run.peak import PeakTable
+from mibench.harness.run.pool import EngineKey, EnginePool, make_call
+from mibench.harness.run.progress import make_progress
+from mibench.harness.run.provenance import collect
+from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
 
 
 def now() -> str:

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from mibench.engines import MibenchError
-from mibench.harness.guard import guarded
+from mibench.harness.run.guard import guarded
 
 Threshold = Annotated[str, typer.Option(help="Smallest relative change that counts: 5% or "
                                              "0.05.")]
@@ -69,8 +69,8 @@ def compare(base: Annotated[Path, typer.Argument(help="Baseline artifact.")],
             new: Annotated[Path, typer.Argument(help="New artifact.")],
             threshold: Threshold = "5%", format: Format = "md"):
     """Regression verdict of NEW against BASE: exit 0 none, 1 regression, 2 bad input."""
-    from mibench.harness.compare import compare as compare_records
     from mibench.harness.report.export import compare_json, compare_markdown
+    from mibench.harness.stats.compare import compare as compare_records
 
     limit, kind = parse_threshold(threshold), _format(format)
     result = compare_records(load(base), load(new), threshold=limit)
@@ -86,8 +86,8 @@ def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (se
                 help="Write FILE.md and trend plots beside it.")] = None,
             format: Format = "md"):
     """Per-case trend over commits: medians, change points, peak vs current."""
-    from mibench.harness.history import build_history, load_dir
     from mibench.harness.report.export import history_json, history_markdown, history_plots
+    from mibench.harness.stats.history import build_history, load_dir
 
     kind = _format(format)
     hist = build_history(load_dir(folder, load), case)

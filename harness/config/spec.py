@@ -29,7 +29,7 @@ from pydantic import (
 )
 
 from mibench.engines.modes.options import ATTENTIONS, MASKS, SCHEDULES
-from mibench.harness.yamlsource import ConfigError, Locations, apply_set, load_source
+from mibench.harness.config.yamlsource import ConfigError, Locations, apply_set, load_source
 
 __all__ = ["Config", "ConfigError", "load_config", "Case", "Workload", "WorkloadFields"]
 
@@ -220,8 +220,8 @@ def _resolve_requests(data: dict, locs: Locations) -> None:
 
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
     """Read, merge includes, apply `--set` overrides, validate, and check the matrix."""
-    from mibench.harness.errors_format import format_validation_error
-    from mibench.harness.matrix import expand
+    from mibench.harness.config.errors_format import format_validation_error
+    from mibench.harness.config.matrix import expand
 
     data, locs = load_source(Path(path))
     for assignment in overrides:

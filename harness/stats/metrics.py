@@ -6,7 +6,7 @@ import hashlib
 import json
 
 from mibench.harness.records import Metrics
-from mibench.harness.stats import per_unit_ms, rates, summarize
+from mibench.harness.stats.describe import per_unit_ms, rates, summarize
 from mibench.workloads import Request, total_items, total_tokens
 
 

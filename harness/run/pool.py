@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mibench.harness.matrix import CaseSpec
+from mibench.harness.config.matrix import CaseSpec
 from mibench.workloads import Request, WorkloadSpec, materialize
 
 EngineKey = tuple[str, str, str, int]  # (engine, model, dtype, tp)

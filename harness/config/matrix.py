@@ -14,7 +14,7 @@ import dataclasses
 import itertools
 
 from mibench.engines.modes.options import DEFAULTS, MODE_OPTIONS, OPTION_NAMES
-from mibench.harness.config import Case, Config, Workload
+from mibench.harness.config.spec import Case, Config, Workload
 from mibench.workloads import WorkloadSpec
 
 OPTIONS = OPTION_NAMES

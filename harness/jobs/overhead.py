@@ -1,6 +1,6 @@
 """How much the harness adds to a direct timed loop over the same engine call.
 
-    python -m mibench.harness.overhead [--mode packed --option mask=segment --timed 20 --rounds 3]
+    python -m mibench.harness.jobs.overhead [--mode packed --option mask=segment --timed 20 --rounds 3]
 
 Both sides use one preloaded engine and the same token ids. The direct side is the loop
 anyone would write: 1 + warmup + timed calls of `engine.score`, each bracketed by
@@ -65,10 +65,10 @@ def parse(argv=None) -> argparse.Namespace:
 def main(argv=None) -> dict:
     args = parse(argv)
     from mibench.engines import load_engine
-    from mibench.harness.config import load_config
-    from mibench.harness.matrix import expand
-    from mibench.harness.peak import PeakTable
-    from mibench.harness.runner import run
+    from mibench.harness.config.matrix import expand
+    from mibench.harness.config.spec import load_config
+    from mibench.harness.run.peak import PeakTable
+    from mibench.harness.run.runner import run
 
     engine = load_engine(args.engine, model=args.model, dtype=args.dtype)
     options = "".join(f", {o.replace('=', ': ', 1)}" for o in args.option)
@@ -80,7 +80,7 @@ def main(argv=None) -> dict:
     peak = PeakTable("cpu", "cpu")
     peak(args.dtype)
     factory = lambda *key: engine  # noqa: E731 - the same preloaded engine
-    from mibench.harness.pool import EnginePool
+    from mibench.harness.run.pool import EnginePool
 
     (req,) = EnginePool(factory).requests(case.engine_key, case.workload)
     q, items = list(req.query), [list(i) for i in req.items]

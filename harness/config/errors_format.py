@@ -6,7 +6,7 @@ import typing
 
 from pydantic import BaseModel, ValidationError
 
-from mibench.harness.yamlsource import ConfigError, Key, Locations, dotted
+from mibench.harness.config.yamlsource import ConfigError, Key, Locations, dotted
 
 MAX_SHOWN = 3
 
@@ -75,7 +75,7 @@ def _message(err: dict, key: Key, root: type[BaseModel]) -> str:
 
 
 def format_validation_error(e: ValidationError, data: dict, locs: Locations) -> ConfigError:
-    from mibench.harness.config import Config
+    from mibench.harness.config.spec import Config
 
     seen: dict[str, tuple[Key, str, tuple]] = {}
     for err in e.errors(include_url=False):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mibench.harness.stats import median
+from mibench.harness.stats.describe import median
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
