@@ -4,34 +4,60 @@
     engine = load_engine("jax", model="embedded:tiny", dtype="float32", tp=1)
     result = engine.score(query, items, label_token_ids, mode="single", delimiter=151643)
     result.scores  # one row per item, one column per label
+
+This module is the engines' whole public surface: the harness imports nothing else from
+`mibench.engines` (tests/test_layering.py). Importing it stays light (no jax, no torch):
+the names below that need them load on first use.
 """
 
 from __future__ import annotations
 
-from mibench.engines.errors import InputError, MibenchError, ModelError, TopologyUnavailable
-from mibench.engines.result import ScoreResult
+import importlib
 
-ENGINES = ("jax", "torch")
+from mibench.engines.contract import Engine
+from mibench.engines.modes.registry import MODES, OPTIONS, Mode, Option, engine_modes
+from mibench.engines.result import ScoreResult
+from mibench.errors import InputError, MibenchError, ModelError, TopologyUnavailable
+
+ENGINES = tuple(MODES)
 DTYPES = ("float32", "bfloat16")
 
-__all__ = ["ENGINES", "DTYPES", "InputError", "MibenchError", "ModelError", "ScoreResult",
-           "TopologyUnavailable", "env_info", "load_engine"]
+# public name -> (module under mibench.engines, attribute): loaded on first use
+_LAZY = {
+    "env_info": ("env", "env_info"),
+    "package_versions": ("env", "package_versions"),
+    "ModelConfig": ("config", "ModelConfig"),
+    "make_model": ("embedded", "make_model"),
+    "init_distributed": ("distributed", "initialize"),
+    "is_writer": ("distributed", "is_writer"),
+    "tokens_run": ("modes.layout", "tokens_run"),
+    "stage_profile": ("profile", "prefill_extend_stages"),
+    "top_kernels": ("profile", "top_kernels"),
+    "cudnn_check": ("profile", "cudnn_check"),
+}
+
+__all__ = ["DTYPES", "ENGINES", "MODES", "OPTIONS", "Engine", "InputError", "MibenchError",
+           "Mode", "ModelError", "Option", "ScoreResult", "TopologyUnavailable",
+           "engine_modes", "load_engine", *_LAZY]
 
 
-def env_info() -> dict:
-    """JAX devices (platform, kind, count) and package versions."""
-    from mibench.engines.env import env_info as _env_info
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'mibench.engines' has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    value = getattr(importlib.import_module(f"mibench.engines.{module}"), attr)
+    globals()[name] = value
+    return value
 
-    return _env_info()
 
-
-def load_engine(name: str, model: str = "embedded:tiny", dtype: str = "float32", tp: int = 1):
+def load_engine(name: str, model: str = "embedded:tiny", dtype: str = "float32",
+                tp: int = 1) -> Engine:
     """Build an engine. `model` is a checkpoint folder or `embedded:<preset>`."""
     if name not in ENGINES:
         raise MibenchError(f"unknown engine {name!r} (known: {', '.join(ENGINES)})", field="engine")
     if dtype not in DTYPES:
         raise MibenchError(f"unknown dtype {dtype!r} (known: {', '.join(DTYPES)})", field="dtype")
-    if not isinstance(tp, int) or tp < 1:
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise MibenchError(f"must be a positive integer, got {tp!r}", field="tp")
     if name == "jax":
         from mibench.engines.jax_engine import JaxEngine

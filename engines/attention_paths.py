@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from mibench.engines import jax_attention as xa
-from mibench.engines.errors import MibenchError
+from mibench.errors import MibenchError
 
 F32 = xa.F32
 # keys(q [B,T,N,H], k [B,S,K,H], v [B,S,K,H], key_len [B], causal) -> o [B,T,N,H], lse [B,T,N]

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from mibench.engines.config import ModelConfig, read_config
-from mibench.engines.errors import MibenchError, ModelError
+from mibench.errors import MibenchError, ModelError
 
 EMBEDDED = "embedded:"
 

@@ -6,7 +6,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from mibench.engines.errors import ModelError
+from mibench.errors import ModelError
 
 # model_type -> (q/k RMSNorm, q/k/v bias)
 ARCHITECTURES = {

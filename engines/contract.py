@@ -18,7 +18,7 @@ class Engine(Protocol):
     model: str  # the model spec it was loaded from
     dtype: str
     tp: int
-    modes: tuple[str, ...]  # the modes `score` accepts (options: modes.options.MODE_OPTIONS)
+    modes: tuple[str, ...]  # the modes `score` accepts (their options: modes.registry.MODES)
     model_config: ModelConfig  # model facts: vocabulary, shape (for useful FLOPs)
 
     @property

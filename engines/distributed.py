@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from mibench.engines.errors import MibenchError
+from mibench.errors import MibenchError
 
 
 def _from_env() -> tuple[str | None, int | None, int | None]:

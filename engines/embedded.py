@@ -18,8 +18,8 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from mibench.engines.errors import ModelError
 from mibench.engines.presets import PRESETS, hf_config
+from mibench.errors import ModelError
 
 GENERATOR_VERSION = 1  # bump when the weights of a preset change: the cache key includes it
 SEED = 20260213

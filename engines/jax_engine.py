@@ -14,19 +14,20 @@ from mibench.engines.checkpoint import (
     resolve_model,
     special_ids,
 )
-from mibench.engines.errors import MibenchError
 from mibench.engines.jax_model import Decoder
 from mibench.engines.modes.extend import score_prefill_extend
 from mibench.engines.modes.layout import tokens_run
-from mibench.engines.modes.options import ATTENTIONS, MODE_OPTIONS, choice
-from mibench.engines.modes.packed import CHUNK_SIZE, score_chunked, score_packed
+from mibench.engines.modes.packed import score_chunked, score_packed
+from mibench.engines.modes.registry import ATTENTIONS, CHUNK_SIZE, MODES, choice
 from mibench.engines.modes.single import score_single
 from mibench.engines.request import make_request
 from mibench.engines.result import ScoreResult
 from mibench.engines.sharding import fit_kv_heads, make_shard_config, place_params
+from mibench.errors import MibenchError
 
-MODES = {"single": score_single, "packed": score_packed, "chunked": score_chunked,
-         "prefill_extend": score_prefill_extend}
+# the function of each mode the registry declares for this engine
+SCORERS = {"single": score_single, "packed": score_packed, "chunked": score_chunked,
+           "prefill_extend": score_prefill_extend}
 
 
 class JaxEngine:
@@ -60,7 +61,7 @@ class JaxEngine:
 
     def resolved_options(self, mode: str, options: dict) -> dict:
         """What a call with these options runs on this machine (for the case record)."""
-        if "attention" not in MODE_OPTIONS["jax"].get(mode, ()):
+        if mode not in SCORERS or "attention" not in MODES["jax"][mode].defaults:
             return {}
         if options.get("mask") == "dense":  # the seeds' baseline: masked attention in XLA
             return {"attention": "xla-masked"}
@@ -68,7 +69,7 @@ class JaxEngine:
 
     @property
     def modes(self) -> tuple[str, ...]:
-        return tuple(MODES)
+        return tuple(SCORERS)
 
     @property
     def special_ids(self) -> frozenset[int]:
@@ -94,11 +95,11 @@ class JaxEngine:
               apply_softmax: bool = False, delimiter: int | None = None,
               **options) -> ScoreResult:
         """Score every item; see DESIGN.md for the semantics and the modes' options."""
-        if mode not in MODES:
+        if mode not in SCORERS:
             raise MibenchError(f"unknown mode {mode!r} for the jax engine "
-                               f"(known: {', '.join(MODES)})", field="mode")
+                               f"(known: {', '.join(SCORERS)})", field="mode")
         req = self.request(query, items, label_token_ids, apply_softmax, delimiter)
-        scores = MODES[mode](self, req, **options)  # validates the options
+        scores = SCORERS[mode](self, req, **options)  # validates the options
         num_tokens = tokens_run(mode, len(req.prefix), [len(i) for i in req.items],
                                 options.get("chunk_size", CHUNK_SIZE))
         return ScoreResult(scores=np.asarray(scores, np.float64).tolist(), mode=mode,

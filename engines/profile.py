@@ -10,14 +10,13 @@ import jax
 import numpy as np
 
 from mibench.engines.modes.extend import (
-    EXTEND_BATCH_SIZE,
     extend,
     join_rows,
     prefill,
     score_rows,
 )
 from mibench.engines.modes.layout import extend_batches, prefix_tokens
-from mibench.engines.modes.options import batch_sizes
+from mibench.engines.modes.registry import MODES, batch_sizes
 
 
 def _ms(fn, repeats: int) -> tuple[float, object]:
@@ -36,8 +35,8 @@ def prefill_extend_stages(engine, query, items, labels, *, delimiter=None,
     `score` call (host work included), after one untimed call of each (compilation)."""
     req = engine.request(query, items, labels, apply_softmax, delimiter)
     attn = engine.attention(options)
-    b, sizes = batch_sizes(options.get("extend_batch_size", EXTEND_BATCH_SIZE),
-                           options.get("precompile_bs"))
+    options = MODES["jax"]["prefill_extend"].check(options)
+    b, sizes = batch_sizes(options["extend_batch_size"], options["precompile_bs"])
     cfg, params = engine.cfg, engine.params
     tokens_1p, plen = prefix_tokens(req)
     run_prefill = lambda: prefill(params, tokens_1p, plen, cfg=cfg, attn=attn)  # noqa: E731
@@ -91,3 +90,28 @@ def top_kernels(fn, folder, top: int = 15) -> list[dict]:
         calls[e["name"]] += 1
     return [{"name": n, "total_ms": round(ms, 3), "calls": calls[n]}
             for n, ms in total.most_common(top)]
+
+
+def cudnn_check() -> dict:
+    """cuDNN keys attention (o and lse) against jax.nn's XLA attention, bfloat16, causal
+    and not: the largest differences."""
+    import jax.numpy as jnp
+
+    from mibench.engines.attention_paths import keys_cudnn
+
+    out = {}
+    kq, kk, kv = jax.random.split(jax.random.key(0), 3)
+    q = jax.random.normal(kq, (1, 256, 16, 128), jnp.bfloat16)
+    k = jax.random.normal(kk, (1, 256, 8, 128), jnp.bfloat16)
+    v = jax.random.normal(kv, (1, 256, 8, 128), jnp.bfloat16)
+    key_len = jnp.array([200], jnp.int32)
+    for causal in (True, False):
+        o, lse = keys_cudnn(q, k, v, key_len, causal)
+        o_ref, lse_ref = jax.nn.dot_product_attention(
+            q.astype(jnp.float32), k.astype(jnp.float32), v.astype(jnp.float32),
+            is_causal=causal, key_value_seq_lengths=key_len, implementation="xla",
+            return_residual=True)
+        out[f"causal={causal}"] = {
+            "o_max_diff": float(jnp.abs(o.astype(jnp.float32) - o_ref)[:, :200].max()),
+            "lse_max_diff": float(jnp.abs(lse - lse_ref)[:, :200].max())}
+    return out

@@ -6,7 +6,7 @@ import dataclasses
 import numbers
 from collections.abc import Sequence
 
-from mibench.engines.errors import InputError
+from mibench.errors import InputError
 
 
 @dataclasses.dataclass(frozen=True)

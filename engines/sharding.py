@@ -23,7 +23,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from mibench.engines.config import ModelConfig
-from mibench.engines.errors import TopologyUnavailable
+from mibench.errors import TopologyUnavailable
 
 AXIS = "tp"
 

@@ -15,13 +15,11 @@ import numpy as np
 
 from mibench.engines.checkpoint import encode, load_tokenizer, resolve_model, special_ids
 from mibench.engines.config import read_config
-from mibench.engines.errors import MibenchError
 from mibench.engines.modes.layout import tokens_run
-from mibench.engines.modes.options import MODE_OPTIONS, check_known, positive_int
+from mibench.engines.modes.registry import MODES
 from mibench.engines.request import ScoreRequest, make_request
 from mibench.engines.result import ScoreResult
-
-EXTEND_BATCH_SIZE = 64  # items per extend pass when the option is left out
+from mibench.errors import MibenchError
 
 
 def label_scores(logits_bv, labels_k, apply_softmax: bool):
@@ -56,7 +54,7 @@ class TorchEngine:
     """Reference scoring with `transformers.AutoModelForCausalLM`."""
 
     name = "torch"
-    modes = tuple(MODE_OPTIONS["torch"])
+    modes = tuple(MODES["torch"])
 
     def __init__(self, model: str, dtype: str = "float32", tp: int = 1):
         import torch
@@ -106,9 +104,7 @@ class TorchEngine:
         if mode not in self.modes:
             raise MibenchError(f"unknown mode {mode!r} for the torch engine "
                                f"(known: {', '.join(self.modes)})", field="mode")
-        check_known("torch", mode, options)
-        batch = positive_int(options.get("extend_batch_size", EXTEND_BATCH_SIZE),
-                             "extend_batch_size")
+        batch = MODES["torch"][mode].check(options).get("extend_batch_size")
         cfg = self.model_config
         req = make_request(query, items, label_token_ids, apply_softmax=apply_softmax,
                            delimiter=delimiter, vocab_size=cfg.vocab_size,

@@ -100,7 +100,7 @@ def env(peak: Annotated[bool, typer.Option(help="Include the peak FLOP/s (measur
 @guarded
 def model_make(preset: str, out: Annotated[Path, typer.Option(help="Output folder.")]):
     """Write embedded preset PRESET as a Hugging Face checkpoint folder."""
-    from mibench.engines.embedded import make_model
+    from mibench.engines import make_model
 
     print(make_model(preset, out))
 

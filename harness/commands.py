@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from mibench.engines import MibenchError
+from mibench.errors import MibenchError
 
 
 def run_config(config_path: Path, out: Path, sets: list[str], resume: Path | None,
@@ -16,13 +16,13 @@ def run_config(config_path: Path, out: Path, sets: list[str], resume: Path | Non
                distributed: tuple = (None, None, None)) -> int:
     """Load, run, print a summary; returns the exit code (0 ok, 3 failures).
     `distributed` is (coordinator, num_processes, process_id) of a multi-process run."""
-    from mibench.engines.distributed import initialize, is_writer
-    from mibench.harness.config.spec import load_config
+    from mibench.engines import init_distributed, is_writer
+    from mibench.harness.config import load_config
     from mibench.harness.report.console import render_summary
     from mibench.harness.run.runner import artifact_path, exit_code, run
 
     config = load_config(config_path, sets)
-    initialize(*distributed)
+    init_distributed(*distributed)
     writer = is_writer()
     try:
         record = run(config, out, resume=resume, engine_repo=engine_repo, argv=argv,
@@ -38,8 +38,8 @@ def run_config(config_path: Path, out: Path, sets: list[str], resume: Path | Non
 
 
 def validate_config(config_path: Path, sets: list[str]) -> str:
+    from mibench.harness.config import load_config
     from mibench.harness.config.matrix import expand
-    from mibench.harness.config.spec import load_config
     from mibench.harness.report.console import render_cases
 
     config = load_config(config_path, sets)

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mibench.engines import MibenchError
+from mibench.errors import MibenchError
 from mibench.harness import SCHEMA
 
 SCHEMA_FILE = Path(__file__).parent / "schemas" / "mibench.run-1.schema.json"

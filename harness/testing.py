@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import hashlib
 
-from mibench.engines import InputError, MibenchError, ScoreResult
-from mibench.engines.config import ModelConfig
-from mibench.engines.modes.layout import tokens_run
-from mibench.engines.modes.packed import CHUNK_SIZE
+from mibench.engines import (
+    InputError,
+    MibenchError,
+    ModelConfig,
+    ScoreResult,
+    engine_modes,
+    tokens_run,
+)
 
 TINY = ModelConfig(architecture="qwen3", vocab_size=151936, hidden_size=256, num_layers=4,
                    num_heads=4, num_kv_heads=2, head_dim=64, intermediate_size=768,
@@ -21,13 +25,13 @@ class FakeEngine:
     """Scores `hash(prefix + item) / 2**64` per label. `fail` maps a mode to the exception
     its calls raise; `on_call(engine, n)` runs before call n (1-based) to inject trouble."""
 
-    modes = ("single", "packed", "chunked", "prefill_extend")
     special_ids = frozenset()
 
     def __init__(self, name="jax", model="embedded:tiny", dtype="float32", tp=1, fail=None,
                  on_call=None):
         self.name, self.model, self.dtype, self.tp = name, model, dtype, tp
         self.model_config = TINY
+        self.modes = tuple(engine_modes(name))
         self.fail = fail or {}
         self.on_call = on_call
         self.calls = 0
@@ -40,7 +44,8 @@ class FakeEngine:
         if mode in self.fail:
             raise self.fail[mode]
         if mode not in self.modes:
-            raise MibenchError(f"mode {mode!r} is not implemented yet", field="mode")
+            raise MibenchError(f"unknown mode {mode!r} for the {self.name} engine", field="mode")
+        options = engine_modes(self.name)[mode].check(options)
         for t in label_token_ids:
             if not 0 <= t < TINY.vocab_size:
                 raise InputError(f"token id {t} is outside the vocabulary", field="labels")
@@ -49,7 +54,7 @@ class FakeEngine:
                   for item in items]
         return ScoreResult(scores=scores, mode=mode, num_items=len(items),
                            num_tokens=tokens_run(mode, len(prefix), [len(i) for i in items],
-                                                 options.get("chunk_size", CHUNK_SIZE)))
+                                                 options.get("chunk_size")))
 
     @property
     def topology(self) -> dict:

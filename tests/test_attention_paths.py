@@ -15,9 +15,9 @@ import pytest
 from conftest import DELIM
 
 from mibench.engines import attention_paths as ap
-from mibench.engines.errors import MibenchError
 from mibench.engines.modes.layout import pack
 from mibench.engines.request import make_request
+from mibench.errors import MibenchError
 
 N, K, H = 4, 2, 32  # 4 query heads on 2 kv heads (GQA)
 

@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mibench.harness.cli import app
-from mibench.harness.config.spec import ConfigError, load_config
+from mibench.harness.config import load_config
+from mibench.harness.config.spec import ConfigError
 
 BASE = """\
 name: t

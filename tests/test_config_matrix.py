@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mibench.harness.cli import app
+from mibench.harness.config import load_config
 from mibench.harness.config.matrix import expand
-from mibench.harness.config.spec import load_config
 from mibench.harness.testing import write_config
 
 CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.yaml"))
@@ -219,9 +219,11 @@ def test_seeds_config_is_constant_but_its_parity_workload_is_random():
 
 def test_case_options_are_the_registry():
     """A config case takes exactly the options the mode registry declares."""
-    from mibench.engines.modes.options import MODE_OPTIONS, OPTION_NAMES
+    from mibench.engines import MODES, OPTIONS
     from mibench.harness.config.spec import Case
 
-    declared = {o for modes in MODE_OPTIONS.values() for opts in modes.values() for o in opts}
-    assert set(Case.model_fields) - {"engine", "mode", "runs", "workload"} == declared
-    assert set(OPTION_NAMES) == declared
+    declared = {o for modes in MODES.values() for mode in modes.values() for o in mode.options}
+    assert list(Case.model_fields) == ["engine", "mode", *OPTIONS, "runs", "workload"]
+    assert set(OPTIONS) == declared
+    for name, option in OPTIONS.items():  # each field's type is the option's kind
+        assert Case.model_fields[name].description == option.doc

@@ -61,7 +61,7 @@ def test_case_failing_inside_the_engine_is_recorded(tmp_path):
 
 DRIVER = """
 import sys, time
-from mibench.harness.config.spec import load_config
+from mibench.harness.config import load_config
 from mibench.harness.run.runner import run
 from mibench.harness.testing import fake_factory, fixed_peak
 def slow(engine, n):

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from mibench.engines import MibenchError
-from mibench.harness.config.spec import load_config
+from mibench.harness.config import load_config
 from mibench.harness.records import SCHEMA_FILE, read_artifact
 from mibench.harness.run.runner import artifact_path, exit_code, run
 from mibench.harness.testing import fake_factory, fixed_peak, write_config

@@ -1,5 +1,6 @@
 """Import boundaries, read from the source (ast), so a lazy import inside a function counts:
-engines never import the harness, and the workloads modules import no one in a loop."""
+engines never import the harness, the harness and workloads reach the engines only through
+`mibench.engines` itself (its public surface), and no module imports another in a loop."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def modules(folder: str) -> dict[str, set[str]]:
     out = {}
     for path in sorted((ROOT / folder).rglob("*.py")):
         rel = path.relative_to(ROOT).with_suffix("").parts
+        rel = rel[1:] if rel[0] == "mibench" else rel  # mibench/ is the namespace itself
         name = ".".join(("mibench",) + (rel[:-1] if rel[-1] == "__init__" else rel))
         package = name if rel[-1] == "__init__" else name.rpartition(".")[0]
         out[name] = imported_modules(path.read_text(), package)
@@ -81,19 +83,60 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def test_workloads_modules_import_no_loop():
-    graph = {name: imps - {name} for name, imps in modules("workloads").items()
-             if name != "mibench.workloads"}  # the package re-exports; its modules must not loop
-    assert "mibench.workloads.generate" in graph and "mibench.workloads.jsonl" in graph
+def package_graph() -> dict[str, set[str]]:
+    """Every mibench module -> the mibench modules it imports, leaving out imports of its own
+    enclosing packages (a module reaching a sibling through its package's `__init__`)."""
+    found = {}
+    for folder in ("mibench", "engines", "harness", "workloads"):
+        found |= modules(folder)
+    return {name: {m for m in imps if m in found and m != name
+                   and not name.startswith(m + ".")} for name, imps in found.items()}
+
+
+def test_no_module_imports_in_a_loop():
+    graph = package_graph()
+    assert {"mibench.errors", "mibench.harness.config.spec", "mibench.workloads.jsonl",
+            "mibench.engines.modes.registry"} <= graph.keys()
     assert _cycle(graph) is None, _cycle(graph)
-    # control: the old loop, generate <-> jsonl, is found
-    looped = {**graph, "mibench.workloads.jsonl": {"mibench.workloads.generate"}}
-    assert _cycle(looped) is not None
+    # controls: the old loops, config <-> matrix and generate <-> jsonl, are found
+    for a, b in (("mibench.harness.config.spec", "mibench.harness.config.matrix"),
+                 ("mibench.workloads.generate", "mibench.workloads.jsonl")):
+        looped = {**graph, a: graph[a] | {b}, b: graph[b] | {a}}
+        assert _cycle(looped) is not None
+
+
+def engine_internals(imports: set[str]) -> set[str]:
+    """The modules under mibench.engines that `imports` names (names imported from the
+    package itself, `from mibench.engines import load_engine`, are its public surface)."""
+    out = set()
+    for name in imports:
+        if name.startswith("mibench.engines."):
+            rel = Path(*name.split(".")[2:])
+            if (ROOT / "engines" / rel).with_suffix(".py").exists() or (
+                    ROOT / "engines" / rel).is_dir():
+                out.add(name)
+    return out
+
+
+def test_harness_and_workloads_use_only_the_engines_public_surface():
+    found = modules("harness") | modules("workloads")
+    assert len(found) > 40 and "mibench.harness.run.runner" in found  # the walk sees all
+    offenders = {name: sorted(engine_internals(imps)) for name, imps in found.items()
+                 if engine_internals(imps)}
+    assert offenders == {}
+    # control: each spelling of an internal import is caught, a public name is not
+    for source in ("from mibench.engines.modes.registry import MODES",
+                   "def f():\n    import mibench.engines.jax_engine",
+                   "from mibench.engines import config"):
+        assert engine_internals(imported_modules(source, "mibench.harness")), source
+    assert not engine_internals(imported_modules("from mibench.engines import load_engine, "
+                                                 "MODES", "mibench.harness"))
 
 
 def test_every_engine_keeps_the_contract(jax_tiny, torch_tiny):
     """The jax, torch and fake engines all answer what the harness may ask (engines/contract.py)."""
-    from mibench.engines.contract import Engine
+    from mibench.engines import MODES, Engine
+    from mibench.engines.jax_engine import SCORERS
     from mibench.harness.testing import FakeEngine
 
     for engine in (jax_tiny, torch_tiny, FakeEngine()):
@@ -102,10 +145,12 @@ def test_every_engine_keeps_the_contract(jax_tiny, torch_tiny):
         assert isinstance(engine.special_ids, frozenset) and isinstance(engine.topology, dict)
         assert set(engine.modes) >= {"single"}
         assert isinstance(engine.resolved_options("single", {}), dict)
+        assert engine.modes == tuple(MODES[engine.name])  # the registry's modes, no other
     assert 151643 in jax_tiny.special_ids and jax_tiny.special_ids == torch_tiny.special_ids
     assert jax_tiny.encode("ab") == torch_tiny.encode("ab") == [97, 98]  # byte-level
     assert jax_tiny.resolved_options("prefill_extend", {}) == {"attention": "xla"}
     assert torch_tiny.resolved_options("prefill_extend", {}) == {"attention": "sdpa"}
+    assert SCORERS.keys() == MODES["jax"].keys()  # a function for every declared mode
 
 
 def test_mibench_imports_from_outside_the_checkout(tmp_path):

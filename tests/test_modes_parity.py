@@ -70,7 +70,7 @@ def test_mode_matches_single_and_torch(jax_tiny, base, single_ref, torch_ref, mo
 
 
 def test_an_attention_path_this_machine_lacks_is_a_clear_error(jax_tiny, base):
-    from mibench.engines.errors import MibenchError
+    from mibench.errors import MibenchError
 
     for value in ("cudnn", "flash"):  # cuDNN needs a GPU; `flash` is no path at all
         with pytest.raises(MibenchError) as e:

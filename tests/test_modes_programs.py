@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from conftest import DELIM, LABELS
 
-from mibench.engines.errors import MibenchError
 from mibench.engines.modes import extend as extend_mode
 from mibench.engines.modes import packed as packed_mode
 from mibench.engines.modes.compiles import count_compiles
 from mibench.engines.modes.layout import PackedBatch, extend_batches, pack
 from mibench.engines.request import make_request as build_request
+from mibench.errors import MibenchError
 
 SHAPE = re.compile(r"\b(?:f32|bf16|s32|pred|f16|u32|s8|u8)\[([0-9,]*)\]")
 

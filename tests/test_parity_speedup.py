@@ -10,7 +10,8 @@ import time
 import jsonschema
 import pytest
 
-from mibench.harness.config.spec import ConfigError, load_config
+from mibench.harness.config import load_config
+from mibench.harness.config.spec import ConfigError
 from mibench.harness.records import SCHEMA_FILE, CaseRecord, Metrics, Summary, read_artifact
 from mibench.harness.report.console import render_summary
 from mibench.harness.report.tables import parity_table

@@ -16,8 +16,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from mibench.harness.config import load_config
 from mibench.harness.config.matrix import expand
-from mibench.harness.config.spec import load_config
 from mibench.harness.records import read_artifact
 from mibench.harness.report import build_context, write_report
 from mibench.harness.report.commands import report as report_cmd

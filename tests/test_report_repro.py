@@ -10,8 +10,9 @@ import pytest
 import typer
 
 from mibench.harness.cli import app
+from mibench.harness.config import load_config
 from mibench.harness.config.matrix import expand, short
-from mibench.harness.config.spec import Runs, load_config
+from mibench.harness.config.spec import Runs
 from mibench.harness.records import read_artifact
 from mibench.harness.report import fmt, write_report
 from mibench.harness.report.repro import case_entry, command, config_args

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from mibench.harness.config.spec import load_config
+from mibench.harness.config import load_config
 
 ROOT = Path(__file__).parent.parent
 

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from mibench.engines import MibenchError
+from mibench.errors import MibenchError
 from mibench.workloads.request import Request
 
 

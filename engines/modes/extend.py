@@ -18,11 +18,9 @@ import numpy as np
 
 from mibench.engines.jax_model import decoder, label_scores
 from mibench.engines.modes.layout import bucket_length, extend_batches, prefix_tokens
-from mibench.engines.modes.options import batch_sizes, check_known
+from mibench.engines.modes.registry import MODES, batch_sizes
 from mibench.engines.request import ScoreRequest
 from mibench.engines.sharding import to_host
-
-EXTEND_BATCH_SIZE = 12  # items per extend call when the option is left out (the seeds')
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "attn"))
@@ -80,15 +78,14 @@ def score_prefill_extend(engine, req: ScoreRequest, **options) -> np.ndarray:
     `precompile_bs`
     (the batch sizes a short last batch may be padded to, all compiled on first use;
     default: powers of two below B and B, compiled when used) and `attention`."""
-    check_known("jax", "prefill_extend", options)
+    options = MODES["jax"]["prefill_extend"].check(options)
     attn = engine.attention(options)
-    b, sizes = batch_sizes(options.get("extend_batch_size", EXTEND_BATCH_SIZE),
-                           options.get("precompile_bs"))
+    b, sizes = batch_sizes(options["extend_batch_size"], options["precompile_bs"])
     cfg, params = engine.cfg, engine.params
     tokens_1p, prefix_len = prefix_tokens(req)
     k_cache, v_cache = prefill(params, tokens_1p, prefix_len, cfg=cfg, attn=attn)
     batches = extend_batches(req, b, sizes)
-    if options.get("precompile_bs") is not None:
+    if options["precompile_bs"] is not None:
         for length in sorted({eb.tokens_bl.shape[1] for eb in batches}):
             precompile(engine, attn, k_cache, v_cache, length, sizes)
     hidden = [extend(params, k_cache, v_cache, prefix_len, eb.tokens_bl, eb.positions_bl,

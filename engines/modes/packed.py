@@ -14,14 +14,7 @@ import numpy as np
 from mibench.engines.attention_paths import Paths
 from mibench.engines.jax_model import decoder, label_scores, masked_attention
 from mibench.engines.modes.layout import PackedBatch, bucket_length, pack, packed_length
-from mibench.engines.modes.options import (
-    SCHEDULES,
-    check_known,
-    choice,
-    mask_option,
-    positive_int,
-    require_delimiter,
-)
+from mibench.engines.modes.registry import MODES
 from mibench.engines.request import ScoreRequest
 from mibench.engines.sharding import to_host
 
@@ -30,7 +23,6 @@ from mibench.engines.sharding import to_host
 # T=196 90 vs 98 ms, T=388 108 vs 105, T=776 167 vs 132, T=1796 492 vs 217,
 # T=2564 1006 vs 319, T=12.8k 43 s vs 2.4 s. Segment wins from a few hundred tokens on.
 AUTO_DENSE_MAX_T = 256
-CHUNK_SIZE = 32  # items per chunk when `chunk_size` is left out (sglang-jax's default)
 
 
 def _scored_rows(h_btd, last_rows_r):
@@ -96,27 +88,26 @@ def resolve_mask(mask: str, batch: PackedBatch) -> str:
 def score_packed(engine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `packed`: `query d item1 d ... itemN d` as one sequence. Options `mask` (dense,
     segment or auto, the default) and `attention`."""
-    check_known("jax", "packed", options)
-    mask = mask_option(options.get("mask", "auto"))
-    attn = engine.attention(options)
-    require_delimiter("packed", req.delimiter)
+    mode = MODES["jax"]["packed"]
+    options = mode.check(options)
+    mode.require_semantics(req.delimiter)
+    mask, attn = options["mask"], engine.attention(options)
     batch = pack(req, [list(range(len(req.items)))])
     return run_packed(engine, req, batch, resolve_mask(mask, batch), attn)
 
 
 def score_chunked(engine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `chunked`: ceil(N / chunk_size) packed sequences, each with its own copy of the
-    query. Options `chunk_size` (default CHUNK_SIZE), `mask` (default segment; dense and
+    query. Options `chunk_size` (default 32), `mask` (default segment; dense and
     auto as in `packed`), `schedule`: `parallel` (default; every chunk in one padded batch,
     the seeds' 141 items/s path) or `sequential` (one chunk after another, sglang-jax's
     default; every chunk padded to the longest one's shape, so one program serves them
     all), and `attention`."""
-    check_known("jax", "chunked", options)
-    k = positive_int(options.get("chunk_size", CHUNK_SIZE), "chunk_size")
-    mask = mask_option(options.get("mask", "segment"))
-    schedule = choice(options.get("schedule", "parallel"), "schedule", SCHEDULES)
+    mode = MODES["jax"]["chunked"]
+    options = mode.check(options)
+    mode.require_semantics(req.delimiter)
+    k, mask, schedule = options["chunk_size"], options["mask"], options["schedule"]
     attn = engine.attention(options)
-    require_delimiter("chunked", req.delimiter)
     n = len(req.items)
     chunks = [list(range(lo, min(n, lo + k))) for lo in range(0, n, k)]
     if schedule == "parallel":

@@ -12,7 +12,7 @@ import numpy as np
 from mibench.engines.attention_paths import Paths
 from mibench.engines.jax_model import decoder, label_scores
 from mibench.engines.modes.layout import bucket_length
-from mibench.engines.modes.options import check_known
+from mibench.engines.modes.registry import MODES
 from mibench.engines.request import ScoreRequest
 from mibench.engines.sharding import to_host
 
@@ -33,8 +33,7 @@ def score_last_token(params, tokens_1t, last, labels, cfg, apply_softmax: bool, 
 
 def score_single(engine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `single`: one forward per item, batch 1, in order. Option: `attention`."""
-    check_known("jax", "single", options)
-    attn = engine.attention(options)
+    attn = engine.attention(MODES["jax"]["single"].check(options))
     labels = np.asarray(req.labels, np.int32)
     rows = []
     for i in range(len(req.items)):

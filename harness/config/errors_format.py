@@ -74,9 +74,9 @@ def _message(err: dict, key: Key, root: type[BaseModel]) -> str:
     return msg.removeprefix("Value error, ")
 
 
-def format_validation_error(e: ValidationError, data: dict, locs: Locations) -> ConfigError:
-    from mibench.harness.config.spec import Config
-
+def format_validation_error(e: ValidationError, data: dict, locs: Locations,
+                            root: type[BaseModel]) -> ConfigError:
+    """One ConfigError for a validation failure of `root` (the Config model)."""
     seen: dict[str, tuple[Key, str, tuple]] = {}
     for err in e.errors(include_url=False):
         key = _clean_loc(tuple(err["loc"]), data, err["type"])
@@ -84,7 +84,7 @@ def format_validation_error(e: ValidationError, data: dict, locs: Locations) -> 
         # deepest into the value, names the real problem
         rank = (err["type"] == "value_error", len(err["loc"]))
         if dotted(key) not in seen or rank > seen[dotted(key)][2]:
-            seen[dotted(key)] = (key, _message(err, key, Config), rank)
+            seen[dotted(key)] = (key, _message(err, key, root), rank)
     # a type error of one union branch is noise when another branch got deeper
     items = [(k, m) for k, m, _ in seen.values()
              if not (m.startswith("Input should be a valid") and

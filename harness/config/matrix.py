@@ -13,11 +13,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from mibench.engines.modes.options import DEFAULTS, MODE_OPTIONS, OPTION_NAMES
+from mibench.engines import MODES, OPTIONS
 from mibench.harness.config.spec import Case, Config, Workload
 from mibench.workloads import WorkloadSpec
 
-OPTIONS = OPTION_NAMES
 WORKLOAD_AXES = {"query_tokens": "q", "num_items": "items", "item_tokens": "item_len"}
 
 
@@ -68,16 +67,16 @@ def model_name(path: str) -> str:
 
 def check_case(config: Config, i: int, case: Case) -> None:
     """Engine, mode and options must exist; errors name `cases.i.key`."""
-    if case.engine not in MODE_OPTIONS:
+    if case.engine not in MODES:
         raise config.error(("cases", i, "engine"),
-                           f"unknown engine {case.engine!r} (known: {', '.join(MODE_OPTIONS)})")
-    modes = MODE_OPTIONS[case.engine]
+                           f"unknown engine {case.engine!r} (known: {', '.join(MODES)})")
+    modes = MODES[case.engine]
     if case.mode not in modes:
         raise config.error(("cases", i, "mode"), f"unknown mode {case.mode!r} for engine "
                            f"{case.engine} (known: {', '.join(modes)})")
     for opt in OPTIONS:
-        if getattr(case, opt) is not None and opt not in modes[case.mode]:
-            allowed = ", ".join(modes[case.mode]) or "none"
+        if getattr(case, opt) is not None and opt not in modes[case.mode].options:
+            allowed = ", ".join(modes[case.mode].options) or "none"
             raise config.error(("cases", i, opt), f"mode {case.mode} takes no option {opt!r} "
                                f"(its options: {allowed})")
 
@@ -109,7 +108,7 @@ def workload_specs(w: Workload) -> list[tuple[dict, WorkloadSpec]]:
 
 def _case_id(case: Case, params: dict, tp: int, axes: dict, config: Config, patch: dict) -> str:
     parts = [case.engine, case.mode] + [f"{k}={short(v)}" for k, v in params.items()
-                                        if DEFAULTS.get(k, object()) != v]
+                                        if OPTIONS[k].quiet != v]
     parts.append(f"tp={tp}")
     m = config.model
     if len(m.path) > 1:
@@ -148,12 +147,12 @@ def check_reference(config: Config) -> None:
     ref = config.parity.reference if config.parity else None
     if ref is None:
         return
-    if ref.engine not in MODE_OPTIONS:
+    if ref.engine not in MODES:
         raise config.error(("parity", "reference", "engine"), f"unknown engine {ref.engine!r} "
-                           f"(known: {', '.join(MODE_OPTIONS)})")
-    if ref.mode not in MODE_OPTIONS[ref.engine]:
+                           f"(known: {', '.join(MODES)})")
+    if ref.mode not in MODES[ref.engine]:
         raise config.error(("parity", "reference", "mode"), f"unknown mode {ref.mode!r} for "
-                           f"engine {ref.engine} (known: {', '.join(MODE_OPTIONS[ref.engine])})")
+                           f"engine {ref.engine} (known: {', '.join(MODES[ref.engine])})")
 
 
 def expand(config: Config) -> list[CaseSpec]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -24,14 +23,14 @@ from pydantic import (
     PositiveFloat,
     PositiveInt,
     PrivateAttr,
-    ValidationError,
+    create_model,
     model_validator,
 )
 
-from mibench.engines.modes.options import ATTENTIONS, MASKS, SCHEDULES
-from mibench.harness.config.yamlsource import ConfigError, Locations, apply_set, load_source
+from mibench.engines import OPTIONS, Option
+from mibench.harness.config.yamlsource import ConfigError, Locations
 
-__all__ = ["Config", "ConfigError", "load_config", "Case", "Workload", "WorkloadFields"]
+__all__ = ["Config", "ConfigError", "Case", "Workload", "WorkloadFields"]
 
 
 def _listify(v):
@@ -50,9 +49,6 @@ def Axis(t):  # noqa: N802 - reads as a type
 
 
 Dtype = Literal["float32", "bfloat16"]
-Mask = Literal[MASKS]
-Schedule = Literal[SCHEDULES]
-Attention = Literal[ATTENTIONS]
 
 
 class Strict(BaseModel):
@@ -131,20 +127,30 @@ class Runs(RunsPatch):
     timed: PositiveInt = 5
 
 
-class Case(Strict):
-    """One line of `cases`: engine, mode, mode options (lists expand), per-case overrides."""
+def _option_field(option: Option) -> tuple:
+    """A case's field for a registry option: a value or a list of values (a matrix axis);
+    an `ints` option (a list itself) is one value, and a list of lists is its axis."""
+    if option.kind == "choice":
+        kind = Axis(Literal[option.choices])
+    elif option.kind == "int":
+        kind = Axis(PositiveInt)
+    else:
+        kind = Annotated[list[Annotated[list[PositiveInt], Field(min_length=1)]],
+                         BeforeValidator(_nest), Field(min_length=1)]
+    return kind | None, Field(None, description=option.doc)
 
+
+class _CaseHead(Strict):
     engine: str
     mode: str
-    mask: Axis(Mask) | None = None
-    chunk_size: Axis(PositiveInt) | None = None
-    schedule: Axis(Schedule) | None = None
-    extend_batch_size: Axis(PositiveInt) | None = None
-    precompile_bs: Annotated[list[Annotated[list[PositiveInt], Field(min_length=1)]],
-                             BeforeValidator(_nest), Field(min_length=1)] | None = None
-    attention: Axis(Attention) | None = None
-    runs: RunsPatch | None = None
-    workload: WorkloadFields | None = None
+
+
+# One line of `cases`: engine, mode, the mode options of the registry (lists expand), and
+# per-case overrides of runs and workload
+Case = create_model(
+    "Case", __base__=_CaseHead, __module__=__name__,
+    **{name: _option_field(option) for name, option in OPTIONS.items()},
+    runs=(RunsPatch | None, None), workload=(WorkloadFields | None, None))
 
 
 class Reference(Strict):
@@ -197,41 +203,3 @@ class Config(Strict):
 
     def error(self, key: tuple, message: str) -> ConfigError:
         return self._locations.error(key, message)
-
-
-def _workload_spots(data: dict):
-    """Every mapping in the raw config that may hold `requests:`, with its key path."""
-    yield ("workload",), data.get("workload")
-    yield ("parity", "workload"), (data.get("parity") or {}).get("workload") \
-        if isinstance(data.get("parity"), dict) else None
-    cases = data.get("cases")
-    for i, case in enumerate(cases if isinstance(cases, list) else []):
-        yield ("cases", i, "workload"), case.get("workload") if isinstance(case, dict) else None
-
-
-def _resolve_requests(data: dict, locs: Locations) -> None:
-    """Make each `requests:` path absolute, relative to the file that set it."""
-    for key, node in _workload_spots(data):
-        if isinstance(node, dict) and isinstance(node.get("requests"), str):
-            file, _ = locs.find(key + ("requests",))
-            base = Path(file).parent if file and not file.startswith("--set") else Path.cwd()
-            node["requests"] = str((base / node["requests"]).resolve())
-
-
-def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
-    """Read, merge includes, apply `--set` overrides, validate, and check the matrix."""
-    from mibench.harness.config.errors_format import format_validation_error
-    from mibench.harness.config.matrix import expand
-
-    data, locs = load_source(Path(path))
-    for assignment in overrides:
-        data = apply_set(data, locs, assignment)
-    _resolve_requests(data, locs)
-    try:
-        config = Config.model_validate(data)
-    except ValidationError as e:
-        raise format_validation_error(e, data, locs) from None
-    config._locations = locs
-    config._source = str(path)
-    expand(config)  # semantic checks: engines, modes, options, duplicate ids
-    return config

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from mibench.engines import MibenchError
+from mibench.errors import MibenchError
 
 Key = tuple[str | int, ...]
 

@@ -56,33 +56,6 @@ def machine() -> dict:
     return info
 
 
-def kernel_check() -> dict:
-    """cuDNN keys attention (o and lse) against jax.nn's XLA attention, bfloat16, causal
-    and not: the largest differences."""
-    import jax
-    import jax.numpy as jnp
-
-    from mibench.engines.attention_paths import keys_cudnn
-
-    out = {}
-    kq, kk, kv = jax.random.split(jax.random.key(0), 3)
-    q = jax.random.normal(kq, (1, 256, 16, 128), jnp.bfloat16)
-    k = jax.random.normal(kk, (1, 256, 8, 128), jnp.bfloat16)
-    v = jax.random.normal(kv, (1, 256, 8, 128), jnp.bfloat16)
-    key_len = jnp.array([200], jnp.int32)
-    for causal in (True, False):
-        o, lse = keys_cudnn(q, k, v, key_len, causal)
-        o_ref, lse_ref = jax.nn.dot_product_attention(
-            q.astype(jnp.float32), k.astype(jnp.float32), v.astype(jnp.float32),
-            is_causal=causal, key_value_seq_lengths=key_len, implementation="xla",
-            return_residual=True)
-        out[f"causal={causal}"] = {
-            "o_max_diff": float(jnp.abs(o.astype(jnp.float32) - o_ref)[:, :200].max()),
-            "lse_max_diff": float(jnp.abs(lse - lse_ref)[:, :200].max())}
-    print("kernel check:", json.dumps(out), flush=True)
-    return out
-
-
 def run_config(out: Path, sets: tuple[str, ...], budget_s: float) -> int:
     """`mibench run` in a child process; killed (the artifact kept) past the budget."""
     cmd = [sys.executable, "-m", "mibench.harness.cli", "run", str(CONFIG), "--out", str(out),
@@ -104,10 +77,9 @@ def run_config(out: Path, sets: tuple[str, ...], budget_s: float) -> int:
 def profile(dry: bool, attention: str = "auto", kernels: bool = False) -> dict:
     """Stage times of the largest-batch prefill_extend case of the config; with `kernels`,
     the top kernels of one whole call from a JAX profiler trace too."""
-    from mibench.engines import load_engine
-    from mibench.engines.profile import prefill_extend_stages, top_kernels
+    from mibench.engines import load_engine, stage_profile, top_kernels
+    from mibench.harness.config import load_config
     from mibench.harness.config.matrix import expand
-    from mibench.harness.config.spec import load_config
     from mibench.workloads import materialize
 
     config = load_config(CONFIG, DRY_SETS if dry else ())
@@ -116,7 +88,7 @@ def profile(dry: bool, attention: str = "auto", kernels: bool = False) -> dict:
     engine = load_engine("jax", model=case.model, dtype=case.dtype)
     req = materialize(case.workload, engine.model_config.vocab_size)[0]
     w = case.workload
-    stages = prefill_extend_stages(
+    stages = stage_profile(
         engine, list(req.query), [list(i) for i in req.items], list(w.label_token_ids),
         delimiter=w.delimiter, apply_softmax=w.apply_softmax,
         **{**case.params, "attention": attention})
@@ -148,7 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         if not any(d.startswith("gpu") for d in summary["machine"]["devices"]):
             print("error: no GPU visible to JAX (use --dry-run on a CPU)", file=sys.stderr)
             return 2
-        summary["kernel_check"] = kernel_check()
+        from mibench.engines import cudnn_check
+
+        summary["kernel_check"] = cudnn_check()
+        print("kernel check:", json.dumps(summary["kernel_check"]), flush=True)
     rc = run_config(args.out, DRY_SETS if args.dry_run else (), args.budget_s)
     summary["run_exit"] = rc
     artifacts = sorted(args.out.glob("*.json"), key=lambda p: p.stat().st_mtime)

@@ -65,8 +65,8 @@ def parse(argv=None) -> argparse.Namespace:
 def main(argv=None) -> dict:
     args = parse(argv)
     from mibench.engines import load_engine
+    from mibench.harness.config import load_config
     from mibench.harness.config.matrix import expand
-    from mibench.harness.config.spec import load_config
     from mibench.harness.run.peak import PeakTable
     from mibench.harness.run.runner import run
 

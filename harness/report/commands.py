@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from mibench.engines import MibenchError
+from mibench.errors import MibenchError
 from mibench.harness.run.guard import guarded
 
 Threshold = Annotated[str, typer.Option(help="Smallest relative change that counts: 5% or "

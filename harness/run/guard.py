@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from mibench.engines.errors import MibenchError
+from mibench.errors import MibenchError
 
 
 def guarded(fn):

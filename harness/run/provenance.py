@@ -46,7 +46,7 @@ def package_versions() -> dict[str, str | None]:
 
 @functools.cache
 def _versions() -> tuple[tuple[str, str | None], ...]:
-    from mibench.engines.env import package_versions as read_versions
+    from mibench.engines import package_versions as read_versions
 
     return tuple(read_versions().items())
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from mibench.engines import MibenchError
+from mibench.errors import MibenchError
 from mibench.harness.records import RunRecord, read_artifact
 from mibench.harness.run.provenance import git_output
 from mibench.harness.stats.changepoint import (

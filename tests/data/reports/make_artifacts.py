@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mibench.harness.config import load_config
 from mibench.harness.config.matrix import CaseSpec, expand
-from mibench.harness.config.spec import load_config
 from mibench.harness.records import (
     CaseRecord,
     Devices,

@@ -1,4 +1,6 @@
-"""The one error class for expected failures (bad input, bad config, missing files)."""
+"""The error classes every part of mibench raises for expected failures (bad input, bad
+config, missing files). Neutral: `engines`, `harness` and `workloads` all import it, and it
+imports nothing of theirs."""
 
 
 class MibenchError(ValueError):

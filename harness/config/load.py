@@ -1,0 +1,49 @@
+"""Loading a config: read the YAML (includes, `--set` overrides), validate it into a typed
+`Config` (errors name the key, file and line), then expand it once, so every semantic
+error (unknown engine, mode or option, duplicate case ids) is found before anything runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from mibench.harness.config.errors_format import format_validation_error
+from mibench.harness.config.matrix import expand
+from mibench.harness.config.spec import Config
+from mibench.harness.config.yamlsource import Locations, apply_set, load_source
+
+
+def _workload_spots(data: dict):
+    """Every mapping in the raw config that may hold `requests:`, with its key path."""
+    yield ("workload",), data.get("workload")
+    yield ("parity", "workload"), (data.get("parity") or {}).get("workload") \
+        if isinstance(data.get("parity"), dict) else None
+    cases = data.get("cases")
+    for i, case in enumerate(cases if isinstance(cases, list) else []):
+        yield ("cases", i, "workload"), case.get("workload") if isinstance(case, dict) else None
+
+
+def _resolve_requests(data: dict, locs: Locations) -> None:
+    """Make each `requests:` path absolute, relative to the file that set it."""
+    for key, node in _workload_spots(data):
+        if isinstance(node, dict) and isinstance(node.get("requests"), str):
+            file, _ = locs.find(key + ("requests",))
+            base = Path(file).parent if file and not file.startswith("--set") else Path.cwd()
+            node["requests"] = str((base / node["requests"]).resolve())
+
+
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
+    """Read, merge includes, apply `--set` overrides, validate, and check the matrix."""
+    data, locs = load_source(Path(path))
+    for assignment in overrides:
+        data = apply_set(data, locs, assignment)
+    _resolve_requests(data, locs)
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as e:
+        raise format_validation_error(e, data, locs, Config) from None
+    config._locations = locs
+    config._source = str(path)
+    expand(config)  # semantic checks: engines, modes, options, duplicate ids
+    return config
