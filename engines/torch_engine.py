@@ -13,8 +13,13 @@ import inspect
 
 import numpy as np
 
-from mibench.engines.checkpoint import encode, load_tokenizer, resolve_model, special_ids
-from mibench.engines.config import read_config
+from mibench.engines.checkpoint import (
+    check_checkpoint,
+    encode,
+    load_tokenizer,
+    resolve_model,
+    special_ids,
+)
 from mibench.engines.modes.layout import tokens_run
 from mibench.engines.modes.registry import MODES
 from mibench.engines.request import ScoreRequest, make_request
@@ -68,7 +73,9 @@ class TorchEngine:
                                field="tp")
         self.model, self.dtype, self.tp = model, dtype, tp
         self.folder = resolve_model(model)
-        self.model_config = read_config(self.folder)
+        # the same check as the JAX engine's, before transformers (which would ignore unused
+        # tensors, and raise a SafetensorError traceback on a damaged file)
+        self.model_config, _ = check_checkpoint(self.folder)
         self.torch_dtype = getattr(torch, dtype)
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         # eager for `single`; `score` switches to sdpa for `prefill_extend` and back
