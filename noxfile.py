@@ -1,5 +1,5 @@
 """Developer sessions: `nox -s tests`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
-`nox -s nightly`."""
+`nox -s overhead`, `nox -s nightly`."""
 
 import nox
 
@@ -27,10 +27,33 @@ def lint(session):
 
 @nox.session(python="3.11")
 def bench(session):
-    """The modes benchmark on the seeds' workload shape (tiny, float32): items/s, latency,
-    peak memory and the ratios the modes issue targets, measured in one process."""
+    """The modes benchmark (configs/bench-modes.yaml: every JAX mode on the seeds' workload
+    shape, tiny, float32, one process): compile time, items/s, latency and peak memory per
+    mode, then the report of the new artifact (artifacts/bench/report.md). Extra arguments
+    go to `mibench run`, e.g. `nox -s bench -- --set runs.timed=5`."""
+    import json
+    from pathlib import Path
+
     _install(session)
-    session.run("python", "-m", "mibench.engines.bench", *session.posargs, env=ENV)
+    out = Path("artifacts/bench")
+    before = set(out.glob("*.json"))
+    # exit 3 (a case failed) is recorded in the artifact: report it, then fail below
+    session.run("mibench", "run", "configs/bench-modes.yaml", "--out", str(out),
+                *session.posargs, env=ENV, success_codes=[0, 3])
+    new = max(set(out.glob("*.json")) - before, key=lambda p: p.stat().st_mtime)
+    session.run("mibench", "report", str(new), "--out", str(out / "report.md"), env=ENV)
+    failed = [c["case_id"] for c in json.loads(new.read_text())["cases"] if c["status"] != "ok"]
+    if failed:
+        session.error(f"cases not ok: {', '.join(failed)} (see {new})")
+
+
+@nox.session(python="3.11")
+def overhead(session):
+    """What the harness adds to a direct timed loop over the same call (configs/overhead.yaml;
+    the <= 2% budget). Extra arguments go to `mibench job overhead`, e.g. `-- --rounds 5`."""
+    _install(session)
+    session.run("mibench", "job", "overhead", "configs/overhead.yaml", *session.posargs,
+                env=ENV)
 
 
 @nox.session(python="3.11")

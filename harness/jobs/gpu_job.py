@@ -1,8 +1,8 @@
 """The prepared GPU job: check the machine, run `configs/gpu.yaml`, profile the fastest
 mode's stages, write the artifact, the report and a summary, all inside a time budget.
 
-    python -m mibench.harness.jobs.gpu_job --out DIR [--budget-s 420]       # on a GPU machine
-    python -m mibench.harness.jobs.gpu_job --out DIR --dry-run              # anywhere: tiny preset
+    mibench job gpu --out DIR [--budget-s 420]       # on a GPU machine
+    mibench job gpu --out DIR --dry-run              # anywhere: tiny preset
 
 Steps: (1) what the machine has (devices, versions, missing packages); (2) a kernel check
 of the cuDNN attention path against XLA at a small shape (GPU only); (3) `mibench run` of
@@ -13,12 +13,12 @@ Exit code: the run's (0 ok, 3 a case or parity failed).
 
 On a bare GPU machine with JAX, PyTorch and transformers but no package index: install the
 missing wheels (pydantic and its dependencies), then `pip install --no-deps
---no-build-isolation -e .` in the repository, then run this module.
+--no-build-isolation -e .` in the repository, then run the job through the CLI module
+(no console script needed): `python3 -m mibench.harness.cli job gpu --out DIR`.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import os
@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from mibench.errors import MibenchError
 
 # this process only checks and profiles: it must not hold the GPU memory the run needs
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -106,44 +108,38 @@ def profile(dry: bool, attention: str = "auto", kernels: bool = False) -> dict:
     return stages
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mibench.harness.jobs.gpu_job", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--budget-s", type=float, default=420.0, help="time for the run step")
-    ap.add_argument("--dry-run", action="store_true", help="tiny preset, no GPU needed")
-    args = ap.parse_args(argv)
+def main(out: Path, budget_s: float = 420.0, dry_run: bool = False) -> int:
+    """The whole job (`mibench job gpu`); returns the run's exit code. No GPU without
+    `dry_run`, or a budget that is not positive, is a MibenchError."""
+    if not budget_s > 0:
+        raise MibenchError(f"must be a positive number of seconds, got {budget_s:g}",
+                           field="--budget-s")
     t0 = time.perf_counter()
-    args.out.mkdir(parents=True, exist_ok=True)
     summary = {"machine": machine()}
-    if not args.dry_run:
+    if not dry_run:
         if not any(d.startswith("gpu") for d in summary["machine"]["devices"]):
-            print("error: no GPU visible to JAX (use --dry-run on a CPU)", file=sys.stderr)
-            return 2
+            raise MibenchError("no GPU visible to JAX (use --dry-run on a CPU)")
         from mibench.engines import cudnn_check
 
         summary["kernel_check"] = cudnn_check()
         print("kernel check:", json.dumps(summary["kernel_check"]), flush=True)
-    rc = run_config(args.out, DRY_SETS if args.dry_run else (), args.budget_s)
+    out.mkdir(parents=True, exist_ok=True)
+    rc = run_config(out, DRY_SETS if dry_run else (), budget_s)
     summary["run_exit"] = rc
-    artifacts = sorted(args.out.glob("*.json"), key=lambda p: p.stat().st_mtime)
+    artifacts = sorted(out.glob("*.json"), key=lambda p: p.stat().st_mtime)
     artifacts = [p for p in artifacts if p.name != "summary.json"]
     if artifacts:
         subprocess.run([sys.executable, "-m", "mibench.harness.cli", "report", str(artifacts[-1]),
-                        "--out", str(args.out / "report" / "report.md")], check=False)
+                        "--out", str(out / "report" / "report.md")], check=False)
     # the same stages on today's path and on the tiled CPU kernels: the before/after ratio
     for attention in ("auto", "xla"):
         try:
-            summary[f"profile_{attention}"] = profile(args.dry_run, attention,
+            summary[f"profile_{attention}"] = profile(dry_run, attention,
                                                       kernels=attention == "auto")
         except Exception as e:  # the artifact matters more than the profile
             summary[f"profile_{attention}"] = {"error": f"{type(e).__name__}: {e}"}
-        (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
+        (out / "summary.json").write_text(json.dumps(summary, indent=1))
     summary["wall_s"] = time.perf_counter() - t0
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"gpu job done in {summary['wall_s']:.0f} s, run exit {rc}", flush=True)
     return rc
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,6 +8,13 @@ The heap that exists before a case (engines, torch, transformers: ~550k objects,
 garbage collection took 0.6 s on the 2-core CPU) is frozen out of the collector while the
 case runs (`gc.freeze`, as `timeit` disables the collector), so a collection triggered by a
 call's own allocations never walks it; the call's own garbage is still collected.
+
+This is the one timing loop: every case of `mibench run` (the runner's `run_case`), the
+modes benchmark (`configs/bench-modes.yaml`) and both sides of the overhead job
+(`harness/jobs/overhead.py`) all time their calls here. Each timed call also records how
+far the resident set peaked above its level just before the call (`memory.PeakRss`, read
+outside the `perf_counter` bracket): `Timings.peak_rise_bytes`, the largest over the timed
+calls.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import time
 from collections.abc import Callable
 
 from mibench.harness.config.matrix import RunPlan
+from mibench.harness.run.memory import PeakRss
 
 
 class CaseTimeout(Exception):
@@ -35,6 +43,9 @@ class Timings:
     warmup_s: list[float] = dataclasses.field(default_factory=list)
     timed_s: list[float] = dataclasses.field(default_factory=list)
     first_result: object = None
+    # the largest rise of the resident set during one timed call above its level before it
+    peak_rise_bytes: int | None = None
+    timed_compiles: int | None = None  # compilations during the timed runs, when counted
 
 
 @contextlib.contextmanager
@@ -75,15 +86,22 @@ def _timed(call: Callable[[], object]) -> tuple[float, object]:
 
 
 def measure(call: Callable[[], object], plan: RunPlan, timings: Timings,
-            tick: Callable[[str], None] = lambda label: None) -> Timings:
-    """Run `call` 1 + warmup + timed times, appending each duration to `timings`."""
+            tick: Callable[[str], None] = lambda label: None,
+            count_compiles: Callable | None = None) -> Timings:
+    """Run `call` 1 + warmup + timed times, appending each duration to `timings` (and the
+    largest resident-set rise of a timed call to `timings.peak_rise_bytes`)."""
     with deadline(plan.timeout_s), frozen_heap():
         timings.compile_s, timings.first_result = _timed(call)
         tick("compile")
         for k in range(plan.warmup):
             timings.warmup_s.append(_timed(call)[0])
             tick(f"warmup {k + 1}/{plan.warmup}")
-        for k in range(plan.timed):
-            timings.timed_s.append(_timed(call)[0])
-            tick(f"run {k + 1}/{plan.timed}")
+        with count_compiles() if count_compiles else contextlib.nullcontext() as compiles:
+            for k in range(plan.timed):
+                with PeakRss(interval=0.01) as rss:
+                    timings.timed_s.append(_timed(call)[0])
+                timings.peak_rise_bytes = max(timings.peak_rise_bytes or 0, rss.extra)
+                tick(f"run {k + 1}/{plan.timed}")
+        if compiles is not None:
+            timings.timed_compiles = compiles()
     return timings

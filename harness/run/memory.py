@@ -1,7 +1,13 @@
 """Peak memory of a case: device memory stats where the backend has them (JAX's
 `peak_bytes_in_use`, the largest over the chips; torch's `max_memory_allocated`, reset
-before each case), else the peak resident set size sampled while the case ran (`PeakRss`).
-JAX's device peak only grows over a run: read it as an upper bound for the case."""
+before each case), else the peak resident set size while the case ran (`PeakRss`).
+JAX's device peak only grows over a run: read it as an upper bound for the case.
+
+`PeakRss` is the one resident-set peak: on Linux the kernel's own high-water mark (VmHWM),
+reset at the block's entry (5 to /proc/self/clear_refs, Linux >= 4.0), so the peak is
+exact and no thread shares the cores with the timed calls; elsewhere a thread samples the
+resident set every `interval` s.
+"""
 
 from __future__ import annotations
 
@@ -20,28 +26,68 @@ def rss_bytes() -> int:
         return _lifetime_peak_rss()
 
 
+def _high_water_bytes() -> int:
+    """The resident set's high-water mark since the last reset (VmHWM, Linux)."""
+    with open("/proc/self/status") as f:
+        kib = next(line.split()[1] for line in f if line.startswith("VmHWM:"))
+    return int(kib) * 1024
+
+
+def _reset_high_water() -> bool:
+    """Reset VmHWM to the resident set now; False where the kernel cannot."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        _high_water_bytes()
+    except (OSError, StopIteration, ValueError):
+        return False
+    return True
+
+
+# PeakRss blocks open now, outermost first: an inner block's reset of the high-water mark
+# first hands the peak so far to the blocks around it, so nesting keeps every peak exact
+_open: list[PeakRss] = []
+
+
 class PeakRss:
-    """Samples the resident set in a thread every `interval` s while the block runs:
-    `.peak` is the highest seen, `.extra` the rise above the level at entry."""
+    """`with PeakRss() as rss: ...`; `.peak` is the highest resident set during the block,
+    `.extra` its rise above the level at entry. `.exact`: the kernel's high-water mark was
+    used (else a thread sampled every `interval` s)."""
 
     def __init__(self, interval: float = 0.002):
         self.interval = interval
+        self.exact = False
+        self._thread = None
 
     def __enter__(self):
+        for outer in _open:
+            outer._fold()
+        self.exact = _reset_high_water()
         self.base = self.peak = rss_bytes()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
+        if not self.exact:
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._sample, daemon=True)
+            self._thread.start()
+        _open.append(self)
         return self
+
+    def _fold(self) -> None:
+        if self.exact:
+            self.peak = max(self.peak, _high_water_bytes())
 
     def _sample(self):
         while not self._stop.wait(self.interval):
             self.peak = max(self.peak, rss_bytes())
 
     def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, rss_bytes())
+        if self in _open:
+            _open.remove(self)
+        if self.exact:
+            self._fold()
+        else:
+            self._stop.set()
+            self._thread.join()
+            self.peak = max(self.peak, rss_bytes())
 
     @property
     def extra(self) -> int:
@@ -90,7 +136,7 @@ def reset_torch_peak() -> None:
 
 
 def peak_memory(engine_name: str, case_rss: int | None = None) -> tuple[int, str]:
-    """(bytes, source) for the engine's device, else the RSS peak sampled during the case
+    """(bytes, source) for the engine's device, else the resident-set peak of the case
     (else the process's lifetime peak)."""
     value = _jax_device_peak() if engine_name == "jax" else _torch_device_peak()
     if value is not None:

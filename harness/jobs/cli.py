@@ -1,0 +1,57 @@
+"""`mibench job ...`: the prepared jobs' commands, added to the main app in harness/cli.py.
+Each only parses arguments and calls the job's plain function (imported on call, so
+`mibench --help` stays light); a MibenchError is one line on stderr and exit 2.
+
+    mibench job gpu --out DIR [--budget-s 420] [--dry-run]
+    mibench job overhead [CONFIG] [--rounds 3] [--set key=value] [--out FILE.json]
+
+On a machine without the console script: `python -m mibench.harness.cli job ...`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mibench.harness.run.guard import guarded
+
+job_app = typer.Typer(no_args_is_help=True, help="Prepared jobs: the GPU job and the harness "
+                      "overhead benchmark.")
+
+
+@job_app.command("gpu")
+@guarded
+def gpu(out: Annotated[Path, typer.Option(help="Folder for the artifact, report and "
+                                               "summary.json.")],
+        budget_s: Annotated[float, typer.Option(help="Seconds for the run step (the child "
+                                                     "`mibench run` is stopped after).")]
+        = 420.0,
+        dry_run: Annotated[bool, typer.Option(help="The tiny preset on any machine, no GPU "
+                                                   "needed.")] = False):
+    """Check a GPU machine, run configs/gpu.yaml under a budget, report, profile.
+
+    Exit code: the run's (0 ok, 3 a case or parity failed, 124 stopped at the budget).
+    """
+    from mibench.harness.jobs import gpu_job
+
+    raise typer.Exit(gpu_job.main(out, budget_s, dry_run))
+
+
+@job_app.command("overhead")
+@guarded
+def overhead(config: Annotated[Path | None, typer.Argument(
+                 help="A one-case config without parity checks (default: "
+                      "configs/overhead.yaml).")] = None,
+             rounds: Annotated[int, typer.Option(help="Rounds of direct and harness "
+                                                      "sides.")] = 3,
+             set_: Annotated[list[str] | None, typer.Option(
+                 "--set", help="Override a config key: a.b=value (value parsed as YAML).")]
+             = None,
+             out: Annotated[Path | None, typer.Option(help="Also write the JSON result to "
+                                                          "FILE.")] = None):
+    """What the harness adds to a direct timed loop of the same call; JSON on stdout."""
+    from mibench.harness.jobs import overhead as job
+
+    job.main(config if config is not None else job.CONFIG, rounds, set_ or [], out)
