@@ -94,8 +94,8 @@ class JaxEngine:
     def score(self, query, items, label_token_ids, mode: str = "single",
               apply_softmax: bool = False, delimiter: int | None = None,
               **options) -> ScoreResult:
-        """Score every item; see DESIGN.md for the semantics and the modes' options."""
-        if mode not in SCORERS:
+        """Score every item (docs/semantics.md); the modes' options: modes/registry.py."""
+        if not isinstance(mode, str) or mode not in SCORERS:
             raise MibenchError(f"unknown mode {mode!r} for the jax engine "
                                f"(known: {', '.join(SCORERS)})", field="mode")
         req = self.request(query, items, label_token_ids, apply_softmax, delimiter)
@@ -107,4 +107,7 @@ class JaxEngine:
 
 
 def _has_text(query, items) -> bool:
-    return isinstance(query, str) or any(isinstance(i, str) for i in items or ())
+    """Whether the request holds text (then the tokenizer is loaded); a malformed request
+    is left to `make_request`, which names what is wrong."""
+    return isinstance(query, str) or (isinstance(items, list | tuple)
+                                       and any(isinstance(i, str) for i in items))

@@ -30,6 +30,9 @@ class ScoreRequest:
 
 
 def _tokens(value, field: str, tokenizer) -> tuple[int, ...]:
+    if isinstance(value, bytes | bytearray | memoryview | dict):
+        raise InputError(f"must be a list of token ids or a string, got {type(value).__name__}",
+                         field=field)
     if isinstance(value, str):
         if tokenizer is None:
             raise InputError("text given but the model has no tokenizer; pass token ids",
@@ -39,6 +42,8 @@ def _tokens(value, field: str, tokenizer) -> tuple[int, ...]:
         raise InputError(f"must be a list of token ids or a string, got {type(value).__name__}",
                          field=field)
     ids = value.tolist() if hasattr(value, "tolist") else list(value)
+    if not isinstance(ids, list):  # a numpy scalar
+        raise InputError(f"must be a list of token ids or a string, got {ids!r}", field=field)
     if not set(map(type, ids)) <= {int}:  # the fast check (C loops); then find the culprit
         for j, t in enumerate(ids):
             if isinstance(t, bool) or not isinstance(t, numbers.Integral):
@@ -57,19 +62,34 @@ def _check_range(ids: Sequence[int], field: str, vocab_size: int) -> None:
                              f"[0, {vocab_size})", field=field)
 
 
+def _is_bool(value) -> bool:
+    """True and False (and numpy's booleans), never 1, "no" or None."""
+    return isinstance(value, bool) or (type(value).__module__ == "numpy"
+                                       and type(value).__name__ in ("bool", "bool_"))
+
+
 def make_request(query, items, label_token_ids, *, apply_softmax: bool = False,
                  delimiter: int | None = None, vocab_size: int, max_length: int,
                  tokenizer=None) -> ScoreRequest:
     """Tokenize (when given text) and validate a request against the model's limits."""
+    if not _is_bool(apply_softmax):
+        raise InputError(f"must be True or False, got {apply_softmax!r}", field="apply_softmax")
     q = _tokens(query, "query", tokenizer)
     _check_range(q, "query", vocab_size)
-    if isinstance(items, str) or not isinstance(items, Sequence) or not items:
+    if isinstance(items, str | bytes) or not isinstance(items, Sequence) or len(items) == 0:
         raise InputError("must be a non-empty list of items", field="items")
+    kinds = [isinstance(item, str) for item in items]
+    if any(kinds) and not all(kinds):
+        raise InputError(f"mixes text (items[{kinds.index(True)}]) and token ids "
+                         f"(items[{kinds.index(False)}]): give every item as text or every "
+                         "item as token ids", field="items")
     its = tuple(_tokens(item, f"items[{i}]", tokenizer) for i, item in enumerate(items))
     for i, item in enumerate(its):
         _check_range(item, f"items[{i}]", vocab_size)
-    if isinstance(label_token_ids, str) or not isinstance(label_token_ids, Sequence) \
-            or not label_token_ids:
+    if hasattr(label_token_ids, "tolist") and not isinstance(label_token_ids, Sequence):
+        label_token_ids = label_token_ids.tolist()  # a numpy array of ids
+    if isinstance(label_token_ids, str | bytes) or not isinstance(label_token_ids, Sequence) \
+            or len(label_token_ids) == 0:
         raise InputError("must be a non-empty list of token ids", field="label_token_ids")
     labels = _tokens(list(label_token_ids), "label_token_ids", None)
     _check_range(labels, "label_token_ids", vocab_size)

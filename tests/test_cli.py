@@ -38,8 +38,9 @@ def test_error_is_one_line_on_stderr_exit_2(tmp_path):
 
 
 def test_score_ids_json_out():
-    result = runner.invoke(app, ["score", "--query", "1,2,3,4", "--item", "5,6", "--item",
-                                 "7", "--labels", "198,9834", "--delimiter", "151643"])
+    result = runner.invoke(app, ["score", "--query-ids", "1,2,3,4", "--item-ids", "5,6",
+                                 "--item-ids", "7", "--labels", "198,9834", "--delimiter",
+                                 "151643"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert len(data["scores"]) == 2 and len(data["scores"][0]) == 2
@@ -48,7 +49,7 @@ def test_score_ids_json_out():
 
 def test_score_request_file_and_text(tmp_path):
     req = tmp_path / "r.json"
-    req.write_text(json.dumps({"query": "is this good?", "items": ["yes", [5, 6]]}))
+    req.write_text(json.dumps({"query": "is this good?", "items": ["yes", "no"]}))
     result = runner.invoke(app, ["score", "--request", str(req), "--softmax",
                                  "--labels", "198,9834"])
     assert result.exit_code == 0, result.output
@@ -57,10 +58,10 @@ def test_score_request_file_and_text(tmp_path):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--query", "1,2", "--item", "3", "--labels", "999999999"], "label_token_ids"),
-    (["--query", "1,2"], "--item"),
-    (["--query", "1,2", "--item", "3", "--engine", "tpu"], "unknown engine"),
-    (["--query", "1,2", "--item", "3", "--option", "mask"], "key=value"),
+    (["--query-ids", "1,2", "--item-ids", "3", "--labels", "999999999"], "label_token_ids"),
+    (["--query-ids", "1,2"], "--item"),
+    (["--query-ids", "1,2", "--item-ids", "3", "--engine", "tpu"], "unknown engine"),
+    (["--query-ids", "1,2", "--item-ids", "3", "--option", "mask"], "key=value"),
 ])
 def test_score_bad_input_exit_2(args, needle):
     result = runner.invoke(app, ["score", *args])

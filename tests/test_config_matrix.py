@@ -48,11 +48,11 @@ def test_model_dtype_and_workload_axes_appear_in_ids(tmp_path):
         model: {path: ["embedded:qwen3-0.6b", "embedded:qwen3-1.7b"], dtype: [float32, bfloat16]}
         workload: {query_tokens: 8, num_items: [1, 8], item_tokens: 2, label_token_ids: [1]}
         cases:
-          - {engine: jax, mode: prefill_extend, precompile_bs: [1, 2, 3, 4]}
+          - {engine: jax, mode: prefill_extend, extend_batch_size: 4, precompile_bs: [1, 2, 3, 4]}
         """)
     got = ids(load_config(path))
     assert len(got) == 8
-    head = "jax/prefill_extend/precompile_bs=1-4/tp=1"
+    head = "jax/prefill_extend/extend_batch_size=4/precompile_bs=1-4/tp=1"
     assert got[0] == f"{head}/model=qwen3-0.6b/dtype=float32/items=1"
     assert got[-1] == f"{head}/model=qwen3-1.7b/dtype=bfloat16/items=8"
 
@@ -63,7 +63,8 @@ def test_precompile_bs_list_of_lists_is_an_axis(tmp_path):
         model: {path: "embedded:tiny"}
         workload: {query_tokens: 8, num_items: 4, item_tokens: 2, label_token_ids: [1]}
         cases:
-          - {engine: jax, mode: prefill_extend, precompile_bs: [[1, 2], [4, 8]]}
+          - {engine: jax, mode: prefill_extend, extend_batch_size: 2,
+             precompile_bs: [[1, 2], [4, 8]]}
         """)
     specs = expand(load_config(path))
     assert [c.params["precompile_bs"] for c in specs] == [[1, 2], [4, 8]]
@@ -92,7 +93,8 @@ def test_include_deep_merges_and_set_overrides(tmp_path):
     write_config(tmp_path, """
         name: base
         model: {path: "embedded:tiny", dtype: bfloat16}
-        workload: {query_tokens: 8, num_items: 4, item_tokens: 2, label_token_ids: [1]}
+        workload: {query_tokens: 8, num_items: 4, item_tokens: 2, label_token_ids: [1],
+                   delimiter: 151643}
         cases: [{engine: jax, mode: single}]
         """, name="base.yaml")
     path = write_config(tmp_path, """
@@ -227,3 +229,26 @@ def test_case_options_are_the_registry():
     assert set(OPTIONS) == declared
     for name, option in OPTIONS.items():  # each field's type is the option's kind
         assert Case.model_fields[name].description == option.doc
+
+
+def test_validate_lists_each_case_with_the_registry_defaults(tmp_path, monkeypatch):
+    """`mibench validate` fills every option the mode runs with from the registry."""
+    import dataclasses
+
+    from mibench.engines import MODES
+    from mibench.harness.config.matrix import expand
+    from mibench.harness.report.console import render_cases
+
+    config = load_config(write_config(tmp_path, """
+        name: v
+        model: {path: "embedded:tiny"}
+        workload: {query_tokens: 8, num_items: 2, item_tokens: 2, label_token_ids: [5],
+                   delimiter: 151643}
+        cases: [{engine: jax, mode: chunked, chunk_size: 4}]
+        """))
+    out = render_cases(config, expand(config))
+    assert "chunk_size=4 mask=segment schedule=parallel attention=auto" in out
+    chunked = MODES["jax"]["chunked"]
+    moved = dataclasses.replace(chunked, defaults={**chunked.defaults, "mask": "dense"})
+    monkeypatch.setitem(MODES["jax"], "chunked", moved)  # the registry is the one source
+    assert "chunk_size=4 mask=dense schedule=parallel" in render_cases(config, expand(config))

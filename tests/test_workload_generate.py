@@ -55,11 +55,11 @@ def test_counts():
 
 def test_jsonl_text_and_ids(tmp_path):
     path = tmp_path / "r.jsonl"
-    path.write_text("# comment\n" + json.dumps({"query": "ab", "items": ["c", [7, 8]]}) + "\n\n"
+    path.write_text("# comment\n" + json.dumps({"query": "ab", "items": ["c", "de"]}) + "\n\n"
                     + json.dumps({"query": [1, 2], "items": [[3]]}) + "\n")
     reqs = materialize(spec(requests=str(path)), 151936,
                        tokenize=lambda text: [ord(ch) for ch in text])
-    assert reqs[0].query == (97, 98) and reqs[0].items == ((99,), (7, 8))
+    assert reqs[0].query == (97, 98) and reqs[0].items == ((99,), (100, 101))
     assert reqs[1].query == (1, 2) and total_items(reqs) == 3
 
 

@@ -1,7 +1,8 @@
 """Requests from a JSONL file: one object a line, `{"query": ..., "items": [...]}`.
 
-`query` and each item are either a string (tokenized with the model's tokenizer, without
-special tokens) or a list of token ids. Blank lines and lines starting with `#` are skipped.
+`query` is a string (tokenized with the model's tokenizer, without special tokens) or a
+list of token ids; `items` a list of strings or a list of token-id lists, not mixed
+(`workloads.request.RequestModel`). Blank lines and lines starting with `#` are skipped.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mibench.errors import MibenchError
-from mibench.workloads.request import Request
+from mibench.workloads.request import Request, RequestModel, parse_request
 
 
 def _ids(value, where: str, tokenize) -> tuple[int, ...]:
@@ -22,38 +23,46 @@ def _ids(value, where: str, tokenize) -> tuple[int, ...]:
             return tuple(int(t) for t in tokenize(value))
         except MibenchError as e:
             raise MibenchError(f"text request, but {e}", field=where) from None
-    if isinstance(value, list) and all(isinstance(t, int) and not isinstance(t, bool)
-                                       for t in value):
-        return tuple(value)
-    raise MibenchError("must be a string or a list of token ids", field=where)
+    return tuple(value)
 
 
-def parse_line(obj, where: str, tokenize) -> Request:
-    if not isinstance(obj, dict) or set(obj) - {"query", "items"} or "query" not in obj:
-        raise MibenchError('expected {"query": ..., "items": [...]} and nothing else',
-                           field=where)
-    items = obj.get("items")
-    if not isinstance(items, list) or not items:
-        raise MibenchError("items must be a non-empty list", field=where)
-    return Request(query=_ids(obj["query"], f"{where} query", tokenize),
+def tokenized(req: RequestModel, where: str, tokenize) -> Request:
+    """A validated request in token ids (its text tokenized with `tokenize`)."""
+    return Request(query=_ids(req.query, f"{where} query", tokenize),
                    items=tuple(_ids(it, f"{where} items[{i}]", tokenize)
-                               for i, it in enumerate(items)))
+                               for i, it in enumerate(req.items)))
 
 
-def read_requests(path: str | Path,
-                  tokenize: Callable[[str], list[int]] | None = None) -> list[Request]:
+def scan_requests(path: str | Path) -> list[tuple[str, RequestModel]]:
+    """Every request of the file, validated but not tokenized, with where it is
+    (`FILE:LINE`); a MibenchError naming the file or the line."""
     path = Path(path)
+    if path.is_dir():
+        raise MibenchError("is a folder, not a requests file", field=str(path))
     if not path.is_file():
         raise MibenchError("requests file not found", field=str(path))
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise MibenchError(f"cannot read: {e.strerror or e}", field=str(path)) from None
+    except UnicodeDecodeError as e:
+        raise MibenchError(f"not a text file (byte {e.start} is not UTF-8)",
+                           field=str(path)) from None
     out = []
-    for n, line in enumerate(path.read_text().splitlines(), start=1):
+    for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise MibenchError(f"invalid JSON: {e.msg}", field=f"{path}:{n}") from None
-        out.append(parse_line(obj, f"{path}:{n}", tokenize))
+        except (json.JSONDecodeError, RecursionError, ValueError) as e:
+            msg = e.msg if isinstance(e, json.JSONDecodeError) else str(e).splitlines()[0]
+            raise MibenchError(f"invalid JSON: {msg}", field=f"{path}:{n}") from None
+        out.append((f"{path}:{n}", parse_request(obj, f"{path}:{n}")))
     if not out:
         raise MibenchError("no requests in file", field=str(path))
     return out
+
+
+def read_requests(path: str | Path,
+                  tokenize: Callable[[str], list[int]] | None = None) -> list[Request]:
+    return [tokenized(req, where, tokenize) for where, req in scan_requests(path)]

@@ -24,16 +24,24 @@ def _clean_loc(loc: tuple, data, kind: str) -> Key:
     (`int`, `Dist`, `list[int]`...) that name types, not keys."""
     out: list = []
     node = data
-    for n, part in enumerate(loc):
+    n = 0
+    while n < len(loc):
+        part = loc[n]
         found, child = _child(node, part)
         if not found:
-            if n + 1 < len(loc) and _child(node, loc[n + 1])[0]:
-                continue  # a union tag: the next part is a real key
+            # a union tag, or the index 0 of a scalar made a one-value list (an axis):
+            # skip it when a part a little further on is a real key
+            ahead = next((k for k in (1, 2) if n + k < len(loc)
+                          and _child(node, loc[n + k])[0]), None)
+            if ahead is not None:
+                n += ahead
+                continue
             if kind == "missing" and isinstance(part, str) and isinstance(node, dict):
                 out.append(part)
             break
         out.append(part)
         node = child
+        n += 1
     return tuple(out)
 
 
@@ -70,8 +78,14 @@ def _message(err: dict, key: Key, root: type[BaseModel]) -> str:
         return "required key is missing"
     if kind == "too_short" and isinstance(err.get("input"), list) and not err["input"]:
         return "is empty: needs at least one value (a matrix axis with no values has no cases)"
-    msg = err["msg"]
-    return msg.removeprefix("Value error, ")
+    msg = err["msg"].removeprefix("Value error, ")
+    value = err.get("input")
+    if kind.endswith(("_type", "_parsing")) and isinstance(value, bool | int | float | str) \
+            or value is None and kind.endswith("_type"):
+        shown = {True: "true", False: "false", None: "null"}.get(value, None) \
+            if isinstance(value, bool) or value is None else repr(value)
+        msg += f", got {shown[:60]}"  # strict types: `true` is not an integer
+    return msg
 
 
 def format_validation_error(e: ValidationError, data: dict, locs: Locations,

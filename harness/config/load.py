@@ -1,6 +1,8 @@
 """Loading a config: read the YAML (includes, `--set` overrides), validate it into a typed
 `Config` (errors name the key, file and line), then expand it once, so every semantic
-error (unknown engine, mode or option, duplicate case ids) is found before anything runs."""
+error (unknown engine, mode or option, duplicate case ids) is found before anything runs,
+and check it against its models and this machine (`checks`: presets and folders,
+vocabularies, lengths, requests files, host memory) without loading any weights."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from mibench.harness.config.checks import check_config, count_cases
 from mibench.harness.config.errors_format import format_validation_error
 from mibench.harness.config.matrix import expand
 from mibench.harness.config.spec import Config
@@ -30,7 +33,10 @@ def _resolve_requests(data: dict, locs: Locations) -> None:
         if isinstance(node, dict) and isinstance(node.get("requests"), str):
             file, _ = locs.find(key + ("requests",))
             base = Path(file).parent if file and not file.startswith("--set") else Path.cwd()
-            node["requests"] = str((base / node["requests"]).resolve())
+            try:
+                node["requests"] = str((base / node["requests"]).resolve())
+            except (OSError, ValueError) as e:  # a NUL byte, a symlink loop
+                raise locs.error(key + ("requests",), f"not a usable path: {e}") from None
 
 
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
@@ -45,5 +51,7 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
         raise format_validation_error(e, data, locs, Config) from None
     config._locations = locs
     config._source = str(path)
-    expand(config)  # semantic checks: engines, modes, options, duplicate ids
+    count_cases(config)  # a bounded matrix, before it is expanded
+    cases = expand(config)  # semantic checks: engines, modes, options, duplicate ids
+    check_config(config, cases)  # models, vocabularies, lengths, requests files, memory
     return config

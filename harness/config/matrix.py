@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+from pydantic import ValidationError
+
 from mibench.engines import MODES, OPTIONS
 from mibench.harness.config.spec import Case, Config, Workload
 from mibench.workloads import WorkloadSpec
@@ -25,6 +27,8 @@ class RunPlan:
     warmup: int
     timed: int
     timeout_s: float | None = None
+    max_rss: int | None = None  # bytes; enforced on engine workers
+    processes: int = 1  # fresh workers that each measure the case
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,8 +92,9 @@ def _workload(config: Config, case: Case, i: int) -> Workload:
               **case.workload.model_dump(exclude_unset=True)}
     try:
         return Workload.model_validate(merged)
-    except ValueError as e:
-        raise config.error(("cases", i, "workload"), str(e).splitlines()[-1].strip()) from None
+    except ValidationError as e:
+        why = e.errors()[0]["msg"].removeprefix("Value error, ")
+        raise config.error(("cases", i, "workload"), why) from None
 
 
 def workload_specs(w: Workload) -> list[tuple[dict, WorkloadSpec]]:

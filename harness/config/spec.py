@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 from pydantic import (
     BaseModel,
     BeforeValidator,
+    ByteSize,
     ConfigDict,
     Field,
     NonNegativeInt,
@@ -52,7 +53,10 @@ Dtype = Literal["float32", "bfloat16"]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Unknown keys are errors, and so are values of the wrong type: no coercion, so
+    `num_items: true` or `4.0` is not an integer and `apply_softmax: 1` not a boolean."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Dist(Strict):
@@ -92,7 +96,7 @@ class WorkloadFields(Strict):
     label_token_ids: Annotated[list[NonNegativeInt], Field(min_length=1)] | None = None
     delimiter: NonNegativeInt | None = None
     apply_softmax: bool = False
-    seed: int = 0
+    seed: NonNegativeInt = 0
     requests: str | None = None  # JSONL file of text or token requests, relative to the config
 
 
@@ -114,17 +118,23 @@ class Workload(WorkloadFields):
 
 
 class RunsPatch(Strict):
-    """Run counts: `warmup` untimed runs after the first (compile) call, `timed` runs, and
-    an optional per-case `timeout_s`."""
+    """Run counts: `warmup` untimed runs after the first (compile) call, `timed` runs; an
+    optional per-case `timeout_s`; `max_rss` (bytes, or `8GiB`), the resident set an engine
+    worker may reach before the harness kills it and fails the case; `processes`, how many
+    fresh worker processes measure each case one after another (their timed runs pooled,
+    so the spread between processes shows in the statistics)."""
 
     warmup: NonNegativeInt | None = None
     timed: PositiveInt | None = None
-    timeout_s: PositiveFloat | None = None
+    timeout_s: Annotated[PositiveFloat, Field(allow_inf_nan=False)] | None = None
+    max_rss: Annotated[ByteSize, Field(gt=0)] | None = None
+    processes: PositiveInt | None = None
 
 
 class Runs(RunsPatch):
     warmup: NonNegativeInt = 1
     timed: PositiveInt = 5
+    processes: PositiveInt = 1
 
 
 def _option_field(option: Option) -> tuple:
@@ -179,7 +189,7 @@ class Parity(Strict):
 
 
 class Config(Strict):
-    """A whole benchmark config (see DESIGN.md, Configs)."""
+    """A whole benchmark config (docs/configs.md)."""
 
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
     description: str | None = None

@@ -63,16 +63,96 @@ def _walk(node: yaml.Node, key: Key, file: str, locs: Locations) -> None:
             _walk(v_node, key + (i,), file, locs)
 
 
-def parse_yaml(text: str, file: str) -> tuple[dict, Locations]:
-    """Parse one YAML document into a dict and the location of every key."""
+# Bounds on what a config may expand to: aliases (`*x`) repeat whole anchored subtrees, so
+# nine levels of them make billions of values from a few lines ("billion laughs")
+MAX_VALUES = 100_000  # values (scalars, lists, mappings) after aliases are expanded
+MAX_DEPTH = 64  # nesting of lists and mappings
+MAX_FILE_BYTES = 4 * 1024**2  # a config is a short text file
+MAX_INCLUDES = 64  # files read through `include:`, all levels together
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """A SafeLoader that counts every value an alias expands to and refuses, naming the
+    line, a document past MAX_VALUES values, MAX_DEPTH levels, or an alias inside its own
+    anchor (a recursive structure)."""
+
+    def __init__(self, text: str, file: str):
+        super().__init__(text)
+        self.file = file
+        self.values = 0
+        self.depth = 0
+        self.sizes: dict[int, int] = {}  # id(node) -> values it expands to
+        self.open: set[str] = set()  # anchors whose node is still being composed
+
+    def _refuse(self, message: str, mark) -> ConfigError:
+        return ConfigError(message, file=self.file, line=mark.line + 1 if mark else None)
+
+    def _size(self, node: yaml.Node) -> int:
+        if id(node) not in self.sizes:
+            if isinstance(node, yaml.MappingNode):
+                size = 1 + sum(self._size(k) + self._size(v) for k, v in node.value)
+            elif isinstance(node, yaml.SequenceNode):
+                size = 1 + sum(self._size(v) for v in node.value)
+            else:
+                size = 1
+            self.sizes[id(node)] = size
+        return self.sizes[id(node)]
+
+    def _count(self, n: int, mark) -> None:
+        self.values += n
+        if self.values > MAX_VALUES:
+            raise self._refuse(f"expands to more than {MAX_VALUES} values (aliases repeat "
+                               "whole anchored subtrees); a config is far smaller", mark)
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor in self.open:
+                raise self._refuse(f"alias *{event.anchor} inside its own anchor (a recursive "
+                                   "structure)", event.start_mark)
+            if event.anchor in self.anchors:
+                self._count(self._size(self.anchors[event.anchor]), event.start_mark)
+            return super().compose_node(parent, index)
+        self._count(1, event.start_mark)
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self._refuse(f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
+        if event.anchor is not None:
+            self.open.add(event.anchor)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+            self.open.discard(event.anchor)
+
+
+def load_yaml(text: str, file: str) -> tuple[object, yaml.Node | None]:
+    """One YAML document, bounded (see _BoundedLoader): (its value, its node graph).
+    Every failure is a ConfigError naming `file` (and the line where YAML gives one)."""
+    loader = None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        loader = _BoundedLoader(text, file)  # the reader refuses control characters here
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark else None
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise ConfigError(f"invalid YAML: {problem}", file=file, line=line) from None
+    except (ValueError, RecursionError) as e:  # e.g. an integer of 5000 digits
+        if isinstance(e, ConfigError):
+            raise
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ConfigError(f"invalid YAML: {first}", file=file) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    return data, node
+
+
+def parse_yaml(text: str, file: str) -> tuple[dict, Locations]:
+    """Parse one YAML document into a dict and the location of every key."""
+    data, node = load_yaml(text, file)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -82,6 +162,30 @@ def parse_yaml(text: str, file: str) -> tuple[dict, Locations]:
     if node is not None:
         _walk(node, (), file, locs)
     return data, locs
+
+
+def read_text(path: Path, shown: str) -> str:
+    """A config file's text: a regular UTF-8 file of at most MAX_FILE_BYTES."""
+    if path.is_dir():
+        raise ConfigError("is a folder, not a config file", file=shown)
+    if not path.exists():
+        raise ConfigError("no such config file", file=shown)
+    if not path.is_file():
+        raise ConfigError("not a regular file", file=shown)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ConfigError(f"is {size} bytes; a config is a short text file (at most "
+                              f"{MAX_FILE_BYTES} bytes)", file=shown)
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"cannot read: {e.strerror or type(e).__name__}", file=shown) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise ConfigError(f"not a text file (byte {e.start} is not UTF-8)", file=shown,
+                          line=line) from None
 
 
 def deep_merge(base: dict, over: dict) -> dict:
@@ -110,13 +214,14 @@ def _get(data, key: Key):
     return data
 
 
-def load_source(path: Path, _stack: tuple[Path, ...] = ()) -> tuple[dict, Locations]:
+def load_source(path: Path, _stack: tuple[Path, ...] = (),
+                _read: list | None = None) -> tuple[dict, Locations]:
     """Read a config file and the files it includes (relative to it), merged in order."""
     path = Path(path)
     shown = str(path)
-    if not path.is_file():
-        raise ConfigError("no such config file", file=shown)
-    data, locs = parse_yaml(path.read_text(), shown)
+    data, locs = parse_yaml(read_text(path, shown), shown)
+    _read = [] if _read is None else _read
+    _read.append(path)
     includes = data.pop("include", None)
     if includes is None:
         return data, locs
@@ -133,7 +238,9 @@ def load_source(path: Path, _stack: tuple[Path, ...] = ()) -> tuple[dict, Locati
             raise locs.error(key, f"include cycle through {name}")
         if not target.is_file():
             raise locs.error(key, f"included file {name} not found (looked in {target})")
-        sub, sub_locs = load_source(target, _stack + (path.resolve(),))
+        if len(_read) > MAX_INCLUDES:
+            raise locs.error(key, f"more than {MAX_INCLUDES} included files in all")
+        sub, sub_locs = load_source(target, _stack + (path.resolve(),), _read)
         merged_locs = _merge_locations(merged_locs, sub_locs, sub)
         merged = deep_merge(merged, sub)
     locs = Locations({k: v for k, v in locs.items() if not (k and k[0] == "include")})
@@ -147,13 +254,11 @@ def apply_set(data: dict, locs: Locations, assignment: str) -> dict:
         raise ConfigError("expected KEY=VALUE, e.g. workload.num_items=64", file=where)
     dotted_key, _, raw = assignment.partition("=")
     parts = dotted_key.strip().split(".")
-    if not all(parts):
+    if not all(p.strip() for p in parts):
         raise ConfigError("empty key", file=where)
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"value is not valid YAML: {e}", file=where) from None
-    key: Key = tuple(int(p) if p.isdigit() else p for p in parts)
+    value = load_yaml(raw, where)[0] if raw.strip() else None
+    key: Key = tuple(int(p) if p.isascii() and p.isdigit() and len(p) < 10 else p
+                     for p in parts)
     target = data
     for depth, k in enumerate(key[:-1]):
         target = _step(target, k, key[:depth + 1], where)
@@ -161,6 +266,9 @@ def apply_set(data: dict, locs: Locations, assignment: str) -> dict:
     if isinstance(target, list):
         if not isinstance(last, int) or last >= len(target):
             raise ConfigError("no such list element", key=dotted(key), file=where)
+    elif not isinstance(target, dict):
+        raise ConfigError(f"is a {_kind(target)}, not a mapping or a list: it has no "
+                          f"{last!r}", key=dotted(key[:-1]), file=where)
     elif isinstance(last, int):
         last = str(last)
     target[last] = value
@@ -170,13 +278,19 @@ def apply_set(data: dict, locs: Locations, assignment: str) -> dict:
     return data
 
 
+def _kind(value) -> str:
+    return {str: "string", int: "number", float: "number", bool: "boolean",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
 def _step(target, k, key: Key, where: str):
     if isinstance(target, list):
         if not isinstance(k, int) or k >= len(target):
             raise ConfigError("no such list element", key=dotted(key), file=where)
         return target[k]
     if not isinstance(target, dict):
-        raise ConfigError("is not a mapping", key=dotted(key[:-1]), file=where)
+        raise ConfigError(f"is a {_kind(target)}, not a mapping or a list: it has no {k!r}",
+                          key=dotted(key[:-1]), file=where)
     k = str(k)
     if k not in target or target[k] is None:
         target[k] = {}

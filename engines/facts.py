@@ -1,0 +1,57 @@
+"""A model's facts (vocabulary, shape, maximum length) without generating or loading any
+weights: an embedded preset's definition, or a checkpoint folder's `config.json` only.
+What `mibench validate` checks a config against, in milliseconds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mibench.engines.config import ModelConfig, from_hf_config
+from mibench.engines.presets import PRESETS, hf_config
+from mibench.errors import MibenchError, ModelError
+
+EMBEDDED = "embedded:"
+INDEX = "model.safetensors.index.json"
+
+
+def model_facts(spec: str) -> ModelConfig:
+    """The ModelConfig of `spec` (`embedded:<preset>` or a checkpoint folder), or a
+    ModelError naming the model (an unknown preset, a missing folder, a folder that is not
+    a checkpoint, a config.json that is not JSON or lacks a key)."""
+    if not isinstance(spec, str) or not spec:
+        raise ModelError(f"must be a checkpoint folder or embedded:<preset>, got {spec!r}",
+                         field="model")
+    if spec.startswith(EMBEDDED):
+        name = spec[len(EMBEDDED):]
+        if name not in PRESETS:
+            raise ModelError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})",
+                             field="model")
+        return from_hf_config(hf_config(PRESETS[name]), source=spec)
+    folder = Path(spec).expanduser()
+    if not folder.is_dir():
+        raise ModelError(f"no such checkpoint folder: {folder}", field="model")
+    path = folder / "config.json"
+    if not path.is_file():
+        raise ModelError(f"not a checkpoint folder (no config.json): {folder}", field="model")
+    if not ((folder / INDEX).is_file() or any(folder.glob("*.safetensors"))):
+        raise ModelError(f"not a checkpoint folder (no *.safetensors): {folder}", field="model")
+    try:
+        hf = json.loads(path.read_bytes())
+    except OSError as e:
+        raise ModelError(f"cannot read: {e.strerror or e}", field=str(path)) from None
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+        raise ModelError(f"invalid JSON: {str(e).splitlines()[0]}", field=str(path)) from None
+    if not isinstance(hf, dict):
+        raise ModelError(f"must be a JSON object, got {type(hf).__name__}", field=str(path))
+    try:
+        cfg = from_hf_config(hf, source=str(path))
+    except MibenchError:
+        raise
+    except (ValueError, TypeError, AttributeError, OverflowError) as e:
+        raise ModelError(f"malformed: {str(e).splitlines()[0]}", field=str(path)) from None
+    for key, value in (("vocab_size", cfg.vocab_size),
+                       ("max_position_embeddings", cfg.max_position_embeddings)):
+        if value < 1:
+            raise ModelError(f"{key} is {value}, not a positive integer", field=str(path))
+    return cfg

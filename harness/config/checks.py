@@ -1,0 +1,316 @@
+"""What a config asks of its models and of this machine, checked when it loads (so
+`mibench validate` finds it, not a failed case at run time), without generating or loading
+any weights: each model's facts come from its preset or its `config.json`
+(`mibench.engines.model_facts`).
+
+- the matrix expands to at most MAX_CASES cases (counted before anything is expanded);
+- every model is a known preset or a checkpoint folder;
+- labels and the delimiter lie inside each model's vocabulary; `query + delimiter + item`
+  fits its maximum length; the constant workload's tokens (1 and 2) are not the delimiter;
+  a mode that packs items has a delimiter;
+- `precompile_bs` holds `extend_batch_size` (its largest size is at least it);
+- a `requests:` file exists and every line is a valid request (ids inside the vocabulary,
+  short enough, without the delimiter);
+- the host memory a case needs (its token lists, the dense mask of `packed`/`chunked`)
+  fits this machine's RAM (`host_memory`) and HARD_LIMIT.
+
+Every failure is a ConfigError naming `file:line: key`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from mibench.engines import MODES, MibenchError, model_facts
+from mibench.harness.config.matrix import CaseSpec, workload_specs
+from mibench.harness.config.spec import Config, Workload
+from mibench.harness.config.yamlsource import Key
+from mibench.workloads.jsonl import scan_requests
+
+MAX_CASES = 10_000
+# host bytes per token id and per item while a case runs, measured (tracemalloc) on the
+# generated workload: the numpy draw, the Python ints and tuples of the request, the lists
+# of the prepared call and the engine's validated request
+TOKEN_BYTES, ITEM_BYTES = 56, 160
+# a requests file: at least 2 bytes of JSON (`7,`) per token id
+FILE_BYTES = TOKEN_BYTES // 2
+AUTO_DENSE_MAX_T = 256  # mask `auto` is dense only this short (engines/modes/packed.py)
+HARD_LIMIT = 1024**4  # 1 TiB: refused whatever the machine
+
+
+def host_memory() -> tuple[int | None, str]:
+    """(bytes, where they come from): the smaller of the RAM (/proc/meminfo MemTotal, else
+    sysconf) and a cgroup memory limit; None when neither is known."""
+    found: list[tuple[int, str]] = []
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                found.append((int(line.split()[1]) * 1024, "RAM (MemTotal)"))
+                break
+    except (OSError, ValueError, IndexError):
+        pass
+    if not found:
+        try:
+            found.append((os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "RAM"))
+        except (ValueError, OSError, AttributeError):
+            pass
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit.isdigit():
+            found.append((int(limit), "cgroup memory.max"))
+    except OSError:
+        pass
+    return min(found) if found else (None, "unknown")
+
+
+def gib(n: float) -> str:
+    for unit, size in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n / 1024:.1f} KiB"
+
+
+def host_bytes(mode: str, params: dict, defaults: dict, prefix_len: int, num_items: int,
+               item_len: float, requests_bytes: int | None = None) -> dict[str, float]:
+    """Host bytes one case needs at least, by part: `token lists` (a generated workload, or
+    a requests file of `requests_bytes`), `dense mask` (B x T x T booleans of `packed` and
+    `chunked` with mask dense, or auto when that is dense), `extend batch` (the padded
+    token arrays of prefill_extend)."""
+    opts = {**defaults, **{k: v for k, v in params.items() if v is not None}}
+    if requests_bytes is not None:
+        return {"token lists": requests_bytes * FILE_BYTES}
+    tokens = prefix_len + num_items * item_len
+    parts = {"token lists": tokens * TOKEN_BYTES + num_items * ITEM_BYTES}
+    if mode in ("packed", "chunked"):
+        per = num_items if mode == "packed" else min(opts.get("chunk_size") or 1, num_items)
+        batch = 1
+        if mode == "chunked" and opts.get("schedule", "parallel") == "parallel":
+            batch = math.ceil(num_items / max(per, 1))
+        t = prefix_len + per * (item_len + 1)
+        mask = opts.get("mask", "auto")
+        if mask == "dense" or (mask == "auto" and t <= AUTO_DENSE_MAX_T):
+            parts["dense mask"] = batch * t * t
+    if mode == "prefill_extend" and opts.get("extend_batch_size"):
+        b = min(int(opts["extend_batch_size"]), num_items)
+        sizes = [s for s in (opts.get("precompile_bs") or [b]) if s >= b] or [b]
+        parts["extend batch"] = min(sizes) * math.ceil(item_len) * 8
+    return parts
+
+
+def _axis_key(config: Config, base: Key, value) -> Key:
+    """`base`, or `base + (j,)` when the value is element j of a located list there."""
+    values = getattr(_section(config, base[:-1]), base[-1], None)
+    if isinstance(values, list) and value in values and base + (values.index(value),) in \
+            config._locations:
+        return base + (values.index(value),)
+    return base
+
+
+def _section(config: Config, key: Key):
+    node = config
+    for part in key:
+        node = node[part] if isinstance(part, int) else getattr(node, part)
+    return node
+
+
+def _where(config: Config, case: CaseSpec | None, field: str, parity: bool = False) -> Key:
+    """The key that set a workload field: the case's patch, parity's, or the workload's."""
+    if case is not None:
+        patch = config.cases[case.index].workload
+        if patch is not None and field in patch.model_fields_set:
+            return ("cases", case.index, "workload", field)
+    if parity and config.parity.workload is not None and \
+            field in config.parity.workload.model_fields_set:
+        return ("parity", "workload", field)
+    return ("workload", field)
+
+
+def _message(e: MibenchError) -> str:
+    text = str(e)
+    return text.removeprefix("model: ") if e.field == "model" else text
+
+
+def count_cases(config: Config) -> None:
+    """Refuse a matrix of more than MAX_CASES cases before expanding it."""
+    outer = len(config.model.path) * len(config.model.dtype) * len(config.topology.tp)
+    total = 0
+    for case in config.cases:
+        n = 1
+        for name in type(case).model_fields:
+            value = getattr(case, name)
+            if name not in ("engine", "mode", "runs", "workload") and isinstance(value, list):
+                n *= len(value)
+        patch = case.workload.model_dump(exclude_unset=True) if case.workload else {}
+        w = config.workload
+        if (patch.get("requests") or w.requests) is None or \
+                any(k in patch for k in ("query_tokens", "num_items", "item_tokens")):
+            for field in ("query_tokens", "num_items", "item_tokens"):
+                n *= len(patch.get(field) or getattr(w, field) or [None])
+        total += n
+    total *= outer
+    if total > MAX_CASES:
+        raise config.error(("cases",), f"the matrix expands to {total} cases (model x dtype x "
+                           f"tp x option and workload axes); at most {MAX_CASES}: split it")
+
+
+def _models(config: Config) -> dict:
+    facts = {}
+    for path in config.model.path:
+        try:
+            facts[path] = model_facts(path)
+        except MibenchError as e:
+            raise config.error(_axis_key(config, ("model", "path"), path),
+                               _message(e)) from None
+    return facts
+
+
+def _check_ids(config, case, spec, facts, model: str, parity: bool = False) -> None:
+    vocab = facts.vocab_size
+    for k, label in enumerate(spec.label_token_ids):
+        if label >= vocab:
+            key = _where(config, case, "label_token_ids", parity)
+            raise config.error(key + (k,) if key + (k,) in config._locations else key,
+                               f"label {label} is outside the vocabulary [0, {vocab}) of "
+                               f"{model}")
+    d = spec.delimiter
+    if d is not None and d >= vocab:
+        raise config.error(_where(config, case, "delimiter", parity),
+                           f"{d} is outside the vocabulary [0, {vocab}) of {model}")
+    if d in (1, 2) and spec.tokens == "constant" and spec.requests is None:
+        raise config.error(_where(config, case, "delimiter", parity),
+                           f"{d} is a token of the constant workload (query 1s, items 2s); "
+                           "pick another delimiter or tokens: random")
+
+
+def _check_length(config, case, spec, facts, model: str, parity: bool = False) -> None:
+    if spec.requests is not None:
+        return
+    longest = spec.item_tokens[1] if isinstance(spec.item_tokens, tuple) else spec.item_tokens
+    total = spec.query_tokens + (spec.delimiter is not None) + longest
+    if total > facts.max_position_embeddings:
+        key = _where(config, case, "query_tokens", parity)
+        raise config.error(_axis_key(config, key, spec.query_tokens),
+                           f"query ({spec.query_tokens}) + delimiter + item ({longest}) is "
+                           f"{total} tokens, longer than the maximum of {model} "
+                           f"({facts.max_position_embeddings})")
+
+
+def _check_requests(config, case, spec, facts, model: str, parity: bool = False) -> None:
+    """A requests file: it exists, every line is a request, ids inside the vocabulary,
+    lengths within the model's maximum, the delimiter nowhere."""
+    if spec.requests is None:
+        return
+    key = _where(config, case, "requests", parity)
+    try:
+        requests = scan_requests(spec.requests)
+    except MibenchError as e:
+        raise config.error(key, str(e)) from None
+    d, vocab, limit = spec.delimiter, facts.vocab_size, facts.max_position_embeddings
+    for where, req in requests:
+        seqs = [("query", req.query)] + [(f"items[{i}]", it) for i, it in enumerate(req.items)]
+        for name, ids in seqs:
+            if isinstance(ids, str):
+                continue  # text: tokenized at run time
+            bad = [t for t in ids if t >= vocab]
+            if bad:
+                raise config.error(key, f"{where} {name}: token id {bad[0]} is outside the "
+                                   f"vocabulary [0, {vocab}) of {model}")
+            if d is not None and d in ids:
+                raise config.error(key, f"{where} {name}: holds the delimiter {d}")
+        if not isinstance(req.query, str) and not isinstance(req.items[0], str):
+            longest = max(len(it) for it in req.items)
+            total = len(req.query) + (d is not None) + longest
+            if total > limit:
+                raise config.error(key, f"{where}: query + delimiter + item is {total} tokens, "
+                                   f"longer than the maximum of {model} ({limit})")
+
+
+def _check_memory(config: Config, case: CaseSpec, memory: tuple[int | None, str]) -> None:
+    spec, mode = case.workload, MODES[case.engine][case.mode]
+    if spec.requests is not None:
+        try:
+            size = Path(spec.requests).stat().st_size
+        except OSError:
+            return  # _check_requests names it
+        parts = host_bytes(case.mode, case.params, mode.defaults, 0, 0, 0, size)
+        key = _where(config, case, "requests")
+    else:
+        it = spec.item_tokens
+        mean = (it[0] + it[1]) / 2 if isinstance(it, tuple) else it
+        prefix = spec.query_tokens + (spec.delimiter is not None)
+        parts = host_bytes(case.mode, case.params, mode.defaults, prefix, spec.num_items,
+                           mean)
+        key = _where(config, case, "num_items")
+        key = _axis_key(config, key, spec.num_items)
+        if parts.get("dense mask", 0) > parts["token lists"]:
+            key = ("cases", case.index, "mask") if "mask" in case.params else \
+                ("cases", case.index, "mode")
+        elif parts.get("extend batch", 0) > parts["token lists"]:
+            key = ("cases", case.index, "precompile_bs")
+    need = sum(parts.values())
+    ram, source = memory
+    limit, what = (ram, f"this machine's {gib(ram)} of {source}") if ram else (None, "")
+    if limit is None or HARD_LIMIT < limit:
+        limit, what = HARD_LIMIT, f"the limit of {gib(HARD_LIMIT)}"
+    if need > limit:
+        shown = ", ".join(f"{name} {gib(n)}" for name, n in parts.items())
+        raise config.error(key, f"case {case.case_id} needs at least {gib(need)} of host "
+                           f"memory ({shown}), more than {what}")
+
+
+def _check_mode(config: Config, case: CaseSpec) -> None:
+    mode = MODES[case.engine][case.mode]
+    try:
+        mode.require_semantics(case.workload.delimiter)
+    except MibenchError:
+        raise config.error(_where(config, case, "delimiter"),
+                           f"mode {case.mode} (cases.{case.index}) packs items into one "
+                           "sequence and needs a delimiter token") from None
+    if "precompile_bs" in mode.defaults and case.params.get("precompile_bs"):
+        b = case.params.get("extend_batch_size") or mode.defaults.get("extend_batch_size")
+        sizes = case.params["precompile_bs"]
+        if b and max(sizes) < b:
+            raise config.error(("cases", case.index, "precompile_bs"),
+                               f"{sorted(sizes)} cannot hold extend_batch_size={b}: its "
+                               f"largest size must be >= {b}")
+
+
+def parity_workload(config: Config) -> Workload | None:
+    """The parity workload (parity.workload over the workload), validated."""
+    if config.parity is None or config.parity.workload is None:
+        return None
+    merged = {**config.workload.model_dump(exclude_unset=True),
+              **config.parity.workload.model_dump(exclude_unset=True)}
+    try:
+        return Workload.model_validate(merged)
+    except ValidationError as e:
+        why = e.errors()[0]["msg"].removeprefix("Value error, ")
+        raise config.error(("parity", "workload"), why) from None
+
+
+def check_config(config: Config, cases: list[CaseSpec]) -> None:
+    """Every check above, in order; raises the first ConfigError."""
+    facts = _models(config)
+    memory = host_memory()
+    scanned: set[tuple[str, str]] = set()  # (requests file, model): each read once
+    for case in cases:
+        f, model = facts[case.model], case.model
+        _check_mode(config, case)
+        _check_ids(config, case, case.workload, f, model)
+        _check_length(config, case, case.workload, f, model)
+        _check_memory(config, case, memory)
+        if case.workload.requests is not None and (case.workload.requests, model) not in \
+                scanned:
+            scanned.add((case.workload.requests, model))
+            _check_requests(config, case, case.workload, f, model)
+    parity = parity_workload(config)
+    if parity is not None:
+        spec = workload_specs(parity)[0][1]
+        for model, f in facts.items():
+            _check_ids(config, None, spec, f, model, parity=True)
+            _check_length(config, None, spec, f, model, parity=True)
+            _check_requests(config, None, spec, f, model, parity=True)
