@@ -1,4 +1,4 @@
-"""The artifact: one typed record per run, schema `mibench.run/1` (see DESIGN.md, Artifacts).
+"""The artifact: one typed record per run, schema `mibench.run/1` (docs/artifacts.md).
 
 `write_artifact` writes atomically (temp file + os.replace); `read_artifact` refuses any
 other schema version with a message that says what to do. The JSON Schema shipped in
@@ -8,7 +8,10 @@ other schema version with a message that says what to do. The JSON Schema shippe
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -50,6 +53,10 @@ class Metrics(Record):
     peak_memory_bytes: int | None = None
     peak_memory_source: str | None = None  # "device" (memory_stats), "rss" (sampled in case)
     score_digest: str | None = None  # sha256 of the first call's scores (harness.metrics)
+    # the largest rise of the resident set during one timed call, above its level just
+    # before the call (what the call itself allocates on the host)
+    peak_rss_rise_bytes: int | None = None
+    timed_compiles: int | None = None  # XLA compilations during the timed runs (0 expected)
 
 
 class ErrorInfo(Record):
@@ -70,13 +77,21 @@ class CaseRecord(Record):
     model: dict  # {path, dtype}
     topology: dict  # {tp}
     workload: dict  # the expanded workload (harness WorkloadSpec.as_dict)
-    runs: dict  # {warmup, timed, timeout_s}
+    runs: dict  # {warmup, timed, timeout_s, max_rss, processes}
     status: Literal["ok", "failed", "skipped"]
     error: ErrorInfo | None = None
     started_at: str
+    # the harness checkout's commit and dirty flag when the case was measured (a resumed
+    # run may mix commits only with --allow-mixed)
+    commit: str | None = None
+    dirty: bool | None = None
     compile_s: float | None = None  # the first call: compilation plus one run
     warmup_s: list[float] = []
     timed_s: list[float] = []  # every timed run, in order
+    # the first call's scores: per request, one row per item, one column per label
+    scores: list[list[list[float]]] | None = None
+    # with runs.processes > 1: each worker process's timed runs (timed_s pools them)
+    process_timed_s: list[list[float]] = []
     metrics: Metrics = Metrics()
 
 
@@ -180,6 +195,8 @@ def read_artifact(path: str | Path) -> RunRecord:
         raise MibenchError("no such artifact", field=str(path)) from None
     except json.JSONDecodeError as e:
         raise MibenchError(f"not JSON: {e.msg}", field=str(path)) from None
+    except RecursionError:
+        raise MibenchError("not an artifact: JSON nested too deeply", field=str(path)) from None
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
         raise MibenchError(f"cannot read: {reason}", field=str(path)) from None
@@ -189,12 +206,38 @@ def read_artifact(path: str | Path) -> RunRecord:
                            f"{SCHEMA} artifacts (re-run the config with this version)",
                            field=str(path))
     try:
-        return RunRecord.model_validate(data)
+        record = RunRecord.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise MibenchError(f"invalid {SCHEMA} artifact at {where}: {first['msg']}",
                            field=str(path)) from None
+    problem = _measurement_problem(record)
+    if problem:
+        raise MibenchError(f"invalid {SCHEMA} artifact at {problem}", field=str(path))
+    return record
+
+
+def _measurement_problem(record: RunRecord) -> str | None:
+    """`where: why` of the first measurement no run can produce (a throughput of 0 or a
+    negative time: reports divide by them), or None."""
+    for i, case in enumerate(record.cases):
+        for name in ("compile_s", "warmup_s", "timed_s"):
+            values = getattr(case, name)
+            for j, v in enumerate(values if isinstance(values, list) else [values]):
+                if v is not None and not (math.isfinite(v) and v >= 0):
+                    at = f"{name}.{j}" if isinstance(values, list) else name
+                    return f"cases.{i}.{at}: {v!r} is not a time (a finite number >= 0)"
+        for name in ("throughput_items_per_s", "latency_per_item_ms", "total_s"):
+            summary = getattr(case.metrics, name)
+            if summary is None:
+                continue
+            for key in ("median", "mean", "min", "max"):
+                v = getattr(summary, key)
+                if not (math.isfinite(v) and v > 0):
+                    return (f"cases.{i}.metrics.{name}.{key}: {v!r} is not a measurement "
+                            "(a finite number > 0)")
+    return None
 
 
 def json_schema() -> dict:
@@ -208,3 +251,25 @@ def json_schema() -> dict:
 if __name__ == "__main__":
     SCHEMA_FILE.write_text(json.dumps(json_schema(), indent=1) + "\n")
     print(f"wrote {SCHEMA_FILE}")
+
+
+@contextlib.contextmanager
+def locked(path: Path):
+    """Hold `PATH.lock` (an advisory flock, released by the kernel if this process dies)
+    while an artifact is being written: a second run or resume of it is a MibenchError."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_name(path.name + ".lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise MibenchError("is being written by another mibench process (it holds "
+                           f"{lock.name}); wait for it to finish", field=str(path)) from None
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

@@ -28,12 +28,13 @@ class FakeEngine:
     special_ids = frozenset()
 
     def __init__(self, name="jax", model="embedded:tiny", dtype="float32", tp=1, fail=None,
-                 on_call=None):
+                 on_call=None, on_mode=None):
         self.name, self.model, self.dtype, self.tp = name, model, dtype, tp
         self.model_config = TINY
         self.modes = tuple(engine_modes(name))
         self.fail = fail or {}
         self.on_call = on_call
+        self.on_mode = on_mode or {}  # mode -> trouble(engine) run before each such call
         self.calls = 0
 
     def score(self, query, items, label_token_ids, mode="single", apply_softmax=False,
@@ -43,6 +44,8 @@ class FakeEngine:
             self.on_call(self, self.calls)
         if mode in self.fail:
             raise self.fail[mode]
+        if mode in self.on_mode:
+            self.on_mode[mode](self)
         if mode not in self.modes:
             raise MibenchError(f"unknown mode {mode!r} for the {self.name} engine", field="mode")
         options = engine_modes(self.name)[mode].check(options)
@@ -102,3 +105,40 @@ def write_config(folder, text: str, name: str = "c.yaml"):
     path = Path(folder) / name
     path.write_text(textwrap.dedent(text).lstrip("\n"))
     return path
+
+
+# Trouble for fault-injection tests (module level, so a worker process can unpickle them)
+def segfault(engine) -> None:
+    """Die as a crash in native code would: SIGSEGV."""
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def allocate(engine, mib: int = 1024) -> None:
+    """Touch `mib` MiB and hold it (a memory blow-up that the worker's cap must stop)."""
+    import time
+
+    import numpy as np
+
+    engine._held = np.ones(mib * 2**20, np.uint8)
+    time.sleep(60)
+
+
+def hang_in_native_code(engine) -> None:
+    """A wait no Python signal handler can interrupt (SIGALRM blocked, as inside a native
+    call that never returns): only the parent's deadline ends it."""
+    import signal
+    import time
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    time.sleep(3600)
+
+
+def record_pid(engine) -> None:
+    """Append this process's id to the file named by MIBENCH_TEST_PIDS (which worker ran)."""
+    import os
+
+    with open(os.environ["MIBENCH_TEST_PIDS"], "a") as f:
+        f.write(f"{os.getpid()}\n")

@@ -82,7 +82,8 @@ def test_engine_load_failure_fails_its_cases_only(tmp_path):
     assert "no torch here" in record.cases[3].error.message
 
 
-def test_interrupted_run_keeps_finished_cases_and_resumes(tmp_path):
+def test_interrupted_run_keeps_finished_cases_and_resumes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # outside any git checkout: no commit to mix
     with pytest.raises(KeyboardInterrupt):
         go(tmp_path, fake_factory(fail={"packed": KeyboardInterrupt()}))
     path, data = artifact(tmp_path)
@@ -100,7 +101,8 @@ def test_interrupted_run_keeps_finished_cases_and_resumes(tmp_path):
     assert sum(e.calls for e in factory.made) == 2 * (1 + 1 + 3)  # only the two missing cases
 
 
-def test_resume_reruns_failed_cases_only(tmp_path):
+def test_resume_reruns_failed_cases_only(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # outside any git checkout: no commit to mix
     go(tmp_path, fake_factory(fail={"packed": RuntimeError("boom")}))
     path, _ = artifact(tmp_path)
     factory = fake_factory()
@@ -116,6 +118,60 @@ def test_resume_refuses_another_config(tmp_path):
     other = load_config(tmp_path / "c.yaml", ["runs.timed=2"])
     with pytest.raises(MibenchError, match="different config"):
         run(other, tmp_path / "out", resume=path, progress=False, engine_factory=fake_factory())
+
+
+def git(repo, *args):
+    import subprocess
+
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                    *args], check=True, capture_output=True)
+
+
+def test_resume_at_another_commit_or_dirty_is_refused_unless_allowed(tmp_path, monkeypatch):
+    from mibench.harness.report.tables import case_commits
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "f").write_text("1")
+    git(repo, "add", "f")
+    git(repo, "commit", "-qm", "one")
+    monkeypatch.chdir(repo)
+    go(tmp_path, fake_factory(fail={"packed": RuntimeError("boom")}))
+    path, data = artifact(tmp_path)
+    first = data["cases"][0]["commit"]
+    assert first and data["cases"][0]["dirty"] is False
+    config = load_config(tmp_path / "c.yaml")
+    (repo / "f").write_text("2")  # uncommitted change
+    with pytest.raises(MibenchError, match="continued with uncommitted changes"):
+        run(config, tmp_path / "out", resume=path, progress=False,
+            engine_factory=fake_factory(), peak=fixed_peak())
+    git(repo, "commit", "-qam", "two")
+    with pytest.raises(MibenchError, match=f"measured at commit {first[:12]}.*--allow-mixed"):
+        run(config, tmp_path / "out", resume=path, progress=False,
+            engine_factory=fake_factory(), peak=fixed_peak())
+    record = run(config, tmp_path / "out", resume=path, progress=False,
+                 engine_factory=fake_factory(), peak=fixed_peak(), allow_mixed=True)
+    commits = [c.commit for c in record.cases]
+    assert commits[0] == first and commits[1] != first  # packed re-run at the new commit
+    assert case_commits(record).startswith("MIXED: ")
+    assert case_commits(read_artifact(path)) == case_commits(record)
+
+
+def test_an_artifact_being_written_is_locked(tmp_path, monkeypatch):
+    from mibench.harness.records import locked
+
+    monkeypatch.chdir(tmp_path)
+    go(tmp_path, fake_factory(fail={"packed": RuntimeError("boom")}))
+    path, _ = artifact(tmp_path)
+    with locked(path):  # another process writing it
+        with pytest.raises(MibenchError, match="being written by another mibench process"):
+            run(load_config(tmp_path / "c.yaml"), tmp_path / "out", resume=path,
+                progress=False, engine_factory=fake_factory(), peak=fixed_peak())
+    record = run(load_config(tmp_path / "c.yaml"), tmp_path / "out", resume=path,
+                 progress=False, engine_factory=fake_factory(), peak=fixed_peak())
+    assert [c.status for c in record.cases] == ["ok"] * 3
+    assert not path.with_name(path.name + ".lock").exists()
 
 
 def test_resume_refuses_unknown_schema(tmp_path):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mibench.engines import MODES
+from mibench.harness.config.matrix import short
 from mibench.harness.stats.describe import median
 
 
@@ -22,14 +24,22 @@ def _workload(w) -> str:
     return f"{w.query_tokens}/{w.num_items}x{length} {w.tokens}"
 
 
+def options(case) -> str:
+    """Every option the case's mode runs with: the case's own values over the mode
+    registry's defaults (`-` for one the mode derives, e.g. precompile_bs)."""
+    defaults = MODES[case.engine][case.mode].defaults
+    full = {**defaults, **case.params}
+    return " ".join(f"{k}={'-' if v is None else short(v)}" for k, v in full.items()) or "-"
+
+
 def render_cases(config, cases) -> str:
     rows = [[str(i + 1), c.case_id, c.model.removeprefix("embedded:"), c.dtype,
-             _workload(c.workload), f"{c.runs.warmup}+{c.runs.timed}"]
+             _workload(c.workload), f"{c.runs.warmup}+{c.runs.timed}", options(c)]
             for i, c in enumerate(cases)]
     checks = ", ".join(config.parity.checks) if config.parity else "none"
     head = f"{config.name}: {len(cases)} cases; parity: {checks}"
-    return head + "\n" + table(["#", "case", "model", "dtype", "workload", "warmup+timed"],
-                               rows)
+    return head + "\n" + table(["#", "case", "model", "dtype", "workload", "warmup+timed",
+                                "options (mode registry defaults filled in)"], rows)
 
 
 def _fmt(x, spec: str) -> str:

@@ -144,6 +144,18 @@ def spread_table(rows: list[Row]) -> tuple[Table | None, int]:
                  f"{TAIL_FACTOR}x the case's median."), pauses
 
 
+def case_commits(record: RunRecord) -> str:
+    """The commits the cases were measured at, when a resumed run mixed them (else `-`)."""
+    counts: dict[str, int] = {}
+    for c in record.cases:
+        if c.commit:
+            key = c.commit[:8] + ("+" if c.dirty else "")
+            counts[key] = counts.get(key, 0) + 1
+    if len(counts) < 2:
+        return "-"
+    return "MIXED: " + ", ".join(f"{k} ({n} cases)" for k, n in counts.items())
+
+
 def environment_table(records: list[RunRecord]) -> Table:
     """One column per artifact: where and how it ran."""
     fields: list[tuple[str, callable]] = [
@@ -153,6 +165,7 @@ def environment_table(records: list[RunRecord]) -> Table:
         ("Commit", lambda r: r.provenance.git.commit or "-"),
         ("Branch", lambda r: r.provenance.git.branch or "-"),
         ("Dirty", lambda r: {True: "yes", False: "no"}.get(r.provenance.git.dirty, "-")),
+        ("Case commits", case_commits),
         ("Engine repo", lambda r: (r.provenance.engine_repo.commit or "-")
          if r.provenance.engine_repo else "-"),
         ("Devices", lambda r: f"{r.provenance.devices.platform} / {r.provenance.devices.kind} "
@@ -167,6 +180,7 @@ def environment_table(records: list[RunRecord]) -> Table:
     packages = sorted({k for r in records for k in r.provenance.packages})
     fields += [(name, lambda r, n=name: r.provenance.packages.get(n) or "-") for name in packages]
     body = [[name] + [str(get(r)) or "-" for r in records] for name, get in fields]
+    body = [row for row in body if row[0] != "Case commits" or set(row[1:]) != {"-"}]
     return Table(["Field"] + unique_labels(records), body)
 
 

@@ -1,4 +1,4 @@
-"""Parity checks of a run, on a small parity workload (DESIGN.md, Tolerances).
+"""Parity checks of a run, on a small parity workload (docs/parity.md).
 
 - `isolation`: item k (the middle one) is replaced by other tokens of the same length: no
   other item's score may change at all (tolerance 0, bitwise); then item k gets one more

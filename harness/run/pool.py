@@ -40,8 +40,19 @@ class EnginePool:
     def release_unneeded(self, needed: set[EngineKey]) -> None:
         """Drop engines no later case or parity check needs, so their memory can go."""
         for key in [k for k in self._engines if k not in needed]:
-            del self._engines[key]
-            self._requests = {k: v for k, v in self._requests.items() if k[0] != key}
+            self.discard(key)
+
+    def discard(self, key: EngineKey) -> None:
+        """Forget (and close, where it can be closed) the engine of `key`: the next case
+        that needs it builds a fresh one."""
+        engine = self._engines.pop(key, None)
+        self._requests = {k: v for k, v in self._requests.items() if k[0] != key}
+        if hasattr(engine, "close"):
+            engine.close()
+
+    def close(self) -> None:
+        for key in list(self._engines):
+            self.discard(key)
 
     def requests(self, key: EngineKey, spec: WorkloadSpec) -> list[Request]:
         """The workload's token ids for this engine's model (vocabulary, special ids)."""

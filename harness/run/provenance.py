@@ -51,12 +51,13 @@ def _versions() -> tuple[tuple[str, str | None], ...]:
     return tuple(read_versions().items())
 
 
-def device_info() -> Devices:
-    """Platform, kind and count of JAX's devices (from engines.env_info)."""
+def device_info(env: dict | None = None) -> Devices:
+    """Platform, kind and count of JAX's devices (from engines.env_info, or `env`, what a
+    worker process reported)."""
     try:
         from mibench.engines import env_info
 
-        d = env_info()["devices"]
+        d = (env or env_info())["devices"]
         return Devices(platform=d.get("platform"), kind=d.get("kind"), count=d.get("count"))
     except Exception:  # provenance must never fail a run
         return Devices()

@@ -8,6 +8,7 @@ config (same sha256) into the same file.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import secrets
 import traceback
@@ -17,37 +18,52 @@ from pathlib import Path
 from mibench.engines import MibenchError, TopologyUnavailable
 from mibench.harness.config.matrix import CaseSpec, expand
 from mibench.harness.config.spec import Config
-from mibench.harness.records import CaseRecord, ErrorInfo, RunRecord, read_artifact, write_artifact
-from mibench.harness.run import memory, parity
-from mibench.harness.run.measure import Timings, measure
+from mibench.harness.records import (
+    CaseRecord,
+    ErrorInfo,
+    RunRecord,
+    locked,
+    read_artifact,
+    write_artifact,
+)
+from mibench.harness.run import parity
+from mibench.harness.run.case import case_record, now, run_case
 from mibench.harness.run.peak import PeakTable
-from mibench.harness.run.pool import EngineKey, EnginePool, make_call
+from mibench.harness.run.pool import EngineKey, EnginePool
 from mibench.harness.run.progress import make_progress
-from mibench.harness.run.provenance import collect
-from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
-
-
-def now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+from mibench.harness.run.provenance import collect, device_info, git_info
+from mibench.harness.run.worker import WorkerDied, WorkerPool, probe_env
+from mibench.harness.stats.metrics import case_metrics, useful_flops
 
 
 def artifact_path(record: RunRecord, out_dir: str | Path) -> Path:
     return Path(out_dir) / f"{record.run_id}.json"
 
 
-def new_record(config: Config, argv: list[str] | None, engine_repo) -> RunRecord:
+def new_record(config: Config, argv: list[str] | None, engine_repo,
+               env: dict | None = None) -> RunRecord:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    devices = device_info(env) if env is not None else None
     return RunRecord(run_id=f"{config.name}-{stamp}-{secrets.token_hex(2)}", started_at=now(),
                      config=config.resolved(), config_sha256=config.sha256(),
-                     provenance=collect(argv, engine_repo))
+                     provenance=collect(argv, engine_repo, devices))
 
 
-def resume_record(config: Config, path: Path) -> RunRecord:
+def resume_record(config: Config, path: Path, allow_mixed: bool = False) -> RunRecord:
     record = read_artifact(path)
     if record.config_sha256 != config.sha256():
         raise MibenchError(f"was written by a different config (sha256 {record.config_sha256[:12]}"
                            f" vs {config.sha256()[:12]}); resume only with the same config and "
                            "--set overrides, or start a new run", field=f"--resume {path}")
+    was, now_git = record.provenance.git, git_info(Path.cwd())
+    why = (f"was measured at commit {str(was.commit)[:12]} and this checkout is at "
+           f"{str(now_git.commit)[:12]}" if was.commit != now_git.commit else
+           "was measured with uncommitted changes" if was.dirty else
+           "would be continued with uncommitted changes" if now_git.dirty else None)
+    if why and not allow_mixed:
+        raise MibenchError(f"{why}: its cases would not be one code version; commit and "
+                           "start a new run, or pass --allow-mixed (the report then shows "
+                           "each case's commit)", field=f"--resume {path}")
     record.cases = [c for c in record.cases if c.status == "ok"]
     record.resumed_at.append(now())
     record.finished_at = None
@@ -55,49 +71,69 @@ def resume_record(config: Config, path: Path) -> RunRecord:
     return record
 
 
-def _case_record(case: CaseSpec) -> CaseRecord:
-    return CaseRecord(case_id=case.case_id, engine=case.engine, mode=case.mode,
-                      params=dict(case.params), model={"path": case.model, "dtype": case.dtype},
-                      topology={"tp": case.tp}, workload=case.workload.as_dict(),
-                      runs={"warmup": case.runs.warmup, "timed": case.runs.timed,
-                            "timeout_s": case.runs.timeout_s},
-                      status="ok", started_at=now())
+def run_in_worker(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
+                  tick: Callable[[str], None]) -> CaseRecord:
+    """Measure one case in its engine's worker process, or with `runs.processes` = N in N
+    fresh workers one after another (stopping at the first that fails)."""
+    records = []
+    for k in range(case.runs.processes):
+        if k:
+            pool.discard(case.engine_key)
+        records.append(_in_one_worker(case, pool, peak, tick))
+        if records[-1].status != "ok":
+            return records[-1]
+    return records[0] if len(records) == 1 else pooled(case, records, pool, peak)
 
 
-def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
-             tick: Callable[[str], None]) -> CaseRecord:
-    """Measure one case; any exception makes it `failed` with type, message and traceback."""
-    rec, timings, requests, engine = _case_record(case), Timings(), None, None
-    memory.reset_torch_peak()
-    rss = memory.PeakRss(interval=0.01)
+def pooled(case: CaseSpec, records: list[CaseRecord], pool: EnginePool,
+           peak: Callable[[str], float | None]) -> CaseRecord:
+    """One record of a case measured in several processes: every process's timed runs,
+    the metrics over all of them, the first compile time and the highest memory peak. A
+    process whose scores differ from the first's fails the case (nondeterminism)."""
+    rec = records[0].model_copy(deep=True)
+    rec.process_timed_s = [r.timed_s for r in records]
+    rec.timed_s = [t for r in records for t in r.timed_s]
+    rec.warmup_s = [t for r in records for t in r.warmup_s]
+    engine, w = pool.get(case.engine_key), case.workload
+    requests = pool.requests(case.engine_key, w)
+    flops = useful_flops(engine.model_config, requests, w.delimiter, len(w.label_token_ids),
+                         w.apply_softmax)
+    chip_peak = peak(case.dtype)
+    metrics = case_metrics(rec.timed_s, requests, w.delimiter, flops,
+                           chip_peak * case.tp if chip_peak else None)
+    metrics.score_digest = rec.metrics.score_digest
+    metrics.peak_memory_bytes = max((r.metrics.peak_memory_bytes or 0) for r in records)
+    metrics.peak_memory_source = rec.metrics.peak_memory_source
+    metrics.peak_rss_rise_bytes = max((r.metrics.peak_rss_rise_bytes or 0) for r in records)
+    metrics.timed_compiles = sum((r.metrics.timed_compiles or 0) for r in records)
+    rec.metrics = metrics
+    digests = {r.metrics.score_digest for r in records}
+    if len(digests) > 1:
+        rec.status = "failed"
+        rec.error = ErrorInfo(type="Nondeterminism", message=f"the {len(records)} processes "
+                              f"scored differently (score digests {sorted(digests)})",
+                              traceback="")
+    return rec
+
+
+def _in_one_worker(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
+                   tick: Callable[[str], None]) -> CaseRecord:
+    """A worker that dies, passes `runs.max_rss` or hangs makes the case `failed` with the
+    cause; the next case of that engine starts a fresh worker."""
     try:
         engine = pool.get(case.engine_key)
-        rec.topology = {**rec.topology, **engine.topology}
-        rec.resolved = engine.resolved_options(case.mode, case.params)
-        requests = pool.requests(case.engine_key, case.workload)
-        with rss:
-            measure(make_call(engine, requests, case), case.runs, timings, tick)
+        return engine.run_case(case, peak(case.dtype), tick)
     except TopologyUnavailable as e:
+        rec = case_record(case)
         rec.status = "skipped"
         rec.error = ErrorInfo(type=type(e).__name__, message=str(e), traceback="")
-        return rec
     except Exception as e:
+        rec = case_record(case)
         rec.status = "failed"
         rec.error = ErrorInfo(type=type(e).__name__, message=str(e),
                               traceback=traceback.format_exc())
-    rec.compile_s, rec.warmup_s, rec.timed_s = (timings.compile_s, timings.warmup_s,
-                                                timings.timed_s)
-    if requests is not None and engine is not None:
-        w = case.workload
-        flops = useful_flops(engine.model_config, requests, w.delimiter,
-                             len(w.label_token_ids), w.apply_softmax)
-        chip_peak = peak(case.dtype) if timings.timed_s else None
-        rec.metrics = case_metrics(timings.timed_s, requests, w.delimiter, flops,
-                                   chip_peak * case.tp if chip_peak else None)
-        if timings.first_result is not None:
-            rec.metrics.score_digest = score_digest(timings.first_result)
-    rec.metrics.peak_memory_bytes, rec.metrics.peak_memory_source = memory.peak_memory(
-        case.engine, getattr(rss, "peak", None))
+        if isinstance(e, WorkerDied):
+            pool.discard(case.engine_key)
     return rec
 
 
@@ -161,15 +197,23 @@ def _groups(cases: list[CaseSpec]) -> dict[tuple, list[CaseSpec]]:
 def run(config: Config, out_dir: str | Path = "artifacts", resume: str | Path | None = None,
         progress: bool = True, *, engine_repo: str | Path | None = None,
         argv: list[str] | None = None, engine_factory: Callable | None = None,
-        peak: PeakTable | None = None, writer: bool = True) -> RunRecord:
+        peak: PeakTable | None = None, writer: bool = True,
+        workers: bool | None = None, allow_mixed: bool = False) -> RunRecord:
     """Run every case (or, with `resume`, every missing or failed one) and the parity checks.
 
     Returns the final record; the artifact is `out_dir/<run_id>.json`, or the resumed file.
     In a multi-process run every process runs every case (the mesh spans all processes'
     devices) and only the `writer` (process 0) writes the artifact.
+
+    `workers`: measure each engine group in a worker process (harness/run/worker.py).
+    Default: on, except with an `engine_factory` (the tests' in-process fakes; a picklable
+    factory may still ask for workers). A multi-process run passes False.
     """
-    record = resume_record(config, Path(resume)) if resume else new_record(config, argv,
-                                                                           engine_repo)
+    if workers is None:
+        workers = engine_factory is None
+    env = probe_env() if workers and not resume else None
+    record = (resume_record(config, Path(resume), allow_mixed) if resume
+              else new_record(config, argv, engine_repo, env))
     path = Path(resume) if resume else artifact_path(record, out_dir)
     devices = record.provenance.devices
     if peak is None:
@@ -177,16 +221,37 @@ def run(config: Config, out_dir: str | Path = "artifacts", resume: str | Path | 
         peak.values.update(devices.peak_flops)  # a resumed run keeps its measured peak
     finished = {c.case_id for c in record.cases}
     todo = [c for c in expand(config) if c.case_id not in finished]
-    runs = sum(1 + c.runs.warmup + c.runs.timed for c in todo)
-    s = Session(config, record, path, EnginePool(engine_factory), peak,
+    runs = sum(c.runs.processes * (1 + c.runs.warmup + c.runs.timed) for c in todo)
+    if not workers and any(c.runs.processes > 1 for c in todo):
+        raise MibenchError("needs worker processes, and this run scores in-process (a "
+                           "multi-process run)", field="runs.processes")
+    pool = WorkerPool(engine_factory) if workers else EnginePool(engine_factory)
+    measure_case = run_in_worker if workers else run_case
+    s = Session(config, record, path, pool, peak,
                 make_progress(progress and writer, runs), writer=writer)
+    here = git_info(Path.cwd())
+    with contextlib.ExitStack() as stack:
+        if writer:
+            stack.enter_context(locked(path))
+        _run_cases(s, todo, measure_case, here)
+        record.finished_at = now()
+        s.save()
+    return record
+
+
+def _run_cases(s: Session, todo: list[CaseSpec], measure_case: Callable, here) -> None:
+    """Measure every case still to do, in order, with each group's parity after its last
+    case; the artifact is saved after each."""
     try:
         s.save()
         for i, case in enumerate(s.cases):
             if case.case_id not in s.done:
                 s.progress.start_case(todo.index(case) + 1, len(todo), case.case_id,
-                                      1 + case.runs.warmup + case.runs.timed)
-                s.done[case.case_id] = run_case(case, s.pool, peak, s.progress.tick)
+                                      case.runs.processes
+                                      * (1 + case.runs.warmup + case.runs.timed))
+                rec = measure_case(case, s.pool, s.peak, s.progress.tick)
+                rec.commit, rec.dirty = here.commit, here.dirty
+                s.done[case.case_id] = rec
                 s.save()
             group_done = i + 1 == len(s.cases) or _group(s.cases[i + 1]) != _group(case)
             if group_done:
@@ -194,9 +259,7 @@ def run(config: Config, out_dir: str | Path = "artifacts", resume: str | Path | 
             s.pool.release_unneeded(s.needed_after(i, group_done))
     finally:
         s.progress.close()
-    record.finished_at = now()
-    s.save()
-    return record
+        s.pool.close()
 
 
 def exit_code(record: RunRecord) -> int:

@@ -1,0 +1,42 @@
+"""The first code a worker process runs: it decides which `mibench.engines` the worker
+imports before anything imports it. With `engine_root` (a git worktree of another
+revision, for `mibench ab` and `bisect`) the engines come from that checkout while the
+harness (worker protocol, timing loop, workloads) stays the current one, so both sides of
+an A/B comparison are measured by the same code. Imports nothing of the engines itself."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+
+def use_engines_from(root: str | Path) -> None:
+    """Make `mibench.engines` (and its submodules) load from `root/engines`."""
+    folder = Path(root) / "engines"
+    spec = importlib.util.spec_from_file_location(
+        "mibench.engines", folder / "__init__.py", submodule_search_locations=[str(folder)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["mibench.engines"] = module
+    import mibench
+
+    mibench.engines = module
+    spec.loader.exec_module(module)
+
+
+def main(fd: int, engine_root: str) -> None:
+    """The worker's entry point: `python -m mibench.harness.run.bootstrap FD [ROOT]`, FD
+    its end of the socket pair, ROOT the other revision's checkout (or empty)."""
+    from multiprocessing.connection import Connection
+
+    conn = Connection(fd)
+    if engine_root:
+        use_engines_from(engine_root)  # before anything (the factory too) is unpickled
+    key, factory = conn.recv()
+    from mibench.harness.run.worker import serve
+
+    serve(conn, key, factory)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "")

@@ -1,0 +1,75 @@
+"""Measuring one case in the current process (the runner's, or an engine worker's): the
+engine from the pool, its workload, the one timing loop, metrics and peak memory."""
+
+from __future__ import annotations
+
+import datetime as dt
+import traceback
+from collections.abc import Callable
+
+from mibench.engines import TopologyUnavailable, count_compiles
+from mibench.harness.config.matrix import CaseSpec
+from mibench.harness.records import CaseRecord, ErrorInfo
+from mibench.harness.run import memory
+from mibench.harness.run.measure import Timings, measure
+from mibench.harness.run.pool import EnginePool, make_call
+from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def case_record(case: CaseSpec) -> CaseRecord:
+    return CaseRecord(case_id=case.case_id, engine=case.engine, mode=case.mode,
+                      params=dict(case.params), model={"path": case.model, "dtype": case.dtype},
+                      topology={"tp": case.tp}, workload=case.workload.as_dict(),
+                      runs={"warmup": case.runs.warmup, "timed": case.runs.timed,
+                            "timeout_s": case.runs.timeout_s,
+                            "max_rss": case.runs.max_rss,
+                            "processes": case.runs.processes},
+                      status="ok", started_at=now())
+
+
+def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
+             tick: Callable[[str], None], measuring: Callable[[], None] = lambda: None
+             ) -> CaseRecord:
+    """Measure one case in this process; any exception makes it `failed` with type, message
+    and traceback. `measuring()` is called as the timed loop starts."""
+    rec, timings, requests, engine = case_record(case), Timings(), None, None
+    memory.reset_torch_peak()
+    rss = memory.PeakRss(interval=0.01)
+    try:
+        engine = pool.get(case.engine_key)
+        rec.topology = {**rec.topology, **engine.topology}
+        rec.resolved = engine.resolved_options(case.mode, case.params)
+        requests = pool.requests(case.engine_key, case.workload)
+        measuring()
+        with rss:
+            measure(make_call(engine, requests, case), case.runs, timings, tick,
+                    count_compiles)
+    except TopologyUnavailable as e:
+        rec.status = "skipped"
+        rec.error = ErrorInfo(type=type(e).__name__, message=str(e), traceback="")
+        return rec
+    except Exception as e:
+        rec.status = "failed"
+        rec.error = ErrorInfo(type=type(e).__name__, message=str(e),
+                              traceback=traceback.format_exc())
+    rec.compile_s, rec.warmup_s, rec.timed_s = (timings.compile_s, timings.warmup_s,
+                                                timings.timed_s)
+    if requests is not None and engine is not None:
+        w = case.workload
+        flops = useful_flops(engine.model_config, requests, w.delimiter,
+                             len(w.label_token_ids), w.apply_softmax)
+        chip_peak = peak(case.dtype) if timings.timed_s else None
+        rec.metrics = case_metrics(timings.timed_s, requests, w.delimiter, flops,
+                                   chip_peak * case.tp if chip_peak else None)
+        if timings.first_result is not None:
+            rec.metrics.score_digest = score_digest(timings.first_result)
+            rec.scores = timings.first_result
+        rec.metrics.peak_rss_rise_bytes = timings.peak_rise_bytes
+        rec.metrics.timed_compiles = timings.timed_compiles
+    rec.metrics.peak_memory_bytes, rec.metrics.peak_memory_source = memory.peak_memory(
+        case.engine, getattr(rss, "peak", None))
+    return rec

@@ -1,0 +1,275 @@
+"""Engine workers: each engine group runs in its own spawned process, so a segfault, an
+out-of-memory kill, a hang inside native code or a memory blow-up ends that worker, not
+the run.
+
+The protocol is a pipe of tuples. The parent sends `(op, *args)`; the worker answers
+`("tick", label)` while a case runs, `("measuring",)` when its timed loop starts, then
+`("done", value)` or `("error", ErrorInfo)`. Ops: `info` (engine facts), `case`
+(measure a case in the worker: `run_case`, so the timed loop never crosses the pipe),
+`score`, `encode`, `resolved`, `close`. The parent watches the worker between messages: a
+worker that exits or is killed, passes `max_rss`, or runs past the case's timeout is
+killed and the request fails with `WorkerDied` naming the cause and the worker's last
+output. The engine stays loaded (and compiled) across the group's cases.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+from types import SimpleNamespace
+
+from mibench import errors
+from mibench.engines import ScoreResult
+from mibench.harness.records import CaseRecord, ErrorInfo
+from mibench.harness.run.case import run_case
+from mibench.harness.run.pool import EnginePool
+
+POLL_S = 0.02
+GRACE_S = 5.0  # past the case's timeout, time the worker's own alarm has to fire first
+OUTPUT_TAIL = 2000
+
+
+class WorkerDied(Exception):
+    """The worker ended or was killed before answering; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineInfo:
+    """What the parent may ask of an engine without a round trip."""
+
+    name: str
+    model: str
+    dtype: str
+    tp: int
+    modes: tuple[str, ...]
+    model_config: object
+    topology: dict
+    special_ids: frozenset
+
+
+# ---- the worker process ----------------------------------------------------------------
+
+
+def serve(conn, key: tuple, factory: Callable | None) -> None:
+    """Answer the parent's requests until `close` (or until the parent is gone). Answers
+    are plain data (dicts, lists, numbers), so a worker whose engines come from another
+    revision never sends the parent a class it does not have."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and closes us
+    pool = EnginePool(factory)
+    handlers = {
+        "info": lambda: _info(pool.get(key)),
+        "case": lambda case, peak: run_case(case, pool, lambda dtype: peak,
+                                            lambda label: conn.send(("tick", label)),
+                                            lambda: conn.send(("measuring",))).model_dump(),
+        "score": lambda args, kwargs: dataclasses.asdict(pool.get(key).score(*args,
+                                                                             **kwargs)),
+        "encode": lambda text: pool.get(key).encode(text),
+        "resolved": lambda mode, options: pool.get(key).resolved_options(mode, options),
+        "env": _env,
+    }
+    while True:
+        try:
+            op, *args = conn.recv()
+        except EOFError:  # the parent is gone
+            return
+        if op == "close":
+            return
+        try:
+            conn.send(("done", handlers[op](*args)))
+        except Exception as e:
+            conn.send(("error", ErrorInfo(type=type(e).__name__, message=str(e),
+                                          traceback=traceback.format_exc())))
+
+
+def _info(engine) -> EngineInfo:
+    return EngineInfo(name=engine.name, model=engine.model, dtype=engine.dtype, tp=engine.tp,
+                      modes=tuple(engine.modes),
+                      model_config=dataclasses.asdict(engine.model_config),
+                      topology=dict(engine.topology), special_ids=frozenset(engine.special_ids))
+
+
+def _env() -> dict:
+    from mibench.engines import env_info
+
+    return env_info()
+
+
+# ---- the parent's side -----------------------------------------------------------------
+
+
+def rss_of(pid: int) -> int | None:
+    """Resident set of a process (Linux /proc), None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            kib = next(line.split()[1] for line in f if line.startswith("VmRSS:"))
+        return int(kib) * 1024
+    except (OSError, StopIteration):
+        return None
+
+
+def _death(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        name = signal.Signals(-exitcode).name
+        hint = " (out of memory?)" if -exitcode == signal.SIGKILL else ""
+        return f"the worker was killed by {name}{hint}"
+    return f"the worker exited with code {exitcode}"
+
+
+def remote_error(info: ErrorInfo) -> Exception:
+    """The worker's exception as the parent's: mibench's own classes keep their type (a
+    skipped topology stays skipped); anything else is a RuntimeError naming its type."""
+    cls = getattr(errors, info.type, None)
+    if isinstance(cls, type) and issubclass(cls, errors.MibenchError):
+        return cls(info.message)
+    return RuntimeError(f"{info.type}: {info.message}")
+
+
+class Worker:
+    """One worker for one engine (key: engine, model, dtype, tp): a fresh interpreter
+    (`python -m mibench.harness.run.bootstrap`), so it imports nothing of the parent's
+    main module, talking over a socket pair; its output goes to a log file."""
+
+    def __init__(self, key: tuple, factory: Callable | None = None,
+                 max_rss: int | None = None, engine_root: str | None = None):
+        self.key, self.max_rss = key, max_rss
+        fd, self.log = tempfile.mkstemp(prefix="mibench-worker-", suffix=".log")
+        mine, theirs = socket.socketpair()
+        with open(fd, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "mibench.harness.run.bootstrap", str(theirs.fileno()),
+                 engine_root or ""], pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT)
+        theirs.close()
+        self.conn = Connection(mine.detach())
+        self.conn.send((key, factory))
+        self.dead: str | None = None
+
+    def request(self, op: str, *args, timeout_s: float | None = None,
+                on_tick: Callable[[str], None] = lambda label: None):
+        """Send one request and wait for its answer, watching the worker meanwhile.
+        `timeout_s` counts from the start of the case's timed loop (`measuring`)."""
+        if self.dead:
+            raise WorkerDied(self.dead)
+        self.conn.send((op, *args))
+        deadline = None
+        while True:
+            if self.conn.poll(POLL_S):
+                try:
+                    kind, *payload = self.conn.recv()
+                except (EOFError, OSError):
+                    self._fail(_death(self._exitcode()))
+                if kind == "tick":
+                    on_tick(payload[0])
+                elif kind == "measuring":
+                    deadline = time.monotonic() + timeout_s + GRACE_S if timeout_s else None
+                elif kind == "done":
+                    return payload[0]
+                else:
+                    raise remote_error(payload[0])
+            elif self.proc.poll() is not None:
+                self._fail(_death(self.proc.returncode))
+            rss = rss_of(self.proc.pid) if self.max_rss else None
+            if rss is not None and rss > self.max_rss:
+                self._fail(f"the worker's resident set reached {rss / 2**20:.0f} MiB, past "
+                           f"runs.max_rss = {self.max_rss / 2**20:.0f} MiB")
+            if deadline is not None and time.monotonic() > deadline:
+                self._fail(f"case exceeded runs.timeout_s={timeout_s:g} (the worker did not "
+                           "return to Python: a hang in native code)")
+
+    def _exitcode(self) -> int | None:
+        try:
+            return self.proc.wait(1.0)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _fail(self, cause: str):
+        self.kill()
+        self.dead = cause
+        tail = self.output_tail()
+        raise WorkerDied(cause + (f"; its last output: {tail}" if tail else ""))
+
+    def output_tail(self) -> str:
+        try:
+            text = Path(self.log).read_text(errors="replace").strip()
+        except OSError:
+            return ""
+        return text[-OUTPUT_TAIL:]
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def close(self) -> None:
+        if self.proc.poll() is None and not self.dead:
+            try:
+                self.conn.send(("close",))
+                self.proc.wait(10.0)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+        self.conn.close()
+        Path(self.log).unlink(missing_ok=True)
+
+
+class RemoteEngine:
+    """An engine in a worker, seen from the parent: the engine contract over the pipe
+    (parity scores through it; cases are measured inside the worker, never through it)."""
+
+    def __init__(self, worker: Worker):
+        self.worker = worker
+        info: EngineInfo = worker.request("info")
+        self.name, self.model, self.dtype, self.tp = info.name, info.model, info.dtype, info.tp
+        self.modes, self.model_config = info.modes, SimpleNamespace(**info.model_config)
+        self.topology, self.special_ids = info.topology, info.special_ids
+
+    def encode(self, text: str) -> list[int]:
+        return self.worker.request("encode", text)
+
+    def resolved_options(self, mode: str, options: dict) -> dict:
+        return self.worker.request("resolved", mode, options)
+
+    def score(self, *args, **kwargs) -> ScoreResult:
+        return ScoreResult(**self.worker.request("score", args, kwargs))
+
+    def run_case(self, case, peak: float | None, tick: Callable[[str], None]) -> CaseRecord:
+        """Measure `case` inside the worker (its own timed loop), under the case's memory
+        cap and timeout."""
+        self.worker.max_rss = case.runs.max_rss
+        record = self.worker.request("case", case, peak, timeout_s=case.runs.timeout_s,
+                                     on_tick=tick)
+        return CaseRecord.model_validate(record)
+
+    def close(self) -> None:
+        self.worker.close()
+
+
+class WorkerPool(EnginePool):
+    """Engines in worker processes: `get` gives a RemoteEngine (a fresh worker after one
+    died); `max_rss` applies to the workers' resident sets."""
+
+    def __init__(self, factory: Callable | None = None, engine_root: str | None = None):
+        super().__init__(self._start)
+        self.engine_factory, self.engine_root = factory, engine_root
+
+    def _start(self, *key) -> RemoteEngine:
+        return RemoteEngine(Worker(key, self.engine_factory, engine_root=self.engine_root))
+
+
+def probe_env() -> dict:
+    """JAX's devices as a fresh process sees them, so the parent never starts a backend
+    (on an accelerator the worker that scores must own the device)."""
+    worker = Worker(("probe", "", "", 1))
+    try:
+        return worker.request("env")
+    finally:
+        worker.close()

@@ -1,0 +1,85 @@
+"""Engine worker processes: a case that crashes, blows up memory or hangs in native code
+is a `failed` row with its cause, and the later cases still run (in a fresh worker)."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from mibench.harness import testing
+from mibench.harness.config import load_config
+from mibench.harness.run.runner import run
+from mibench.harness.testing import FakeEngine, fixed_peak, write_config
+
+CONFIG = """
+name: workers
+model: {path: "embedded:tiny"}
+workload: {query_tokens: 8, num_items: 3, item_tokens: 2, label_token_ids: [5],
+           delimiter: 151643}
+runs: {warmup: 0, timed: 2, timeout_s: 1, max_rss: 400MiB}
+cases:
+  - {engine: jax, mode: packed}
+  - {engine: jax, mode: single}
+  - {engine: jax, mode: prefill_extend}
+"""
+
+
+def run_with(tmp_path, trouble):
+    factory = functools.partial(FakeEngine, on_mode={"packed": trouble})
+    config = load_config(write_config(tmp_path, CONFIG))
+    record = run(config, tmp_path / "out", progress=False, engine_factory=factory,
+                 peak=fixed_peak(), workers=True)
+    return {c.mode: c for c in record.cases}
+
+
+@pytest.mark.parametrize("trouble, cause", [
+    (testing.segfault, "killed by SIGSEGV"),
+    (functools.partial(testing.allocate, mib=1024), "past runs.max_rss = 400 MiB"),
+    (testing.hang_in_native_code, "exceeded runs.timeout_s=1"),
+])
+def test_a_dying_worker_fails_its_case_and_the_run_goes_on(tmp_path, trouble, cause):
+    cases = run_with(tmp_path, trouble)
+    assert cases["packed"].status == "failed"
+    assert cause in cases["packed"].error.message, cases["packed"].error.message
+    assert cases["packed"].error.type == "WorkerDied"
+    for mode in ("single", "prefill_extend"):  # a fresh worker measures the rest
+        assert cases[mode].status == "ok", cases[mode].error
+        assert len(cases[mode].timed_s) == 2
+
+
+def test_cases_measured_in_a_worker_match_in_process(tmp_path):
+    """The worker runs the same measurement: same scores digest, same record shape."""
+    config = load_config(write_config(tmp_path, CONFIG))
+    both = [run(config, tmp_path / name, progress=False, engine_factory=FakeEngine,
+                peak=fixed_peak(), workers=workers) for name, workers in (("a", True),
+                                                                         ("b", False))]
+    for a, b in zip(*(r.cases for r in both), strict=True):
+        assert a.status == b.status == "ok"
+        assert a.metrics.score_digest == b.metrics.score_digest
+        assert a.runs["max_rss"] == 400 * 2**20
+
+
+def test_runs_processes_measures_each_case_in_fresh_workers(tmp_path, monkeypatch):
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("MIBENCH_TEST_PIDS", str(pids))
+    factory = functools.partial(FakeEngine, on_mode={"single": testing.record_pid})
+    config = load_config(write_config(tmp_path, CONFIG), ["runs.processes=3"])
+    record = run(config, tmp_path / "out", progress=False, engine_factory=factory,
+                 peak=fixed_peak(), workers=True)
+    single = next(c for c in record.cases if c.mode == "single")
+    assert single.status == "ok" and single.runs["processes"] == 3
+    assert [len(t) for t in single.process_timed_s] == [2, 2, 2]
+    assert single.timed_s == [t for ts in single.process_timed_s for t in ts]
+    assert single.metrics.throughput_items_per_s.n == 6
+    seen = pids.read_text().split()
+    assert len(seen) == 3 * (1 + 2) and len(set(seen)) == 3  # three workers, one each
+
+
+def test_runs_processes_needs_workers(tmp_path):
+    from mibench.engines import MibenchError
+
+    config = load_config(write_config(tmp_path, CONFIG), ["runs.processes=2"])
+    with pytest.raises(MibenchError, match="runs.processes"):
+        run(config, tmp_path / "out", progress=False, engine_factory=FakeEngine,
+            peak=fixed_peak(), workers=False)
