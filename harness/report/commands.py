@@ -40,6 +40,23 @@ def parse_threshold(text: str) -> float:
     return value
 
 
+def out_file(out: Path | None) -> None:
+    """`--out FILE.md` must name a file (its plots go beside it), not a folder, and its
+    folder must be a folder (made if missing); else a MibenchError naming --out."""
+    if out is None:
+        return
+    out = Path(out)
+    if out.is_dir():
+        raise MibenchError(f"{out} is a folder; give a file, e.g. {out / 'report.md'}",
+                           field="--out")
+    parent = out.parent
+    while not parent.exists() and parent.parent != parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise MibenchError(f"{parent} is a file, so {out} cannot be written under it",
+                           field="--out")
+
+
 def _format(text: str) -> str:
     if text not in ("md", "json"):
         raise MibenchError(f"unknown format {text!r} (md or json)", field="--format")
@@ -58,10 +75,30 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
     from mibench.harness.report import write_report
 
     limit = parse_threshold(threshold)
+    out_file(out)
+    if len(artifacts) == 1 and baseline is None and _is_ab(artifacts[0]):
+        from mibench.harness.ab.record import read_ab
+        from mibench.harness.report.ab import render_markdown
+
+        text = render_markdown(read_ab(artifacts[0]))
+        if out is not None:
+            out.write_text(text)
+        print(f"wrote {out}" if out is not None else text, end="\n" if out else "")
+        return
     records = [load(p) for p in artifacts]
     base = load(baseline) if baseline is not None else None
     text = write_report(records, out, baseline=base, threshold=limit)
     print(f"wrote {out}" if out is not None else text, end="\n" if out else "")
+
+
+def _is_ab(path: Path) -> bool:
+    """Whether `path` holds an A/B artifact (`mibench ab`), read from its schema field."""
+    import json
+
+    try:
+        return json.loads(path.read_text()).get("schema") == "mibench.ab/1"
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return False  # `load` names what is wrong with it
 
 
 @guarded
@@ -90,6 +127,7 @@ def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (se
     from mibench.harness.stats.history import build_history, load_dir
 
     kind = _format(format)
+    out_file(out)
     hist = build_history(load_dir(folder, load), case)
     if kind == "json":
         print(history_json(hist), end="")

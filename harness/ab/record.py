@@ -1,0 +1,113 @@
+"""The A/B artifact (schema `mibench.ab/1`): both revisions, every round's samples of both
+sides, and the verdict of each case with the numbers behind it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError
+
+from mibench.errors import MibenchError
+from mibench.harness.records import Provenance, Record
+
+AB_SCHEMA = "mibench.ab/1"
+
+
+class Side(Record):
+    rev: str
+    commit: str
+    subject: str
+
+
+class RoundSample(Record):
+    """One side of one round: a fresh worker measured the case."""
+
+    round: int
+    first: bool  # measured first in its round (the order alternates)
+    status: str
+    error: str | None = None
+    compile_s: float | None = None
+    timed_s: list[float] = []
+    median_s: float | None = None
+    score_digest: str | None = None
+
+
+class Timing(Record):
+    """`mibench.harness.stats.paired.PairedVerdict` of the per-round medians."""
+
+    method: str
+    rounds: int
+    change: float | None
+    low: float | None
+    high: float | None
+    p_value: float | None
+    alpha: float
+    min_effect: float
+    verdict: str
+
+    def line(self) -> str:
+        from mibench.harness.stats.paired import PairedVerdict
+
+        return PairedVerdict(**self.model_dump()).line()
+
+
+class ScoreCheck(Record):
+    """The first round's scores of both sides, compared as log scores."""
+
+    max_log_diff: float | None
+    tolerance: float
+    moved: bool
+
+
+class ABCase(Record):
+    case_id: str
+    engine: str
+    mode: str
+    params: dict
+    model: str
+    dtype: str
+    tp: int
+    workload: dict
+    base: list[RoundSample] = []
+    new: list[RoundSample] = []
+    timing: Timing | None = None
+    scores: ScoreCheck | None = None
+    # regression (slower, moved scores, or new fails where base runs), improvement,
+    # no change, untested (base failed or too few rounds)
+    verdict: Literal["regression", "improvement", "no change", "untested"] | None = None
+    why: str = ""
+
+
+class ABRecord(Record):
+    schema_: Literal["mibench.ab/1"] = Field(default=AB_SCHEMA, alias="schema")
+    run_id: str
+    started_at: str
+    finished_at: str | None = None
+    config: dict
+    config_sha256: str
+    provenance: Provenance
+    base: Side
+    new: Side
+    rounds: int
+    order: list[list[str]] = []  # per round, the sides in the order they ran
+    cases: list[ABCase] = []
+    verdict: str | None = None  # the run's: regression / no regression / nothing compared
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=1) + "\n"
+
+
+def read_ab(path: str | Path) -> ABRecord:
+    try:
+        data = json.loads(Path(path).read_text())
+        if data.get("schema") != AB_SCHEMA:
+            raise MibenchError(f"is not an A/B artifact (schema {data.get('schema')!r}, "
+                               f"expected {AB_SCHEMA})", field=str(path))
+        return ABRecord.model_validate(data)
+    except (OSError, ValueError, ValidationError, AttributeError) as e:
+        if isinstance(e, MibenchError):
+            raise
+        raise MibenchError(f"is not a readable A/B artifact ({type(e).__name__})",
+                           field=str(path)) from None

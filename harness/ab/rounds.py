@@ -1,0 +1,181 @@
+"""`mibench ab`: the engines of two revisions measured in interleaved rounds.
+
+For each engine group of the selected cases, round r runs both revisions one after the
+other, base first in even rounds and new first in odd ones, each in a fresh worker whose
+`mibench.engines` comes from that revision's worktree (harness/run/bootstrap.py) while the
+harness (timing loop, workloads) is the current one. A drift of the machine during the run
+falls on both sides of a round; the verdict (stats/paired.py) works on the rounds' paired
+ratios. Scores of the first round are compared as log scores.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import math
+import secrets
+import statistics
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from mibench.errors import MibenchError
+from mibench.harness.ab.record import (
+    ABCase,
+    ABRecord,
+    RoundSample,
+    ScoreCheck,
+    Side,
+    Timing,
+)
+from mibench.harness.ab.revisions import Revision, checkout
+from mibench.harness.config import CaseSpec, Config, expand
+from mibench.harness.records import CaseRecord, write_artifact
+from mibench.harness.run.case import now
+from mibench.harness.run.provenance import collect
+from mibench.harness.run.runner import run_in_worker
+from mibench.harness.run.worker import WorkerPool
+from mibench.harness.stats.paired import paired_test
+
+# largest |ln score_new - ln score_base| that is not a score change (docs/parity.md, tolerances:
+# every mode vs serial scoring in float32; bfloat16's log-score bound)
+SCORE_TOL = {"float32": 1e-5, "bfloat16": 1e-1}
+
+
+def select(cases: list[CaseSpec], pattern: str | None) -> list[CaseSpec]:
+    chosen = [c for c in cases if pattern is None or fnmatch.fnmatchcase(c.case_id, pattern)]
+    if not chosen:
+        known = ", ".join(c.case_id for c in cases[:6])
+        raise MibenchError(f"matches no case of the config (its cases: {known}"
+                           f"{', ...' if len(cases) > 6 else ''})", field="--case")
+    return chosen
+
+
+def _sample(rec: CaseRecord, r: int, first: bool) -> RoundSample:
+    return RoundSample(round=r, first=first, status=rec.status,
+                       error=f"{rec.error.type}: {rec.error.message}" if rec.error else None,
+                       compile_s=rec.compile_s, timed_s=rec.timed_s,
+                       median_s=statistics.median(rec.timed_s) if rec.timed_s else None,
+                       score_digest=rec.metrics.score_digest)
+
+
+def _log_diff(a, b) -> float | None:
+    """Largest |ln a - ln b| over two score tables of the same shape (None when not)."""
+    flat_a = [x for req in a for row in req for x in row]
+    flat_b = [x for req in b for row in req for x in row]
+    if len(flat_a) != len(flat_b):
+        return None
+    worst = 0.0
+    for x, y in zip(flat_a, flat_b, strict=True):
+        if x <= 0 or y <= 0:
+            if x != y:
+                return math.inf
+            continue
+        worst = max(worst, abs(math.log(x) - math.log(y)))
+    return worst
+
+
+def judge(case: ABCase, first_scores: dict, alpha: float, min_effect: float) -> None:
+    """Fill the case's timing, scores and verdict from its rounds."""
+    pairs = [(b.median_s, n.median_s) for b, n in zip(case.base, case.new, strict=False)
+             if b.status == "ok" and n.status == "ok" and b.median_s and n.median_s]
+    test = paired_test([p[0] for p in pairs], [p[1] for p in pairs], alpha, min_effect)
+    case.timing = Timing(**test.as_dict())
+    base_ok = any(s.status == "ok" for s in case.base)
+    new_failed = [s for s in case.new if s.status != "ok"]
+    if first_scores.get("base") is not None and first_scores.get("new") is not None:
+        worst = _log_diff(first_scores["base"], first_scores["new"])
+        tol = SCORE_TOL.get(case.dtype, 1e-1)
+        case.scores = ScoreCheck(max_log_diff=worst, tolerance=tol,
+                                 moved=worst is None or worst > tol)
+    if not base_ok:
+        case.verdict, case.why = "untested", "the base revision failed every round"
+    elif new_failed and not any(s.status == "ok" for s in case.new):
+        case.verdict, case.why = "regression", f"the new revision fails: {new_failed[0].error}"
+    elif case.scores is not None and case.scores.moved:
+        diff = case.scores.max_log_diff
+        case.verdict = "regression"
+        case.why = (f"scores moved: max |log score diff| {diff:.3g} > {case.scores.tolerance:g}"
+                    if diff is not None else "scores moved: different shape")
+    else:
+        case.verdict = test.verdict
+        case.why = test.line()
+
+
+def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path, *,
+           rounds: int = 5, case_glob: str | None = None, out: Path | None = None,
+           argv: list[str] | None = None, alpha: float | None = None,
+           min_effect: float | None = None,
+           note: Callable[[str], None] = lambda line: print(line, file=sys.stderr)
+           ) -> tuple[ABRecord, Path | None]:
+    """Measure the selected cases of `config` at both revisions; returns the record and
+    its artifact path (written after every engine group, atomically)."""
+    from mibench.harness.stats import paired
+
+    alpha = paired.ALPHA if alpha is None else alpha
+    min_effect = paired.MIN_EFFECT if min_effect is None else min_effect
+    if rounds < 1:
+        raise MibenchError(f"must be at least 1, got {rounds}", field="--rounds")
+    cases = select(expand(config), case_glob)
+    base, new = checkout(repo, base_rev, cache), checkout(repo, new_rev, cache)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    record = ABRecord(
+        run_id=f"ab-{base.commit[:8]}-{new.commit[:8]}-{stamp}-{secrets.token_hex(2)}",
+        started_at=now(), config=config.resolved(), config_sha256=config.sha256(),
+        provenance=collect(argv), base=Side(**base.as_dict()), new=Side(**new.as_dict()),
+        rounds=rounds, order=[["base", "new"] if r % 2 == 0 else ["new", "base"]
+                              for r in range(rounds)])
+    path = Path(out) / f"{record.run_id}.json" if out is not None else None
+    sides = {"base": base, "new": new}
+    groups: dict[tuple, list[CaseSpec]] = {}
+    for c in cases:
+        groups.setdefault(c.engine_key, []).append(c)
+    for group in groups.values():
+        by_id = {c.case_id: ABCase(case_id=c.case_id, engine=c.engine, mode=c.mode,
+                                   params=dict(c.params), model=c.model, dtype=c.dtype,
+                                   tp=c.tp, workload=c.workload.as_dict()) for c in group}
+        scores: dict[str, dict] = {c.case_id: {} for c in group}
+        for r, order in enumerate(record.order):
+            for position, name in enumerate(order):
+                _round(group, sides[name], name, r, position == 0, by_id, scores, note)
+        for c in group:
+            judge(by_id[c.case_id], scores[c.case_id], alpha, min_effect)
+            record.cases.append(by_id[c.case_id])
+        if path is not None:
+            write_artifact(record, path)
+    record.verdict = overall(record)
+    record.finished_at = now()
+    if path is not None:
+        write_artifact(record, path)
+    return record, path
+
+
+def _round(group: list[CaseSpec], side: Revision, name: str, r: int, first: bool,
+           by_id: dict, scores: dict, note: Callable[[str], None]) -> None:
+    """One side of one round: a fresh worker from the side's worktree runs the group."""
+    pool = WorkerPool(engine_root=str(side.root))
+    try:
+        for case in group:
+            rec = run_in_worker(case, pool, lambda dtype: None, lambda label: None)
+            sample = _sample(rec, r, first)
+            getattr(by_id[case.case_id], name).append(sample)
+            if scores[case.case_id].get(name) is None:  # the first round that scored
+                scores[case.case_id][name] = rec.scores
+            took = f"{sample.median_s * 1e3:.1f} ms" if sample.median_s else sample.error
+            note(f"round {r + 1} {name} ({side.commit[:8]}) {case.case_id}: {took}")
+    finally:
+        pool.close()
+
+
+def overall(record: ABRecord) -> str:
+    verdicts = [c.verdict for c in record.cases]
+    if any(v == "regression" for v in verdicts):
+        return "regression"
+    if all(v == "untested" for v in verdicts):
+        return "nothing compared"
+    return "no regression"
+
+
+def exit_code(record: ABRecord) -> int:
+    """0 no regression, 1 a regression, 2 nothing could be compared."""
+    return {"regression": 1, "nothing compared": 2}.get(record.verdict or "", 0)

@@ -1,0 +1,73 @@
+"""Rendering of an A/B artifact: a console table for `mibench ab`, and the Markdown A/B
+section of `mibench report AB.json` (the verdict line first, with the change and its
+interval in percent, then every case with the numbers behind its verdict)."""
+
+from __future__ import annotations
+
+from mibench.harness.ab.record import ABRecord
+from mibench.harness.report.console import table
+from mibench.harness.report.fmt import Table
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x * 1e3:.2f}"
+
+
+def _median(samples) -> float | None:
+    import statistics
+
+    values = [s.median_s for s in samples if s.median_s]
+    return statistics.median(values) if values else None
+
+
+def rows(record: ABRecord) -> list[list[str]]:
+    out = []
+    for c in record.cases:
+        t = c.timing
+        scores = "-" if c.scores is None else (
+            f"{c.scores.max_log_diff:.2g}" if c.scores.max_log_diff is not None else "shape")
+        out.append([c.case_id, c.verdict or "-", _ms(_median(c.base)), _ms(_median(c.new)),
+                    t.line() if t else "-", scores])
+    return out
+
+
+HEADER = ["case", "verdict", "base ms", "new ms", "change [CI]", "max |log score diff|"]
+
+
+def headline(record: ABRecord) -> str:
+    method = record.cases[0].timing if record.cases and record.cases[0].timing else None
+    how = (f"{method.method}, alpha {method.alpha:g}, min effect {method.min_effect:.0%}"
+           if method else "no timing test")
+    return (f"A/B: base {record.base.commit[:8]} ({record.base.subject}) vs new "
+            f"{record.new.commit[:8]} ({record.new.subject}); {record.rounds} interleaved "
+            f"rounds; {how}")
+
+
+def render_text(record: ABRecord, path=None) -> str:
+    worst = [c for c in record.cases if c.verdict == "regression"]
+    lines = [headline(record), table(HEADER, rows(record)),
+             f"verdict: {record.verdict}" + (f" ({len(worst)} of {len(record.cases)} cases: "
+                                              + "; ".join(f"{c.case_id} {c.why}"
+                                                          for c in worst) + ")" if worst else "")]
+    if path is not None:
+        lines.append(f"artifact: {path}")
+    return "\n".join(lines)
+
+
+def render_markdown(record: ABRecord) -> str:
+    worst = [c for c in record.cases if c.verdict == "regression"]
+    verdict = f"**Verdict: {record.verdict}**" + (
+        ": " + "; ".join(f"`{c.case_id}` {c.why}" for c in worst) if worst else "")
+    t = Table(HEADER, rows(record), ["l", "l", "r", "r", "l", "r"], title="A/B comparison",
+              note="Each round measures both revisions in fresh worker processes, in "
+                   "alternating order; the change is the geometric mean of the rounds' "
+                   "median ratios, with its confidence interval.")
+    samples = Table(["case", "side", "round", "first", "status", "median ms", "timed runs"],
+                    [[c.case_id, side, str(s.round + 1), "yes" if s.first else "no",
+                      s.status, _ms(s.median_s), str(len(s.timed_s))]
+                     for c in record.cases for side in ("base", "new")
+                     for s in getattr(c, side)], ["l", "l", "r", "l", "l", "r", "r"])
+    return "\n\n".join([f"# {headline(record)}", verdict, f"## {t.title}", t.note,
+                        t.markdown(),
+                        "<details><summary>Every round</summary>\n\n" + samples.markdown()
+                        + "\n\n</details>"]) + "\n"

@@ -1,0 +1,158 @@
+"""`mibench ab` and `bisect` on a scratch git repository built from this project: the
+engines of each revision run in their own workers, rounds interleave, and the verdict
+catches a commit that makes `single` 3x slower, one that moves scores, and says nothing
+for an A/A run."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mibench.harness.ab.bisect import bisect
+from mibench.harness.ab.record import read_ab
+from mibench.harness.ab.rounds import exit_code, run_ab
+from mibench.harness.cli import app
+from mibench.harness.config import load_config
+from mibench.harness.testing import write_config
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = """
+name: ab
+model: {path: "embedded:tiny"}
+workload: {query_tokens: 32, num_items: 6, item_tokens: 4, label_token_ids: [198],
+           delimiter: 151643}
+runs: {warmup: 1, timed: 3}
+cases:
+  - {engine: jax, mode: single}
+  - {engine: jax, mode: packed, mask: segment}
+"""
+SINGLE = "engines/modes/single.py"
+SLOW = """
+
+_score_single = score_single
+
+
+def score_single(engine, req, **options):
+    for _ in range(2):
+        _score_single(engine, req, **options)
+    return _score_single(engine, req, **options)
+"""
+
+
+def git(repo, *args) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c",
+                           "user.email=t@t", *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def commit(repo, message: str, edit=None) -> str:
+    if edit:
+        path, old, new = edit
+        text = (repo / path).read_text()
+        assert old in text
+        (repo / path).write_text(text.replace(old, new, 1))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    """old (no engine contract), base, docs, slow (single 3x), after, scores (moved)."""
+    repo = tmp_path_factory.mktemp("scratch")
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    for name in listed:
+        if name.split("/")[0] in ("engines", "mibench", "pyproject.toml") and \
+                (ROOT / name).is_file():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, repo / name)
+    git(repo, "init", "-q")
+    contract = (repo / "engines/contract.py").read_text()
+    (repo / "engines/contract.py").unlink()
+    shas = {"old": commit(repo, "before the contract")}
+    (repo / "engines/contract.py").write_text(contract)
+    shas["base"] = commit(repo, "base")
+    (repo / "NOTES").write_text("docs\n")
+    shas["docs"] = commit(repo, "docs only")
+    with open(repo / SINGLE, "a") as f:  # every call scores every item three times
+        f.write(SLOW)
+    shas["slow"] = commit(repo, "single 3x slower")
+    (repo / "NOTES").write_text("more docs\n")
+    shas["after"] = commit(repo, "after")
+    shas["scores"] = commit(repo, "scores moved", (
+        SINGLE, "    return np.concatenate([to_host(r) for r in rows])",
+        "    return np.concatenate([to_host(r) for r in rows]) * 1.001"))
+    return repo, shas
+
+
+def ab(scratch, tmp_path, base, new, rounds=3, case=None):
+    repo, shas = scratch
+    config = load_config(write_config(tmp_path, CONFIG))
+    return run_ab(config, repo, shas[base], shas[new], repo.parent / "cache",
+                  rounds=rounds, case_glob=case, out=tmp_path / "out", note=lambda line: None)
+
+
+def test_a_a_finds_no_regression(scratch, tmp_path):
+    record, path = ab(scratch, tmp_path, "base", "docs")
+    assert record.verdict == "no regression" and exit_code(record) == 0
+    assert [c.verdict for c in record.cases] == ["no change", "no change"]
+    for c in record.cases:
+        assert len(c.base) == len(c.new) == 3 and c.scores.max_log_diff == 0.0
+        assert [s.first for s in c.base] == [True, False, True]  # the order alternates
+    assert read_ab(path).model_dump() == record.model_dump()
+
+
+def test_moved_scores_are_a_regression(scratch, tmp_path):
+    record, _ = ab(scratch, tmp_path, "after", "scores", case="jax/single*")
+    (single,) = record.cases
+    assert single.verdict == "regression" and "scores moved" in single.why
+    assert single.scores.max_log_diff == pytest.approx(0.001, rel=0.01)
+
+
+def test_a_revision_before_the_engine_contract_is_refused(scratch, tmp_path):
+    from mibench.engines import MibenchError
+
+    repo, shas = scratch
+    with pytest.raises(MibenchError, match=f"oldest revision that can be measured is "
+                                           f"{shas['base'][:12]}"):
+        ab(scratch, tmp_path, "old", "base")
+
+
+def test_bisect_finds_the_slow_commit(scratch, tmp_path):
+    repo, shas = scratch
+    config = load_config(write_config(tmp_path, CONFIG))
+    lines = []
+    found = bisect(config, repo, shas["base"], shas["after"], repo.parent / "cache",
+                   case_glob="jax/single*", rounds=3, note=lines.append)
+    assert found["first_bad"] == shas["slow"] and found["candidates"] == 3
+    assert "regression" in found["evidence"]["jax/single/tp=1"]
+    assert any(line.startswith("step 1:") for line in lines)
+
+
+def test_a_slower_commit_is_a_regression_with_its_interval(scratch, tmp_path, monkeypatch):
+    """Through the command line: exit 1, the verdict line, the artifact and its report."""
+    repo, shas = scratch
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("MIBENCH_CACHE", str(repo.parent / "cache"))
+    config = write_config(tmp_path, CONFIG)
+    result = CliRunner().invoke(app, ["ab", shas["base"], shas["slow"], str(config),
+                                      "--rounds", "3", "--case", "jax/single*",
+                                      "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1, result.output
+    assert "verdict: regression" in result.output
+    (art,) = (tmp_path / "o").glob("*.json")
+    (single,) = read_ab(art).cases
+    assert single.verdict == "regression", single.why
+    assert single.timing.change > 1.0 and single.timing.low > 0.5  # ~3x, CI above +50%
+    report = CliRunner().invoke(app, ["report", str(art), "--out", str(tmp_path / "ab.md")])
+    assert report.exit_code == 0, report.output
+    md = (tmp_path / "ab.md").read_text()
+    assert "**Verdict: regression**" in md and "paired t-test on log ratios" in md
+    assert "jax/single/tp=1" in md and "<details>" in md
+    bad = CliRunner().invoke(app, ["ab", "nope", shas["slow"], str(config)])
+    assert bad.exit_code == 2 and "nope" in bad.output
