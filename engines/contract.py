@@ -38,4 +38,4 @@ class Engine(Protocol):
     def score(self, query, items, label_token_ids, mode: str = "single",
               apply_softmax: bool = False, delimiter: int | None = None,
               **options) -> ScoreResult:
-        """Scores of every item (DESIGN.md, Scoring semantics)."""
+        """Scores of every item (docs/semantics.md)."""

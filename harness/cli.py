@@ -14,12 +14,14 @@ from typing import Annotated
 
 import typer
 
-from mibench.harness.run.guard import guarded
+from mibench.harness.jobs.cli import job_app
+from mibench.harness.run.guard import OneLineErrors, guarded
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, cls=OneLineErrors,
                   help="Benchmark multi-item scoring engines: run configs, score requests.")
 model_app = typer.Typer(no_args_is_help=True, help="Model files.")
 app.add_typer(model_app, name="model")
+app.add_typer(job_app, name="job")
 
 Sets = Annotated[list[str] | None, typer.Option("--set", help="Override a config key: "
                                                 "a.b=value (value parsed as YAML).")]
@@ -32,6 +34,9 @@ def run_cmd(config: Path, out: Annotated[Path, typer.Option(help="Artifact folde
             resume: Annotated[Path | None, typer.Option(
                 help="Artifact of an interrupted run of the same config: re-run only its "
                      "missing or failed cases.")] = None,
+            allow_mixed: Annotated[bool, typer.Option(
+                help="Resume even at another commit or with uncommitted changes (the "
+                     "report shows each case's commit).")] = False,
             engine_repo: Annotated[Path | None, typer.Option(
                 help="Another git checkout to record in the provenance.")] = None,
             coordinator: Annotated[str | None, typer.Option(
@@ -46,7 +51,7 @@ def run_cmd(config: Path, out: Annotated[Path, typer.Option(help="Artifact folde
 
     try:
         code = run_config(config, out, set_ or [], resume, engine_repo, sys.argv,
-                          (coordinator, num_processes, process_id))
+                          (coordinator, num_processes, process_id), allow_mixed)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     raise typer.Exit(code)
@@ -64,11 +69,16 @@ def validate(config: Path, set_: Sets = None):
 @app.command()
 @guarded
 def score(
-    query: Annotated[str | None, typer.Option(help="Token ids (1,2,3) or text.")] = None,
-    item: Annotated[list[str] | None, typer.Option(help="An item: ids or text (repeat).")]
-    = None,
+    query_ids: Annotated[str | None, typer.Option(help="Query token ids: 1,2,3.")] = None,
+    query_text: Annotated[str | None, typer.Option(
+        help="Query text (the model's tokenizer).")] = None,
+    item_ids: Annotated[list[str] | None, typer.Option(
+        help="One item's token ids: 4,5 (repeat per item).")] = None,
+    item_text: Annotated[list[str] | None, typer.Option(
+        help="One item's text (repeat per item; not mixed with --item-ids).")] = None,
     request: Annotated[Path | None, typer.Option(
-        help='JSON file {"query": ..., "items": [...]}, ids or text.')] = None,
+        help='JSON file {"query": ..., "items": ...}: query a list of token ids or a string, '
+             'items a list of id lists or a list of strings.')] = None,
     labels: Annotated[str, typer.Option(help="Label token ids, e.g. 198,9834.")] = "198",
     model: str = "embedded:tiny", engine: str = "jax", mode: str = "single",
     dtype: str = "float32", tp: int = 1,
@@ -80,7 +90,8 @@ def score(
     """Score one request; JSON scores on stdout."""
     from mibench.harness.commands import score_request
 
-    result = score_request(query=query, items=item, request=request, labels=labels,
+    result = score_request(query_ids=query_ids, query_text=query_text, item_ids=item_ids,
+                           item_text=item_text, request=request, labels=labels,
                            model=model, engine=engine, mode=mode, dtype=dtype, tp=tp,
                            delimiter=delimiter, softmax=softmax, options=option or [])
     print(json.dumps(result))
@@ -100,9 +111,59 @@ def env(peak: Annotated[bool, typer.Option(help="Include the peak FLOP/s (measur
 @guarded
 def model_make(preset: str, out: Annotated[Path, typer.Option(help="Output folder.")]):
     """Write embedded preset PRESET as a Hugging Face checkpoint folder."""
-    from mibench.engines import make_model
+    from mibench.engines import make_model, model_facts
+    from mibench.harness.commands import writable_folder
 
-    print(make_model(preset, out))
+    model_facts(f"embedded:{preset}")  # an unknown preset, before any folder is made
+    print(make_model(preset, writable_folder(out, "--out")))
+
+
+@model_app.command("verify")
+@guarded
+def model_verify(path: Annotated[str, typer.Argument(help="A checkpoint folder or "
+                                                     "embedded:<preset>.")]):
+    """Check a model fully: files against the manifest (sha256), config.json, safetensors
+    headers and sizes, tensors against the config. Changes nothing; exit 2 names the file."""
+    from mibench.engines import verify_model
+
+    print(verify_model(path))
+
+
+@app.command()
+@guarded
+def ab(base_rev: Annotated[str, typer.Argument(help="The baseline revision (any git rev).")],
+       new_rev: Annotated[str, typer.Argument(help="The revision to judge.")],
+       config: Path,
+       rounds: Annotated[int, typer.Option(help="Interleaved rounds (fresh workers per "
+                                                 "revision per round); 3 or more.")] = 5,
+       case: Annotated[str | None, typer.Option(help="Only cases whose id matches this "
+                                                     "glob.")] = None,
+       out: Annotated[Path, typer.Option(help="Artifact folder.")] = Path("artifacts"),
+       set_: Sets = None):
+    """The engines of two git revisions measured in interleaved rounds on this machine:
+    exit 0 no regression, 1 a regression (slower, moved scores, failing), 2 nothing
+    compared."""
+    from mibench.harness.ab.commands import ab_command
+
+    raise typer.Exit(ab_command(base_rev, new_rev, config, rounds=rounds, case_glob=case,
+                                out=out, sets=set_ or [], argv=sys.argv))
+
+
+@app.command()
+@guarded
+def bisect(good_rev: Annotated[str, typer.Argument(help="A revision without the regression.")],
+           bad_rev: Annotated[str, typer.Argument(help="A revision with it.")],
+           config: Path,
+           case: Annotated[str, typer.Option(help="The cases (glob on case ids) that "
+                                                  "regressed.")],
+           rounds: Annotated[int, typer.Option(help="Rounds of each A/B step.")] = 5,
+           set_: Sets = None):
+    """The first commit on BAD_REV's first-parent line after GOOD_REV whose A/B run against
+    GOOD_REV is a regression; prints each step with its evidence."""
+    from mibench.harness.ab.commands import bisect_command
+
+    raise typer.Exit(bisect_command(good_rev, bad_rev, config, case_glob=case, rounds=rounds,
+                                    sets=set_ or []))
 
 
 from mibench.harness.report.commands import compare, history, report  # noqa: E402

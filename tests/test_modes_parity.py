@@ -63,7 +63,7 @@ def test_single_matches_torch(single_ref, torch_ref):
 @pytest.mark.parametrize("mode,opts", MODE_CASES, ids=IDS)
 def test_mode_matches_single_and_torch(jax_tiny, base, single_ref, torch_ref, mode, opts):
     got = scores(jax_tiny, base, mode, **opts)
-    assert_close(got, single_ref, 1e-5, 1e-5)  # log scores too: DESIGN, Tolerances
+    assert_close(got, single_ref, 1e-5, 1e-5)  # log scores too: docs/parity.md
     assert_close(got, torch_ref, 1e-4, 1e-3)
     # and the scores are discriminative, so the comparison proves something
     assert np.ptp(np.log(got[:, 0])) > 0.1

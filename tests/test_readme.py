@@ -49,10 +49,12 @@ def test_readme_command(command, tmp_path):
         out = _mibench(args, tmp_path)
         assert out.returncode == 0, out.stderr
         return
-    help_text = _mibench([args[0], "--help"], tmp_path)
+    group = hasattr(_cli().commands.get(args[0]), "commands")  # `job gpu`: the subcommand's
+    name = args[:2] if group else args[:1]
+    help_text = _mibench([*name, "--help"], tmp_path)
     assert help_text.returncode == 0, help_text.stderr
     for option in (a.split("=")[0] for a in args[1:] if a.startswith("--")):
-        assert option in help_text.stdout, f"{option} is not an option of {args[0]}"
+        assert option in help_text.stdout, f"{option} is not an option of {' '.join(name)}"
     for path in (a for a in args[1:] if a.startswith("configs/")):
         assert (ROOT / path).is_file()
 
@@ -67,3 +69,124 @@ def test_readme_mode_table_is_the_registry():
     readme = {re.findall(r"`(\w+)`", mode)[0]:
               {name for name in re.findall(r"`(\w+)(?::[^`]*)?`", opts)} for mode, opts in rows}
     assert readme == {name: set(mode.options) for name, mode in MODES["jax"].items()}
+
+
+# --- the documentation pages (docs/) and every Markdown file of the repository ----------
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+MARKDOWN = [*DOCS, *sorted((ROOT / "configs").glob("*.md")),
+            *sorted((ROOT / "reports").glob("*.md"))]
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")  # [text](target) and ![alt](target)
+# `mibench CMD [SUBCMD]` at the start of a command (not `python -m mibench.x`)
+MIBENCH = re.compile(r"(?<![\w./-])mibench ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?")
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def _prose(text: str) -> str:
+    """Markdown without fenced blocks and inline code: where links are links."""
+    return re.sub(r"`[^`\n]*`", "", FENCE.sub("", text))
+
+
+def _anchors(path: Path) -> set[str]:
+    """GitHub's heading anchors of a Markdown file (lower case, punctuation dropped,
+    spaces to hyphens, `-N` for repeats)."""
+    seen: dict[str, int] = {}
+    for heading in re.findall(r"^#{1,6} +(.+?) *$", FENCE.sub("", path.read_text()), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        seen[slug] = seen.get(slug, -1) + 1
+        if seen[slug]:
+            seen[f"{slug}-{seen[slug]}"] = 0
+    return set(seen)
+
+
+def _code(text: str) -> list[str]:
+    """Every inline code span and every line of a fenced block, comments cut off."""
+    lines = [line.split(" #")[0] for block in FENCE.findall(text)
+             for line in block.splitlines()[1:-1]]
+    return lines + re.findall(r"`([^`\n]+)`", FENCE.sub("", text))
+
+
+def _cli():
+    """The click command tree of the `mibench` Typer app."""
+    import typer
+
+    from mibench.harness.cli import app
+
+    return typer.main.get_command(app)
+
+
+def _options(command) -> set[str]:
+    return {"--help"} | {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+
+
+@pytest.mark.parametrize("path", MARKDOWN, ids=_rel)
+def test_markdown_names_no_outside_design_notes(path):
+    """Users have only the repository: no page may send them to a file outside it."""
+    text = path.read_text()
+    for needle in ("../shared", "DESIGN.md"):
+        assert needle.lower() not in text.lower(), f"{_rel(path)} refers to {needle}"
+
+
+@pytest.mark.parametrize("path", DOCS, ids=_rel)
+def test_relative_links_resolve(path):
+    """Every relative link of the README and docs/ names a file that exists, and its
+    #anchor a heading of that file."""
+    broken = []
+    for target in LINK.findall(_prose(path.read_text())):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto: ...
+            continue
+        file, _, anchor = target.partition("#")
+        dest = (path.parent / file).resolve() if file else path
+        if not dest.exists():
+            broken.append(f"{target} (no such file)")
+        elif anchor and (dest.is_dir() or dest.suffix != ".md"
+                         or anchor not in _anchors(dest)):
+            broken.append(f"{target} (no such heading)")
+    assert not broken, f"{_rel(path)}: broken links: {broken}"
+
+
+def test_docs_link_every_page():
+    """The docs index (docs/README.md) links every page of docs/."""
+    index = ROOT / "docs" / "README.md"
+    linked = {(index.parent / t.partition("#")[0]).resolve()
+              for t in LINK.findall(_prose(index.read_text()))}
+    missing = [_rel(p) for p in DOCS[1:] if p != index and p.resolve() not in linked]
+    assert not missing, f"docs/README.md does not link {missing}"
+
+
+@pytest.mark.parametrize("path", DOCS, ids=_rel)
+def test_documented_commands_exist(path):
+    """Every `mibench COMMAND` in the README's and the docs' code is a real command (and
+    subcommand), and every --option after it is one of that command's options."""
+    root, wrong = _cli(), []
+    for snippet in _code(path.read_text()):
+        for m in MIBENCH.finditer(snippet):
+            command = root.commands.get(m[1])
+            if command is None:
+                wrong.append(f"{m[0]!r}: no command {m[1]!r}")
+                continue
+            if hasattr(command, "commands"):  # a group: `mibench model make`
+                command = command.commands.get(m[2] or "")
+                if command is None:
+                    wrong.append(f"{m[0]!r}: no subcommand {m[2]!r} of {m[1]!r}")
+                    continue
+            rest = snippet[m.end():].split(" mibench ")[0]
+            wrong += [f"{snippet!r}: {opt} is not an option of {m[1]}"
+                      for opt in re.findall(r"(?<![\w-])--[a-z][a-z-]*", rest)
+                      if opt not in _options(command)]
+    assert not wrong, f"{_rel(path)}: {wrong}"
+
+
+def test_cli_page_documents_every_command():
+    """docs/cli.md names every command of the app, subcommands included."""
+    text = (ROOT / "docs" / "cli.md").read_text()
+    root = _cli()
+    names = [f"{name} {sub}" if hasattr(cmd, "commands") else name
+             for name, cmd in root.commands.items()
+             for sub in (getattr(cmd, "commands", None) or [None])]
+    missing = [n for n in names if f"mibench {n}" not in text]
+    assert not missing, f"docs/cli.md does not document {missing}"
