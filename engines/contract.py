@@ -35,6 +35,10 @@ class Engine(Protocol):
     def resolved_options(self, mode: str, options: dict) -> dict:
         """What options left to the engine (e.g. `attention: auto`) resolve to here."""
 
+    def close(self) -> None:
+        """Free what the engine holds (weights, compiled programs, device memory); the
+        engine is not used afterwards."""
+
     def score(self, query, items, label_token_ids, mode: str = "single",
               apply_softmax: bool = False, delimiter: int | None = None,
               **options) -> ScoreResult:

@@ -59,6 +59,10 @@ class JaxEngine:
         choice_ = choice(options.get("attention", "auto"), "attention", ATTENTIONS)
         return paths(resolve(choice_, self.platform, self.dtype, self.tp), self.platform)
 
+    def close(self) -> None:
+        """Drop the weights (their device buffers go with the last reference)."""
+        self.params = self.module = None
+
     def resolved_options(self, mode: str, options: dict) -> dict:
         """What a call with these options runs on this machine (for the case record)."""
         if mode not in SCORERS or "attention" not in MODES["jax"][mode].defaults:

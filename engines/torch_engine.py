@@ -94,6 +94,14 @@ class TorchEngine:
     def encode(self, text: str) -> list[int]:
         return encode(self.tokenizer, text)
 
+    def close(self) -> None:
+        """Drop the model (and, on a GPU, the allocator's cached blocks)."""
+        import torch
+
+        self.hf_model = None
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
     def resolved_options(self, mode: str, options: dict) -> dict:
         """The attention each mode runs: eager for `single`, SDPA for `prefill_extend`."""
         return {"attention": "eager" if mode == "single" else "sdpa"}

@@ -66,6 +66,9 @@ class FakeEngine:
     def encode(self, text: str) -> list[int]:
         raise MibenchError("the fake engine has no tokenizer; pass token ids", field="tokens")
 
+    def close(self) -> None:
+        self.closed = True
+
     def resolved_options(self, mode: str, options: dict) -> dict:
         return {}
 
