@@ -90,3 +90,12 @@ def nightly(session):
     else:
         session.log(f"no baseline at {baseline}: this run becomes the baseline")
     shutil.copyfile(new, baseline)  # reached only when the gate passed
+
+
+@nox.session(python="3.11")
+def calibrate(session):
+    """The A/B gate's calibration on this machine (tens of minutes; not part of CI): false
+    regressions of A/A runs, detection of 20% and 50% slowdowns (harness/jobs/calibrate.py)."""
+    _install(session)
+    session.run("mibench", "job", "calibrate", "--out", "out/calibrate", *session.posargs,
+                env=ENV)

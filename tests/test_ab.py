@@ -5,8 +5,6 @@ for an A/A run."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from typer.testing import CliRunner
 from mibench.harness.ab.bisect import bisect
 from mibench.harness.ab.record import read_ab
 from mibench.harness.ab.rounds import exit_code, run_ab
+from mibench.harness.ab.scratch import append, commit, copy_project, slower
 from mibench.harness.cli import app
 from mibench.harness.config import load_config
 from mibench.harness.testing import write_config
@@ -31,47 +30,13 @@ cases:
   - {engine: jax, mode: packed, mask: segment}
 """
 SINGLE = "engines/modes/single.py"
-SLOW = """
-
-_score_single = score_single
-
-
-def score_single(engine, req, **options):
-    for _ in range(2):
-        _score_single(engine, req, **options)
-    return _score_single(engine, req, **options)
-"""
-
-
-def git(repo, *args) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c",
-                           "user.email=t@t", *args], check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
-def commit(repo, message: str, edit=None) -> str:
-    if edit:
-        path, old, new = edit
-        text = (repo / path).read_text()
-        assert old in text
-        (repo / path).write_text(text.replace(old, new, 1))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", message)
-    return git(repo, "rev-parse", "HEAD")
 
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
     """old (no engine contract), base, docs, slow (single 3x), after, scores (moved)."""
     repo = tmp_path_factory.mktemp("scratch")
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard"],
-                            capture_output=True, text=True, check=True).stdout.split()
-    for name in listed:
-        if name.split("/")[0] in ("engines", "mibench", "pyproject.toml") and \
-                (ROOT / name).is_file():
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, repo / name)
-    git(repo, "init", "-q")
+    copy_project(ROOT, repo)
     contract = (repo / "engines/contract.py").read_text()
     (repo / "engines/contract.py").unlink()
     shas = {"old": commit(repo, "before the contract")}
@@ -79,14 +44,15 @@ def scratch(tmp_path_factory):
     shas["base"] = commit(repo, "base")
     (repo / "NOTES").write_text("docs\n")
     shas["docs"] = commit(repo, "docs only")
-    with open(repo / SINGLE, "a") as f:  # every call scores every item three times
-        f.write(SLOW)
+    append(repo, SINGLE, slower("score_single", 3.0))
     shas["slow"] = commit(repo, "single 3x slower")
     (repo / "NOTES").write_text("more docs\n")
     shas["after"] = commit(repo, "after")
-    shas["scores"] = commit(repo, "scores moved", (
-        SINGLE, "    return np.concatenate([to_host(r) for r in rows])",
-        "    return np.concatenate([to_host(r) for r in rows]) * 1.001"))
+    text = (repo / SINGLE).read_text()
+    old = "    return np.concatenate([to_host(r) for r in rows])"
+    assert old in text
+    (repo / SINGLE).write_text(text.replace(old, old + " * 1.001", 1))
+    shas["scores"] = commit(repo, "scores moved")
     return repo, shas
 
 

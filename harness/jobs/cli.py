@@ -4,6 +4,7 @@ Each only parses arguments and calls the job's plain function (imported on call,
 
     mibench job gpu --out DIR [--budget-s 420] [--dry-run]
     mibench job overhead [CONFIG] [--rounds 3] [--set key=value] [--out FILE.json]
+    mibench job calibrate --out DIR [--trials 20] [--rounds 5] [--no-load]
 
 On a machine without the console script: `python -m mibench.harness.cli job ...`.
 """
@@ -55,3 +56,19 @@ def overhead(config: Annotated[Path | None, typer.Argument(
     from mibench.harness.jobs import overhead as job
 
     job.main(config if config is not None else job.CONFIG, rounds, set_ or [], out)
+
+
+@job_app.command("calibrate")
+@guarded
+def calibrate(out: Annotated[Path, typer.Option(help="Folder for the scratch repository, "
+                                                     "caches and calibrate.json.")],
+              trials: Annotated[int, typer.Option(help="A/B runs per kind (A/A, 20% and "
+                                                       "50% slower).")] = 20,
+              rounds: Annotated[int, typer.Option(help="Rounds of each A/B run.")] = 5,
+              load: Annotated[bool, typer.Option(help="Load one core half of the time "
+                                                      "meanwhile.")] = True):
+    """Calibrate the A/B gate here: false regressions of A/A runs and detections of a 20%
+    and a 50% slower prefill_extend (not part of CI; tens of minutes)."""
+    from mibench.harness.jobs import calibrate as job
+
+    job.main(out, trials, rounds, load)

@@ -1,0 +1,58 @@
+"""A scratch git repository built from this project's engines, with commits that change
+them on purpose (slower by a known factor, scores moved): what the A/B tests and the gate
+calibration measure `mibench ab` and `bisect` against."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+SOURCES = ("engines", "mibench", "pyproject.toml")  # what a revision's worker imports
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=mibench", "-c",
+                           "user.email=mibench@localhost", *args], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def commit(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message, "--allow-empty")
+    return git(repo, "rev-parse", "HEAD")
+
+
+def copy_project(project: Path, repo: Path) -> None:
+    """The project's engines (tracked and new files) into `repo`, a fresh git repository."""
+    listed = subprocess.run(["git", "-C", str(project), "ls-files", "-co",
+                             "--exclude-standard"], capture_output=True, text=True,
+                            check=True).stdout.split()
+    for name in listed:
+        if name.split("/")[0] in SOURCES and (project / name).is_file():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(project / name, repo / name)
+    git(repo, "init", "-q")
+
+
+def slower(function: str, factor: float) -> str:
+    """Source that, appended to the module defining `function`, makes every call of it
+    take `factor` times as long (it sleeps for the extra time after the real work)."""
+    return f'''
+
+import time as _time
+
+_{function}_inner = {function}
+
+
+def {function}(*args, **kwargs):
+    t0 = _time.perf_counter()
+    out = _{function}_inner(*args, **kwargs)
+    _time.sleep({factor - 1!r} * (_time.perf_counter() - t0))
+    return out
+'''
+
+
+def append(repo: Path, path: str, text: str) -> None:
+    with open(repo / path, "a") as f:
+        f.write(text)
