@@ -7,7 +7,10 @@ A scratch repository is built from this project's engines with four commits: `ba
 as long). The workload is small (`prefill_extend`, a 256-token query, 64 items of 20
 tokens on `tiny`) and JAX's persistent compilation cache is on, so a trial takes seconds.
 Reported: false regressions in `trials` A/A runs (base vs aa), detections in `trials`
-runs against each slow commit, and every trial's change and interval.
+runs against each slow commit, and every trial's change and interval; then `trials` + 1
+separate `mibench run`s of the same config at the current code, each compared with the
+one before by `compare` (its default noise floor): the false regressions of a plain
+compare of separate runs.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 from mibench.harness.ab.scratch import append, commit, copy_project, slower
 
 EXTEND = "engines/modes/extend.py"
+KINDS = ("aa", "slow20", "slow50")
 CONFIG = """
 name: calibrate
 model: {path: "embedded:tiny"}
@@ -88,23 +92,49 @@ def main(out: Path, trials: int = 20, rounds: int = 5, load: bool = True) -> dic
                     "cpu": _cpu(), "by_kind": {}}
     t0 = time.perf_counter()
     with background_load(load):
-        for kind in ("aa", "slow20", "slow50"):
-            rows = []
-            for k in range(trials):
+        rows: dict[str, list] = {kind: [] for kind in KINDS}
+        for k in range(trials):  # kinds interleaved: a stopped calibration has each kind
+            for kind in KINDS:
                 record, _ = run_ab(config, repo, shas["base"], shas[kind], cache,
                                    rounds=rounds, note=lambda line: None)
                 (case,) = record.cases
                 t = case.timing
-                rows.append({"verdict": case.verdict, "change": t.change, "low": t.low,
-                             "high": t.high, "p": t.p_value})
-                print(f"{kind} {k + 1}/{trials}: {case.verdict} {t.line()}", flush=True)
-            flagged = sum(r["verdict"] == "regression" for r in rows)
-            result["by_kind"][kind] = {"regressions": flagged, "of": trials, "trials": rows}
+                errors = [s.error for s in case.base + case.new if s.error]
+                rows[kind].append({"verdict": case.verdict, "change": t.change, "low": t.low,
+                                   "high": t.high, "p": t.p_value, "errors": errors})
+                print(f"{kind} {k + 1}/{trials}: {case.verdict} {t.line()}"
+                      + (f"; {len(errors)} failed sides, first: {errors[0]}" if errors else ""),
+                      flush=True)
+                flagged = sum(r["verdict"] == "regression" for r in rows[kind])
+                result["by_kind"][kind] = {"regressions": flagged, "of": len(rows[kind]),
+                                           "trials": rows[kind]}
+                (out / "calibrate.json").write_text(json.dumps(result, indent=1))
+        result["compare"] = separate_runs(config, out / "runs", trials)
     result["seconds"] = time.perf_counter() - t0
     (out / "calibrate.json").write_text(json.dumps(result, indent=1))
     summary = {k: f"{v['regressions']}/{v['of']}" for k, v in result["by_kind"].items()}
+    summary["compare"] = f"{result['compare']['regressions']}/{result['compare']['of']}"
     print(f"regressions flagged (aa = false alarms): {summary}; {result['seconds']:.0f} s")
     return result
+
+
+def separate_runs(config, folder: Path, trials: int) -> dict:
+    """`trials` + 1 runs, each compared with the previous one: regressions flagged."""
+    from mibench.harness.run.runner import run
+    from mibench.harness.stats.compare import compare
+
+    records = []
+    for k in range(trials + 1):
+        records.append(run(config, folder, progress=False))
+        print(f"run {k + 1}/{trials + 1}", flush=True)
+    rows = []
+    for base, new in zip(records, records[1:], strict=False):
+        verdict = compare(base, new)
+        (case,) = verdict.cases
+        rows.append({"regression": verdict.regression, "verdict": case.verdict,
+                     "change": getattr(case, "change", None)})
+        print(f"compare: {case.verdict} {getattr(case, 'change', None)}", flush=True)
+    return {"regressions": sum(r["regression"] for r in rows), "of": len(rows), "pairs": rows}
 
 
 def _cpu() -> str:
