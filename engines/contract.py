@@ -41,5 +41,7 @@ class Engine(Protocol):
 
     def score(self, query, items, label_token_ids, mode: str = "single",
               apply_softmax: bool = False, delimiter: int | None = None,
-              **options) -> ScoreResult:
-        """Scores of every item (docs/semantics.md)."""
+              semantics: str | None = None, **options) -> ScoreResult:
+        """Scores of every item (docs/semantics.md): `semantics` is `delimited` or `plain`
+        (default: delimited with a delimiter, plain without); `options` the mode's own
+        (modes/registry.py)."""

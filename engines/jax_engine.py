@@ -88,24 +88,26 @@ class JaxEngine:
             self._tokenizer = load_tokenizer(self.folder) or False
         return self._tokenizer or None
 
-    def request(self, query, items, label_token_ids, apply_softmax=False, delimiter=None):
+    def request(self, query, items, label_token_ids, apply_softmax=False, delimiter=None,
+                semantics=None):
         cfg = self.model_config
         return make_request(query, items, label_token_ids, apply_softmax=apply_softmax,
-                            delimiter=delimiter, vocab_size=cfg.vocab_size,
+                            delimiter=delimiter, semantics=semantics, vocab_size=cfg.vocab_size,
                             max_length=cfg.max_position_embeddings,
                             tokenizer=self.tokenizer if _has_text(query, items) else None)
 
     def score(self, query, items, label_token_ids, mode: str = "single",
               apply_softmax: bool = False, delimiter: int | None = None,
-              **options) -> ScoreResult:
-        """Score every item (docs/semantics.md); the modes' options: modes/registry.py."""
+              semantics: str | None = None, **options) -> ScoreResult:
+        """Score every item (docs/semantics.md); `semantics`: `delimited` or `plain` (None:
+        delimited when a delimiter is given); the modes' options: modes/registry.py."""
         if not isinstance(mode, str) or mode not in SCORERS:
             raise MibenchError(f"unknown mode {mode!r} for the jax engine "
                                f"(known: {', '.join(SCORERS)})", field="mode")
-        req = self.request(query, items, label_token_ids, apply_softmax, delimiter)
-        scores = SCORERS[mode](self, req, **options)  # validates the options
+        req = self.request(query, items, label_token_ids, apply_softmax, delimiter, semantics)
+        scores = SCORERS[mode](self, req, **options)  # validates the options and semantics
         num_tokens = tokens_run(mode, len(req.prefix), [len(i) for i in req.items],
-                                options.get("chunk_size", CHUNK_SIZE))
+                                options.get("chunk_size") or CHUNK_SIZE, req.semantics)
         return ScoreResult(scores=np.asarray(scores, np.float64).tolist(), mode=mode,
                            num_items=len(req.items), num_tokens=num_tokens)
 

@@ -30,12 +30,14 @@ def _ms(fn, repeats: int) -> tuple[float, object]:
 
 
 def prefill_extend_stages(engine, query, items, labels, *, delimiter=None,
-                          apply_softmax=False, repeats: int = 5, **options) -> dict:
+                          apply_softmax=False, semantics=None, repeats: int = 5,
+                          **options) -> dict:
     """Median ms of the prefill, of all extend batches, of the LM head, and of the whole
     `score` call (host work included), after one untimed call of each (compilation)."""
-    req = engine.request(query, items, labels, apply_softmax, delimiter)
+    req = engine.request(query, items, labels, apply_softmax, delimiter, semantics)
     attn = engine.attention(options)
     options = MODES["jax"]["prefill_extend"].check(options)
+    MODES["jax"]["prefill_extend"].check_semantics(req.semantics, req.delimiter)
     b, sizes = batch_sizes(options["extend_batch_size"], options["precompile_bs"])
     cfg, params = engine.cfg, engine.params
     tokens_1p, plen = prefix_tokens(req)
@@ -53,10 +55,11 @@ def prefill_extend_stages(engine, query, items, labels, *, delimiter=None,
     _ms(run_head, 1)
     head_ms, _ = _ms(run_head, repeats)
     host_ms, _ = _ms(lambda: extend_batches(
-        engine.request(query, items, labels, apply_softmax, delimiter), b, sizes), repeats)
+        engine.request(query, items, labels, apply_softmax, delimiter, semantics), b, sizes),
+        repeats)
     whole_ms, _ = _ms(lambda: engine.score(query, items, labels, mode="prefill_extend",
                                            delimiter=delimiter, apply_softmax=apply_softmax,
-                                           **options), repeats)
+                                           semantics=semantics, **options), repeats)
     return {"attention": attn.name, "score_ms": whole_ms, "host_layout_ms": host_ms,
             "extend_batch_size": b, "extend_calls": len(batches),
             "prefill_ms": prefill_ms, "extend_ms": extend_ms, "lm_head_ms": head_ms,

@@ -6,23 +6,31 @@ import dataclasses
 import numbers
 from collections.abc import Sequence
 
-from mibench.errors import InputError
+from mibench.engines.modes.registry import resolve_semantics
+from mibench.errors import InputError, MibenchError
 
 
 @dataclasses.dataclass(frozen=True)
 class ScoreRequest:
-    """Validated token ids. `delimiter` None means plain semantics."""
+    """Validated token ids. `semantics`: `delimited` (items read after `query d`, a
+    delimiter is given) or `plain` (after `query`; a delimiter, when given, only separates
+    the items of a packed sequence)."""
 
     query: tuple[int, ...]
     items: tuple[tuple[int, ...], ...]
     labels: tuple[int, ...]
     apply_softmax: bool
     delimiter: int | None
+    semantics: str | None = None  # None: delimited with a delimiter, else plain
+
+    def __post_init__(self):
+        object.__setattr__(self, "semantics", resolve_semantics(self.semantics, self.delimiter))
 
     @property
     def prefix(self) -> tuple[int, ...]:
-        """What every item follows: the query, plus the delimiter when there is one."""
-        return self.query + ((self.delimiter,) if self.delimiter is not None else ())
+        """What every item follows: the query, plus the delimiter under delimited
+        semantics."""
+        return self.query + ((self.delimiter,) if self.semantics == "delimited" else ())
 
     def sequence(self, i: int) -> tuple[int, ...]:
         """The standalone sequence of item i, whose last token's next-token scores we want."""
@@ -70,10 +78,15 @@ def _is_bool(value) -> bool:
 
 def make_request(query, items, label_token_ids, *, apply_softmax: bool = False,
                  delimiter: int | None = None, vocab_size: int, max_length: int,
-                 tokenizer=None) -> ScoreRequest:
-    """Tokenize (when given text) and validate a request against the model's limits."""
+                 tokenizer=None, semantics: str | None = None) -> ScoreRequest:
+    """Tokenize (when given text) and validate a request against the model's limits.
+    `semantics` None: delimited with a delimiter, plain without (`resolve_semantics`)."""
     if not _is_bool(apply_softmax):
         raise InputError(f"must be True or False, got {apply_softmax!r}", field="apply_softmax")
+    try:
+        semantics = resolve_semantics(semantics, delimiter)
+    except MibenchError as e:
+        raise InputError(str(e).removeprefix("semantics: "), field="semantics") from None
     q = _tokens(query, "query", tokenizer)
     _check_range(q, "query", vocab_size)
     if isinstance(items, str | bytes) or not isinstance(items, Sequence) or len(items) == 0:
@@ -105,7 +118,7 @@ def make_request(query, items, label_token_ids, *, apply_softmax: bool = False,
             if delimiter in item:
                 raise InputError(f"delimiter {delimiter} occurs in the item at position "
                                  f"{item.index(delimiter)}", field=f"items[{i}]")
-    req = ScoreRequest(q, its, labels, bool(apply_softmax), delimiter)
+    req = ScoreRequest(q, its, labels, bool(apply_softmax), delimiter, semantics)
     longest = max(range(len(its)), key=lambda i: len(its[i]))
     if len(req.sequence(longest)) > max_length:
         raise InputError(f"query + item is {len(req.sequence(longest))} tokens, longer than the "

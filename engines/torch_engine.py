@@ -2,6 +2,8 @@
 default. `single` runs one item at a time with eager attention: simple and obviously
 right, it is the parity oracle. `prefill_extend` prefills the prefix once and extends the
 items in batches against its shared KV cache (SDPA with a custom mask), for speed on GPU.
+Both modes score either semantics: the prefix is `query d` (delimited) or `query` (plain),
+and each item follows it at positions from the prefix length on.
 
 Shape legend: T tokens of one extend batch (its items concatenated), P prefix tokens,
 B items in the batch, V vocabulary, K labels.
@@ -115,15 +117,18 @@ class TorchEngine:
 
     def score(self, query, items, label_token_ids, mode: str = "single",
               apply_softmax: bool = False, delimiter: int | None = None,
-              **options) -> ScoreResult:
+              semantics: str | None = None, **options) -> ScoreResult:
+        """Both modes score either semantics: `delimited` (`query d item`) or `plain`
+        (`query item`, the delimiter unused); None: delimited when a delimiter is given."""
         if mode not in self.modes:
             raise MibenchError(f"unknown mode {mode!r} for the torch engine "
                                f"(known: {', '.join(self.modes)})", field="mode")
         batch = MODES["torch"][mode].check(options).get("extend_batch_size")
         cfg = self.model_config
         req = make_request(query, items, label_token_ids, apply_softmax=apply_softmax,
-                           delimiter=delimiter, vocab_size=cfg.vocab_size,
+                           delimiter=delimiter, semantics=semantics, vocab_size=cfg.vocab_size,
                            max_length=cfg.max_position_embeddings, tokenizer=self.tokenizer)
+        MODES["torch"][mode].check_semantics(req.semantics, req.delimiter)
         n = len(req.items)
         # a custom boolean 4D mask is passed as is to attention: SDPA reads it, eager would not
         self.hf_model.set_attn_implementation("eager" if mode == "single" else "sdpa")
@@ -133,7 +138,8 @@ class TorchEngine:
             scores = self._score_extend(req, batch)
         return ScoreResult(scores=scores.astype(np.float64).tolist(), mode=mode, num_items=n,
                            num_tokens=tokens_run(mode, len(req.prefix),
-                                                 [len(item) for item in req.items]))
+                                                 [len(item) for item in req.items],
+                                                 semantics=req.semantics))
 
     def _labels(self, req: ScoreRequest):
         import torch

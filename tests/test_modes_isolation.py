@@ -1,6 +1,6 @@
 """Items never see each other: changing one item leaves every other item's scores bitwise
-identical (same length) or within 1e-6 (changed length), in every mode. A leaking mask
-(an item attending to another item's tokens) fails these tests."""
+identical (same length) or within 1e-6 (changed length), in every mode and under both
+semantics. A leaking mask (an item attending to another item's tokens) fails these tests."""
 
 from __future__ import annotations
 
@@ -19,12 +19,13 @@ ALL_MODES = [
     ("prefill_extend", {"extend_batch_size": 3}),
 ]
 IDS = [m + "-" + "-".join(f"{k}{v}" for k, v in o.items()) for m, o in ALL_MODES]
+SEMANTICS = ("delimited", "plain")
 CHANGED = 3  # the item we mutate; with chunk/batch 3 it shares a chunk with items 4 and 5
 
 
-def run(engine, query, items, mode, opts):
+def run(engine, query, items, mode, opts, semantics=None):
     return np.asarray(engine.score(query, items, LABELS, mode=mode, delimiter=DELIM,
-                                   **opts).scores)
+                                   semantics=semantics, **opts).scores)
 
 
 @pytest.fixture(scope="module")
@@ -40,35 +41,42 @@ def mutated(items, new_len=None, seed=0):
     return out
 
 
+@pytest.mark.parametrize("semantics", SEMANTICS)
 @pytest.mark.parametrize("mode,opts", ALL_MODES, ids=IDS)
-def test_same_length_change_is_bitwise_invisible(jax_tiny, base, mode, opts):
+def test_same_length_change_is_bitwise_invisible(jax_tiny, base, mode, opts, semantics):
     query, items = base
-    before = run(jax_tiny, query, items, mode, opts)
-    after = run(jax_tiny, query, mutated(items), mode, opts)
+    before = run(jax_tiny, query, items, mode, opts, semantics)
+    after = run(jax_tiny, query, mutated(items), mode, opts, semantics)
     others = [i for i in range(len(items)) if i != CHANGED]
     assert np.array_equal(before[others], after[others])
     assert not np.allclose(before[CHANGED], after[CHANGED], rtol=1e-3, atol=0)
 
 
+@pytest.mark.parametrize("semantics", SEMANTICS)
 @pytest.mark.parametrize("mode,opts", ALL_MODES, ids=IDS)
-def test_length_change_moves_others_at_most_1e6(jax_tiny, base, mode, opts):
+def test_length_change_moves_others_at_most_1e6(jax_tiny, base, mode, opts, semantics):
     query, items = base
-    before = run(jax_tiny, query, items, mode, opts)
-    after = run(jax_tiny, query, mutated(items, new_len=len(items[CHANGED]) + 3), mode, opts)
+    before = run(jax_tiny, query, items, mode, opts, semantics)
+    after = run(jax_tiny, query, mutated(items, new_len=len(items[CHANGED]) + 3), mode, opts,
+                semantics)
     others = [i for i in range(len(items)) if i != CHANGED]
     np.testing.assert_allclose(after[others], before[others], rtol=0, atol=1e-6)
     # the scores are ~1e-5, so also bound the relative change (float32 reordering noise)
     np.testing.assert_allclose(np.log(after[others]), np.log(before[others]), rtol=0, atol=1e-5)
 
 
-def test_dense_mask_lets_items_see_only_prefix_and_themselves(base):
+@pytest.mark.parametrize("semantics", SEMANTICS)
+def test_dense_mask_lets_items_see_only_prefix_and_themselves(base, semantics):
+    """The prefix is `query d` (delimited) or `query` (plain: the delimiter after the query
+    leads the item region, and no item row sees it)."""
     query, items = base
     req = build_request(query, items, LABELS, delimiter=DELIM, vocab_size=151936,
-                        max_length=4096)
+                        max_length=4096, semantics=semantics)
     batch = pack(req, [list(range(len(items)))])
     mask = batch.dense_mask()[0]
     p, pp = len(req.prefix), batch.prefix_pad
-    at = 0
+    assert p == len(query) + (semantics == "delimited")
+    at = 1 if semantics == "plain" else 0
     for item in items:
         rows = slice(pp + at, pp + at + len(item))
         visible = np.flatnonzero(mask[rows].any(0))
@@ -78,7 +86,8 @@ def test_dense_mask_lets_items_see_only_prefix_and_themselves(base):
     assert not mask[:pp, pp:].any()  # the query never sees items
 
 
-def test_leak_detector_catches_a_leaking_mask(jax_tiny, base, monkeypatch):
+@pytest.mark.parametrize("semantics", SEMANTICS)
+def test_leak_detector_catches_a_leaking_mask(jax_tiny, base, monkeypatch, semantics):
     """Control: with item rows allowed to see every earlier token, isolation fails."""
     from mibench.engines.modes.layout import PackedBatch
 
@@ -91,6 +100,6 @@ def test_leak_detector_catches_a_leaking_mask(jax_tiny, base, monkeypatch):
 
     monkeypatch.setattr(PackedBatch, "dense_mask", leaking)
     query, items = base
-    before = run(jax_tiny, query, items, "packed", {"mask": "dense"})
-    after = run(jax_tiny, query, mutated(items), "packed", {"mask": "dense"})
+    before = run(jax_tiny, query, items, "packed", {"mask": "dense"}, semantics)
+    after = run(jax_tiny, query, mutated(items), "packed", {"mask": "dense"}, semantics)
     assert not np.array_equal(before[CHANGED + 1:], after[CHANGED + 1:])

@@ -1,6 +1,7 @@
-"""Every mode and mask of the JAX engine equals serial delimited scoring (`single`) and the
-PyTorch reference. With apply_softmax=False the scores are tiny probabilities (~1e-5), so
-they are also compared as log scores, where the tolerance means something."""
+"""Every mode and mask of the JAX engine equals serial scoring (`single`) of the same
+semantics (delimited and plain) and the PyTorch reference. With apply_softmax=False the
+scores are tiny probabilities (~1e-5), so they are also compared as log scores, where the
+tolerance means something."""
 
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ MODE_CASES = [
 IDS = [m + "-" + "-".join(f"{k}{v}" for k, v in o.items()) for m, o in MODE_CASES]
 
 
+SEMANTICS = ("delimited", "plain")
+
+
 def scores(engine, req, mode="single", delimiter=DELIM, **kw):
     query, items = req
     return np.asarray(engine.score(query, items, LABELS, mode=mode, delimiter=delimiter,
@@ -48,23 +52,31 @@ def base(make_request):
 
 @pytest.fixture(scope="module")
 def single_ref(jax_tiny, base):
-    return scores(jax_tiny, base)
+    return {s: scores(jax_tiny, base, semantics=s) for s in SEMANTICS}
 
 
 @pytest.fixture(scope="module")
 def torch_ref(torch_tiny, base):
-    return scores(torch_tiny, base)
+    return {s: scores(torch_tiny, base, semantics=s) for s in SEMANTICS}
 
 
-def test_single_matches_torch(single_ref, torch_ref):
-    assert_close(single_ref, torch_ref, 1e-4, 1e-3)
+@pytest.mark.parametrize("semantics", SEMANTICS)
+def test_single_matches_torch(single_ref, torch_ref, semantics):
+    assert_close(single_ref[semantics], torch_ref[semantics], 1e-4, 1e-3)
 
 
+def test_the_semantics_give_different_scores(single_ref):
+    gap = np.abs(np.log(single_ref["plain"]) - np.log(single_ref["delimited"]))
+    assert gap.max() > 1e-2  # a thousand times the tolerance below
+
+
+@pytest.mark.parametrize("semantics", SEMANTICS)
 @pytest.mark.parametrize("mode,opts", MODE_CASES, ids=IDS)
-def test_mode_matches_single_and_torch(jax_tiny, base, single_ref, torch_ref, mode, opts):
-    got = scores(jax_tiny, base, mode, **opts)
-    assert_close(got, single_ref, 1e-5, 1e-5)  # log scores too: docs/parity.md
-    assert_close(got, torch_ref, 1e-4, 1e-3)
+def test_mode_matches_single_and_torch(jax_tiny, base, single_ref, torch_ref, mode, opts,
+                                       semantics):
+    got = scores(jax_tiny, base, mode, semantics=semantics, **opts)
+    assert_close(got, single_ref[semantics], 1e-5, 1e-5)  # log scores too: docs/parity.md
+    assert_close(got, torch_ref[semantics], 1e-4, 1e-3)
     # and the scores are discriminative, so the comparison proves something
     assert np.ptp(np.log(got[:, 0])) > 0.1
 
@@ -80,28 +92,36 @@ def test_an_attention_path_this_machine_lacks_is_a_clear_error(jax_tiny, base):
         scores(jax_tiny, base, "chunked", schedule="later")
 
 
+@pytest.mark.parametrize("semantics", SEMANTICS)
 @pytest.mark.parametrize("mode,opts", [("packed", {"mask": "segment"}),
                                        ("chunked", {"chunk_size": 2}),
                                        ("prefill_extend", {"extend_batch_size": 2})])
-def test_one_item(jax_tiny, make_request, mode, opts):
+def test_one_item(jax_tiny, make_request, mode, opts, semantics):
     req = make_request(12, query_len=33, num_items=1, item_len=5)
-    assert_close(scores(jax_tiny, req, mode, **opts), scores(jax_tiny, req), 1e-5, 1e-4)
+    assert_close(scores(jax_tiny, req, mode, semantics=semantics, **opts),
+                 scores(jax_tiny, req, semantics=semantics), 1e-5, 1e-4)
 
 
+@pytest.mark.parametrize("delimiter", [None, DELIM])  # plain needs none; given, it is unused
 @pytest.mark.parametrize("batch", [1, 3, 8])
-def test_prefill_extend_plain_semantics(jax_tiny, torch_tiny, base, batch):
-    want = scores(jax_tiny, base, delimiter=None)
-    got = scores(jax_tiny, base, "prefill_extend", delimiter=None, extend_batch_size=batch)
-    assert_close(got, want, 1e-5, 1e-4)
-    assert_close(got, scores(torch_tiny, base, delimiter=None), 1e-4, 1e-3)
+def test_prefill_extend_plain_semantics(jax_tiny, torch_tiny, base, single_ref, batch,
+                                        delimiter):
+    want = scores(jax_tiny, base, delimiter=None, semantics="plain")
+    np.testing.assert_array_equal(want, single_ref["plain"])  # the delimiter plays no part
+    got = scores(jax_tiny, base, "prefill_extend", delimiter=delimiter, semantics="plain",
+                 extend_batch_size=batch)
+    assert_close(got, want, 1e-5, 1e-5)
+    assert_close(got, scores(torch_tiny, base, delimiter=None, semantics="plain"), 1e-4, 1e-3)
 
 
+@pytest.mark.parametrize("semantics", SEMANTICS)
 @pytest.mark.parametrize("mode,opts", [("packed", {"mask": "segment"}),
+                                       ("chunked", {"chunk_size": 3, "mask": "dense"}),
                                        ("prefill_extend", {"extend_batch_size": 5})])
-def test_apply_softmax(jax_tiny, base, mode, opts):
-    want = scores(jax_tiny, base, apply_softmax=True)
-    np.testing.assert_allclose(scores(jax_tiny, base, mode, apply_softmax=True, **opts), want,
-                               rtol=0, atol=1e-5)
+def test_apply_softmax(jax_tiny, base, mode, opts, semantics):
+    want = scores(jax_tiny, base, apply_softmax=True, semantics=semantics)
+    got = scores(jax_tiny, base, mode, apply_softmax=True, semantics=semantics, **opts)
+    assert_close(got, want, 1e-5, 1e-5)
 
 
 @pytest.fixture(scope="module")
@@ -115,9 +135,11 @@ def jax_tiny_bf16():
                                        ("packed", {"mask": "dense"}),
                                        ("chunked", {"chunk_size": 3}),
                                        ("prefill_extend", {"extend_batch_size": 3})])
-def test_bfloat16_close_to_float32(jax_tiny, jax_tiny_bf16, base, mode, opts):
-    want = scores(jax_tiny, base, apply_softmax=True)  # probabilities ~0.5: 2e-2 means something
-    got = scores(jax_tiny_bf16, base, mode, apply_softmax=True, **opts)
+@pytest.mark.parametrize("semantics", SEMANTICS)
+def test_bfloat16_close_to_float32(jax_tiny, jax_tiny_bf16, base, mode, opts, semantics):
+    # probabilities ~0.5: 2e-2 means something
+    want = scores(jax_tiny, base, apply_softmax=True, semantics=semantics)
+    got = scores(jax_tiny_bf16, base, mode, apply_softmax=True, semantics=semantics, **opts)
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-2)
 
 
@@ -128,6 +150,8 @@ def test_long_prefix_uses_several_key_tiles(jax_tiny, make_request):
 
     assert key_block_size(2560) == 512
     req = make_request(13, query_len=2100, num_items=3, item_len=(2, 6))
-    want = scores(jax_tiny, req)
-    for mode, opts in [("packed", {"mask": "segment"}), ("prefill_extend", {})]:
-        assert_close(scores(jax_tiny, req, mode, **opts), want, 1e-5, 1e-4)
+    for semantics in SEMANTICS:
+        want = scores(jax_tiny, req, semantics=semantics)
+        for mode, opts in [("packed", {"mask": "segment"}), ("prefill_extend", {})]:
+            assert_close(scores(jax_tiny, req, mode, semantics=semantics, **opts), want,
+                         1e-5, 1e-4)

@@ -27,9 +27,9 @@ def hlo_shapes(compiled) -> list[tuple[int, ...]]:
     return [tuple(int(d) for d in m.split(",") if d) for m in SHAPE.findall(compiled.as_text())]
 
 
-def request(query, items, delimiter=DELIM):
+def request(query, items, delimiter=DELIM, semantics=None):
     return build_request(query, items, LABELS, delimiter=delimiter, vocab_size=151936,
-                         max_length=40960)
+                         max_length=40960, semantics=semantics)
 
 
 def segment_program(engine, batch: PackedBatch, req):
@@ -41,9 +41,10 @@ def segment_program(engine, batch: PackedBatch, req):
         attn=engine.attention({"attention": "xla"})).compile()
 
 
-def test_segment_program_has_no_t_by_t_array(jax_tiny, make_request, monkeypatch):
+@pytest.mark.parametrize("semantics", ["delimited", "plain"])
+def test_segment_program_has_no_t_by_t_array(jax_tiny, make_request, monkeypatch, semantics):
     query, items = make_request(31, query_len=30, num_items=120, item_len=(4, 9))
-    req = request(query, items)
+    req = request(query, items, semantics=semantics)
     batch = pack(req, [list(range(len(items)))])
     t = batch.tokens_bt.shape[1]
     region = t - batch.prefix_pad
@@ -60,7 +61,8 @@ def test_segment_program_has_no_t_by_t_array(jax_tiny, make_request, monkeypatch
     assert any(sum(d == t for d in s) >= 2 for s in hlo_shapes(dense))
     # and the host never builds the mask for the segment path
     monkeypatch.setattr(PackedBatch, "dense_mask", lambda self: pytest.fail("dense mask built"))
-    jax_tiny.score(query, items[:5], LABELS, mode="packed", mask="segment", delimiter=DELIM)
+    jax_tiny.score(query, items[:5], LABELS, mode="packed", mask="segment", delimiter=DELIM,
+                   semantics=semantics)
 
 
 def copies_prefix(shapes, batch: int, prefix: int) -> list[tuple[int, ...]]:
@@ -98,12 +100,14 @@ CALLS = [("single", {}), ("packed", {"mask": "dense"}), ("packed", {"mask": "seg
          ("prefill_extend", {"extend_batch_size": 3, "precompile_bs": [2, 3]})]
 
 
+@pytest.mark.parametrize("semantics", ["delimited", "plain"])
 @pytest.mark.parametrize("mode,opts", CALLS, ids=[f"{m}{list(o.values())}" for m, o in CALLS])
-def test_repeated_call_compiles_nothing(jax_tiny, make_request, mode, opts):
+def test_repeated_call_compiles_nothing(jax_tiny, make_request, mode, opts, semantics):
     query, items = make_request(33, query_len=20, num_items=5, item_len=(2, 7))
-    first = jax_tiny.score(query, items, LABELS, mode=mode, delimiter=DELIM, **opts)
+    kw = dict(mode=mode, delimiter=DELIM, semantics=semantics, **opts)
+    first = jax_tiny.score(query, items, LABELS, **kw)
     with count_compiles() as compiles:
-        again = jax_tiny.score(query, items, LABELS, mode=mode, delimiter=DELIM, **opts)
+        again = jax_tiny.score(query, items, LABELS, **kw)
     assert compiles() == 0
     assert again.scores == first.scores
 
@@ -126,6 +130,11 @@ def test_compile_counter_counts(jax_tiny):
 
 
 BAD = [
+    ("packed", {"mask": "segment", "semantics": "plain"}, None, "delimiter"),
+    ("chunked", {"chunk_size": 2, "semantics": "plain"}, None, "delimiter"),
+    ("single", {"semantics": "delimited"}, None, "semantics"),
+    ("prefill_extend", {"semantics": "delimited"}, None, "semantics"),
+    ("packed", {"semantics": "quoted"}, DELIM, "semantics"),
     ("chunked", {"chunk_size": 0}, DELIM, "chunk_size"),
     ("chunked", {"chunk_size": 2.5}, DELIM, "chunk_size"),
     ("prefill_extend", {"extend_batch_size": 0}, DELIM, "extend_batch_size"),

@@ -33,13 +33,18 @@ def torch_qwen2():
     return load_engine("torch", model="embedded:tiny-qwen2")
 
 
+# (delimiter, semantics): delimited; plain without a delimiter; plain with one (unused)
+SEMANTICS = [(DELIM, "delimited"), (None, "plain"), (DELIM, "plain")]
+
+
 @pytest.mark.parametrize("apply_softmax", [False, True])
-@pytest.mark.parametrize("delimiter", [DELIM, None])
+@pytest.mark.parametrize("delimiter,semantics", SEMANTICS,
+                         ids=["delimited", "plain", "plain-with-delimiter"])
 @pytest.mark.parametrize("engine_fixture", ["torch_tiny", "torch_qwen2"])
-def test_extend_matches_single(request, engine_fixture, apply_softmax, delimiter):
+def test_extend_matches_single(request, engine_fixture, apply_softmax, delimiter, semantics):
     engine = request.getfixturevalue(engine_fixture)
     query, items = REQUEST
-    kw = dict(apply_softmax=apply_softmax, delimiter=delimiter)
+    kw = dict(apply_softmax=apply_softmax, delimiter=delimiter, semantics=semantics)
     single = _scores(engine, query, items, "single", **kw)
     extend = _extend(engine, query, items, **kw)
     assert extend.shape == (7, 2)
@@ -75,6 +80,22 @@ def test_num_tokens_counts_the_prefix_once(torch_tiny):
     query, items = REQUEST
     result = torch_tiny.score(query, items, LABELS, mode="prefill_extend", delimiter=DELIM)
     assert result.num_tokens == len(query) + 1 + sum(len(item) for item in items)
+    plain = torch_tiny.score(query, items, LABELS, mode="prefill_extend", delimiter=DELIM,
+                             semantics="plain")
+    assert plain.num_tokens == len(query) + sum(len(item) for item in items)
+
+
+def test_plain_and_delimited_differ(torch_tiny):
+    """Both modes score both semantics, and the two are far apart: plain reads each item
+    right after the query (positions from Q), delimited after `query d` (from Q + 1)."""
+    query, items = REQUEST
+    for mode in ("single", "prefill_extend"):
+        plain = _scores(torch_tiny, query, items, mode, delimiter=DELIM, semantics="plain")
+        delimited = _scores(torch_tiny, query, items, mode, delimiter=DELIM,
+                            semantics="delimited")
+        assert np.abs(np.log(plain) - np.log(delimited)).max() > 1e-2
+    with pytest.raises(MibenchError, match="semantics"):
+        torch_tiny.score(query, items, LABELS, mode="prefill_extend", semantics="delimited")
 
 
 @pytest.mark.parametrize("bad", [0, -2, 2.5, True, "8"])

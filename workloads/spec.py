@@ -12,7 +12,8 @@ class WorkloadSpec:
 
     `item_tokens` is a fixed length or an inclusive (min, max) range drawn uniformly.
     `tokens`: `random` (seeded ids avoiding the delimiter and special ids) or `constant`
-    (the seeds' query of 1s and items of 2s).
+    (the seeds' query of 1s and items of 2s). `semantics`: `delimited`, `plain`, or None
+    (the engines' default: delimited when a delimiter is given, else plain).
     """
 
     label_token_ids: tuple[int, ...]
@@ -22,12 +23,16 @@ class WorkloadSpec:
     tokens: str = "random"
     delimiter: int | None = None
     apply_softmax: bool = False
+    semantics: str | None = None
     seed: int = 0
     requests: str | None = None
 
     def as_dict(self) -> dict:
-        """JSON-ready form for artifacts: a range becomes {dist: uniform, min, max}."""
+        """JSON-ready form for artifacts: a range becomes {dist: uniform, min, max}; an unset
+        `semantics` stays out (artifacts written before it existed compare equal)."""
         out = dataclasses.asdict(self)
+        if self.semantics is None:
+            del out["semantics"]
         out["label_token_ids"] = list(self.label_token_ids)
         if isinstance(self.item_tokens, tuple):
             lo, hi = self.item_tokens

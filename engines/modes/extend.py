@@ -1,5 +1,6 @@
-"""Mode `prefill_extend`: prefill `query (+ d)` once, then extend the items in batches
-against the shared prefix KV cache, then one LM-head pass over every scored row.
+"""Mode `prefill_extend`: prefill the prefix (`query d` delimited, `query` plain) once,
+then extend the items in batches against the shared prefix KV cache (item positions from
+the prefix length on), then one LM-head pass over every scored row.
 
 Compiled shapes: one prefill per bucketed prefix length, one extend per (batch size from
 `precompile_bs`, bucketed item length), one LM head per bucketed item count. A repeated
@@ -78,7 +79,9 @@ def score_prefill_extend(engine, req: ScoreRequest, **options) -> np.ndarray:
     `precompile_bs`
     (the batch sizes a short last batch may be padded to, all compiled on first use;
     default: powers of two below B and B, compiled when used) and `attention`."""
-    options = MODES["jax"]["prefill_extend"].check(options)
+    mode = MODES["jax"]["prefill_extend"]
+    options = mode.check(options)
+    mode.check_semantics(req.semantics, req.delimiter)
     attn = engine.attention(options)
     b, sizes = batch_sizes(options["extend_batch_size"], options["precompile_bs"])
     cfg, params = engine.cfg, engine.params

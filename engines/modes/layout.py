@@ -1,12 +1,18 @@
 """Host-side layouts of the scoring modes: token ids, RoPE positions and O(T) mask metadata.
 
-Packed layout of one sequence (delimited semantics only):
+Packed layout of one sequence, delimited semantics (prefix `query d`, P = Q + 1):
 
     [query d | pad to prefix_pad | item1 d item2 d ... itemN d | pad to item_pad]
 
-The prefix (`query d`) is padded to a bucketed length so the split between prefix rows and
-item rows is static. Item k's tokens sit at RoPE positions P, P+1, ... (P = len(query d)),
-those of the standalone `query d item_k`. The delimiters between items and the padding
+and plain semantics (prefix `query`, P = Q; the delimiter after the query leads the item
+region):
+
+    [query | pad to prefix_pad | d item1 d item2 d ... itemN d | pad to item_pad]
+
+Either way the tokens are `query d item1 d ... itemN d` and the prefix (what every item
+sees) is padded to a bucketed length so the split between prefix rows and item rows is
+static. Item k's tokens sit at RoPE positions P, P+1, ..., those of its standalone sequence
+(`query d item_k`, or `query item_k`). The delimiters in the item region and the padding
 are never attended to by an item; each is its own one-token segment.
 """
 
@@ -34,19 +40,22 @@ def item_bucket(n: int) -> int:
 
 
 def tokens_run(mode: str, prefix_len: int, item_lens: Sequence[int],
-               chunk_size: int | None = None) -> int:
+               chunk_size: int | None = None, semantics: str = "delimited") -> int:
     """Tokens a mode runs through the model for one request, padding excluded (what
-    `ScoreResult.num_tokens` reports, for every engine): `single` every `prefix + item`;
-    `packed` the prefix once and each item with its delimiter; `chunked` the same per chunk
-    of `chunk_size` items, so one prefix per chunk; `prefill_extend` the prefix once and
-    each item."""
+    `ScoreResult.num_tokens` reports, for every engine), with `prefix_len` the length of
+    what every item follows (`query d` delimited, `query` plain): `single` every
+    `prefix + item`; `packed` the prefix once and each item with its delimiter, and under
+    plain the delimiter after the query too (the packed sequence is `query d item1 d ...`
+    either way); `chunked` the same per chunk of `chunk_size` items, so one prefix per
+    chunk; `prefill_extend` the prefix once and each item."""
     n, items = len(item_lens), sum(item_lens)
     if mode == "single":
         return n * prefix_len + items
     if mode == "prefill_extend":
         return prefix_len + items
     chunks = -(-n // chunk_size) if mode == "chunked" else 1
-    return chunks * prefix_len + items + n
+    lead = 1 if semantics == "plain" else 0
+    return chunks * (prefix_len + lead) + items + n
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,11 +88,18 @@ def item_band(req: ScoreRequest) -> int:
     return item_bucket(max(len(it) for it in req.items))
 
 
+def leading_separator(req: ScoreRequest) -> int:
+    """1 under plain semantics, where the delimiter after the query leads the item region
+    (it is not part of the prefix, which every item sees), else 0."""
+    return 1 if req.semantics == "plain" else 0
+
+
 def packed_length(req: ScoreRequest, chunks: list[list[int]], band: int | None = None) -> int:
     """Padded tokens of the packed sequences of `chunks` (the longest chunk decides):
     the bucketed prefix, then the item region rounded up to a multiple of the band."""
     band = band or item_band(req)
-    region = max(sum(len(req.items[i]) + 1 for i in c) for c in chunks)
+    region = leading_separator(req) + max(sum(len(req.items[i]) + 1 for i in c)
+                                          for c in chunks)
     return bucket_length(len(req.prefix)) + -(-bucket_length(region) // band) * band
 
 
@@ -102,9 +118,13 @@ def pack(req: ScoreRequest, chunks: list[list[int]], band: int | None = None,
     seg_start = np.broadcast_to(np.arange(item_pad, dtype=np.int32), (b, item_pad)).copy()
     tokens[:, :p] = prefix
     positions[:, :p] = np.arange(p)
+    lead = leading_separator(req)
+    if lead:  # plain: `query d` then the items, which see the query only and start at Q
+        tokens[:, prefix_pad] = req.delimiter
+        positions[:, prefix_pad] = p
     last = []
     for c, chunk in enumerate(chunks):
-        at = 0
+        at = lead
         for i in chunk:
             item = req.items[i]
             n = len(item)

@@ -86,11 +86,12 @@ def resolve_mask(mask: str, batch: PackedBatch) -> str:
 
 
 def score_packed(engine, req: ScoreRequest, **options) -> np.ndarray:
-    """Mode `packed`: `query d item1 d ... itemN d` as one sequence. Options `mask` (dense,
-    segment or auto, the default) and `attention`."""
+    """Mode `packed`: `query d item1 d ... itemN d` as one sequence, under either semantics
+    (plain: items see the query only, their positions continue from it; `layout.pack`).
+    Options `mask` (dense, segment or auto, the default) and `attention`."""
     mode = MODES["jax"]["packed"]
     options = mode.check(options)
-    mode.require_semantics(req.delimiter)
+    mode.check_semantics(req.semantics, req.delimiter)
     mask, attn = options["mask"], engine.attention(options)
     batch = pack(req, [list(range(len(req.items)))])
     return run_packed(engine, req, batch, resolve_mask(mask, batch), attn)
@@ -105,7 +106,7 @@ def score_chunked(engine, req: ScoreRequest, **options) -> np.ndarray:
     all), and `attention`."""
     mode = MODES["jax"]["chunked"]
     options = mode.check(options)
-    mode.require_semantics(req.delimiter)
+    mode.check_semantics(req.semantics, req.delimiter)
     k, mask, schedule = options["chunk_size"], options["mask"], options["schedule"]
     attn = engine.attention(options)
     n = len(req.items)

@@ -82,15 +82,35 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
 )}
 
 
+def resolve_semantics(semantics, delimiter) -> str:
+    """The semantics a request is scored under: `delimited` (each item read after
+    `query + [delimiter]`) or `plain` (after `query` alone). None derives it: delimited when
+    there is a delimiter, else plain. A MibenchError naming `semantics` for any other value
+    and for `delimited` without a delimiter."""
+    if semantics is None:
+        return "plain" if delimiter is None else "delimited"
+    semantics = choice(semantics, "semantics", SEMANTICS)
+    if semantics == "delimited" and delimiter is None:
+        raise MibenchError("delimited semantics reads each item after `query + [delimiter]` "
+                           "and needs a delimiter token; give one, or use semantics plain "
+                           "(`query + item`)", field="semantics")
+    return semantics
+
+
 @dataclasses.dataclass(frozen=True)
 class Mode:
     """One mode of one engine: its options with their defaults (None: the mode derives
-    it), the semantics it scores (`delimited` needs a delimiter) and a one-line doc."""
+    it), the semantics it scores, whether it needs the delimiter token as a separator
+    between items whatever the semantics (the modes that pack items into one sequence),
+    and a one-line doc."""
 
     name: str
     doc: str
     defaults: dict[str, object]
     semantics: tuple[str, ...] = SEMANTICS
+    separator: bool = False
+
+    resolve_semantics = staticmethod(resolve_semantics)  # for the harness (public: Mode)
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -107,11 +127,19 @@ class Mode:
         given = {k: OPTIONS[k].check(v) for k, v in options.items() if v is not None}
         return {**self.defaults, **given}
 
-    def require_semantics(self, delimiter) -> None:
-        """Refuse a call whose semantics the mode does not score (no delimiter: plain)."""
-        if delimiter is None and "plain" not in self.semantics:
-            raise MibenchError(f"mode {self.name!r} packs items into one sequence and needs "
-                               "a delimiter token (delimited semantics)", field="delimiter")
+    def check_semantics(self, semantics, delimiter) -> str:
+        """The call's semantics (`resolve_semantics`), or a MibenchError: naming `semantics`
+        for one the mode does not score (or delimited without a delimiter), naming
+        `delimiter` for a packing mode without its separator token."""
+        semantics = resolve_semantics(semantics, delimiter)
+        if semantics not in self.semantics:
+            raise MibenchError(f"mode {self.name!r} does not score {semantics} semantics "
+                               f"(it scores: {', '.join(self.semantics)})", field="semantics")
+        if self.separator and delimiter is None:
+            raise MibenchError(f"mode {self.name!r} packs items into one sequence and needs a "
+                               "delimiter token to separate them, under plain semantics too "
+                               "(where items attend to no delimiter)", field="delimiter")
+        return semantics
 
 
 CHUNK_SIZE = 32  # the seeds' chunk size
@@ -123,11 +151,11 @@ MODES: dict[str, dict[str, Mode]] = {
         Mode("single", "one forward per item, batch 1, in order: the baseline",
              {"attention": "auto"}),
         Mode("packed", "every item in one sequence after the query, items kept apart by the "
-             "mask", {"mask": "auto", "attention": "auto"}, semantics=("delimited",)),
+             "mask", {"mask": "auto", "attention": "auto"}, separator=True),
         Mode("chunked", "items in chunks of chunk_size, each chunk a packed sequence with "
              "its own copy of the query",
              {"chunk_size": CHUNK_SIZE, "mask": "segment", "schedule": "parallel",
-              "attention": "auto"}, semantics=("delimited",)),
+              "attention": "auto"}, separator=True),
         Mode("prefill_extend", "the query prefilled once, items extended in batches against "
              "its cached KV (shared, never copied per item)",
              {"extend_batch_size": EXTEND_BATCH_SIZE, "precompile_bs": None,
@@ -138,6 +166,13 @@ MODES: dict[str, dict[str, Mode]] = {
         Mode("prefill_extend", "the query prefilled once, items extended in batches with a "
              "4D mask over the cached KV (SDPA)",
              {"extend_batch_size": TORCH_EXTEND_BATCH_SIZE}),
+    )},
+    # a server speaking SGLang's /v1/score (engines/http_engine.py): one request per call;
+    # how the server scores is its own (mibench serve --mode); `single` so that parity's
+    # `engines` check, which scores each engine's single mode, reaches it
+    "http": {m.name: m for m in (
+        Mode("single", "one POST /v1/score per request (query and all its items); the "
+             "server's own mode scores them", {}),
     )},
 }
 

@@ -1,5 +1,6 @@
-"""Mode `single`: one causal forward per item (`query [d] item`), batch 1, in order. The
-baseline every other mode is compared with."""
+"""Mode `single`: one causal forward per item, batch 1, in order: `query d item` under
+delimited semantics, `query item` under plain. The baseline every other mode is compared
+with."""
 
 from __future__ import annotations
 
@@ -33,7 +34,9 @@ def score_last_token(params, tokens_1t, last, labels, cfg, apply_softmax: bool, 
 
 def score_single(engine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `single`: one forward per item, batch 1, in order. Option: `attention`."""
-    attn = engine.attention(MODES["jax"]["single"].check(options))
+    mode = MODES["jax"]["single"]
+    attn = engine.attention(mode.check(options))
+    mode.check_semantics(req.semantics, req.delimiter)
     labels = np.asarray(req.labels, np.int32)
     rows = []
     for i in range(len(req.items)):
