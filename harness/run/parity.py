@@ -1,15 +1,23 @@
 """Parity checks of a run, on a small parity workload (docs/parity.md).
 
+Every score comparison judges **log scores**: the largest |ln a - ln b| over the two score
+tables (`max_log_diff`). With `apply_softmax: false` scores are full-vocabulary
+probabilities around 1e-5, so an absolute tolerance cannot tell plain from delimited
+semantics, or items in the wrong order; a log difference is a relative one and can. The
+absolute and relative differences are recorded too; the absolute one is also judged in
+bfloat16 with `apply_softmax: true` (probabilities near 0.5, where it means something).
+
 - `isolation`: item k (the middle one) is replaced by other tokens of the same length: no
   other item's score may change at all (tolerance 0, bitwise); then item k gets one more
-  token: the others may change by at most 1e-6 (2e-2 in bfloat16). Run for every case of
-  the engines under test (not the reference engine's).
+  token: the others' log scores may move by at most 1e-5 (bfloat16: see `TOL`). Run for
+  every case of the engines under test (not the reference engine's).
 - `modes`: every case whose mode is not `single` against `single` of the same engine,
-  model, dtype and tp: 1e-5 in float32, 2e-2 in bfloat16.
+  model, dtype and tp: 1e-5 in float32.
 - `engines`: `single` of each engine against the reference (`parity.reference`, torch
-  `single` in float32 by default, tp 1): 1e-4 in float32, 2e-2 in bfloat16.
+  `single` in float32 by default, tp 1): 1e-4 in float32; bfloat16's bound when either
+  side is bfloat16.
 - `topologies`: every case at tp > 1 against the same case (engine, mode, options, model,
-  dtype) at tp 1: sharding must not change the scores, 1e-5 in float32, 2e-2 in bfloat16.
+  dtype) at tp 1: sharding must not change the scores, 1e-5 in float32.
 - `speedup`: every `packed` case (any options) against the `single` case of the same
   engine, model, dtype, tp and workload (the default `single` when several): its median
   items/s over single's must be at least `parity.min_speedup` (3, the seeds' gate),
@@ -42,9 +50,17 @@ from mibench.harness.run.pool import EngineKey, EnginePool, score_all
 from mibench.workloads import Request, WorkloadSpec
 
 MAX_QUERY, MIN_ITEMS, MAX_ITEMS = 512, 4, 16
-TOL = {"isolation": {"float32": 1e-6, "bfloat16": 2e-2}, "modes": {"float32": 1e-5,
-       "bfloat16": 2e-2}, "engines": {"float32": 1e-4, "bfloat16": 2e-2},
-       "topologies": {"float32": 1e-5, "bfloat16": 2e-2}}
+# the largest |ln a - ln b| allowed, by check and dtype (isolation: the changed_length
+# variant; same_length is always 0, bitwise). Measured margins: docs/parity.md. float32
+# changed_length is 1e-5, not 1e-6: packed with the dense mask moves the other items'
+# log scores by up to 4.8e-6 when item k grows (a longer sequence, summed in another order)
+TOL = {"isolation": {"float32": 1e-5, "bfloat16": 1e-1},
+       "modes": {"float32": 1e-5, "bfloat16": 1e-1},
+       "engines": {"float32": 1e-4, "bfloat16": 1e-1},
+       "topologies": {"float32": 1e-5, "bfloat16": 1e-1}}
+# the largest |a - b| allowed on top, in bfloat16 with apply_softmax true (probabilities
+# over the labels, near 0.5); float32's log bound already bounds |a - b| below it
+ABS_TOL_SOFTMAX = {"bfloat16": 2e-2}
 
 
 def parity_workload(config: Config) -> WorkloadSpec:
@@ -67,18 +83,53 @@ def cap(requests: list[Request]) -> list[Request]:
     return [Request(query=r.query[:MAX_QUERY], items=r.items[:MAX_ITEMS])]
 
 
-def diff(a: list, b: list, skip: int | None = None) -> tuple[float, float, float]:
-    """Max and mean absolute, and max relative, difference of two score tables (rows of
-    `skip` left out)."""
+@dataclasses.dataclass(frozen=True)
+class Diff:
+    """How two score tables differ: absolute (probabilities), relative, and log scores."""
+
+    max_abs: float
+    mean_abs: float
+    max_rel: float
+    max_log: float
+    nan: int  # NaN scores (in either table): never a pass
+
+
+def diff(a: list, b: list, skip: int | None = None) -> Diff:
+    """The differences of two score tables (rows of `skip` left out). A score of 0 (an
+    underflow) counts as the smallest float64, so a 0 against a 0 is equal and a 0
+    against anything else is a log difference of hundreds, never an infinity."""
     x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if x.shape != y.shape:
         raise ValueError(f"score shapes differ: {x.shape} vs {y.shape}")
     if skip is not None:
         x, y = np.delete(x, skip, axis=0), np.delete(y, skip, axis=0)
+    nan = int(np.isnan(x).sum() + np.isnan(y).sum())
+    x, y = np.nan_to_num(x, nan=0.0), np.nan_to_num(y, nan=0.0)
     d = np.abs(x - y)
-    rel = d / np.maximum(np.abs(y), np.finfo(np.float64).tiny)
-    return (float(d.max(initial=0.0)), float(d.mean()) if d.size else 0.0,
-            float(rel.max(initial=0.0)))
+    tiny = np.finfo(np.float64).tiny
+    rel = d / np.maximum(np.abs(y), tiny)
+    log = np.abs(np.log(np.maximum(x, tiny)) - np.log(np.maximum(y, tiny)))
+    return Diff(max_abs=float(d.max(initial=0.0)), mean_abs=float(d.mean()) if d.size else 0.0,
+                max_rel=float(rel.max(initial=0.0)), max_log=float(log.max(initial=0.0)),
+                nan=nan)
+
+
+def tolerances(check: str, dtype: str, apply_softmax: bool) -> tuple[float, float | None]:
+    """(log tolerance, absolute tolerance or None) of a check in `dtype`."""
+    return TOL[check][dtype], ABS_TOL_SOFTMAX.get(dtype) if apply_softmax else None
+
+
+def judge(check: str, case_id: str, against: str, d: Diff, tol: float,
+          abs_tol: float | None = None, variant: str | None = None) -> ParityCheck:
+    """The verdict of one comparison: log scores within `tol` (tol 0: bitwise equal) and,
+    when given, probabilities within `abs_tol`; any NaN fails."""
+    ok = d.max_log == 0.0 and d.max_abs == 0.0 if tol == 0.0 else d.max_log <= tol
+    ok = ok and (abs_tol is None or d.max_abs <= abs_tol) and not d.nan
+    return ParityCheck(check=check, variant=variant, case_id=case_id, against=against,
+                       tolerance=tol, abs_tolerance=abs_tol, max_log_diff=d.max_log,
+                       max_abs_diff=d.max_abs, mean_abs_diff=d.mean_abs, max_rel_diff=d.max_rel,
+                       status="passed" if ok else "failed",
+                       error=f"{d.nan} NaN scores" if d.nan else None)
 
 
 @dataclasses.dataclass
@@ -102,17 +153,18 @@ class GroupParity:
             self.scores[memo] = [row for req in table for row in req]
         return self.scores[memo]
 
-    def compare(self, check: str, case: CaseSpec, against: str, tol: float, left, right,
+    def compare(self, check: str, case: CaseSpec, against: str, dtype: str, left, right,
                 variant: str | None = None, skip: int | None = None) -> ParityCheck:
-        base = dict(check=check, variant=variant, case_id=case.case_id, against=against,
-                    tolerance=tol)
+        tol, abs_tol = tolerances(check, dtype, self.spec.apply_softmax)
+        if variant == "same_length":
+            tol, abs_tol = 0.0, None
         try:
-            worst, mean, rel = diff(left(), right(), skip)
+            d = diff(left(), right(), skip)
         except Exception as e:  # an engine error is a parity error, not a crash
-            return ParityCheck(**base, status="error", error=f"{type(e).__name__}: {e}")
-        ok = worst == 0.0 if tol == 0.0 else worst <= tol
-        return ParityCheck(**base, max_abs_diff=worst, mean_abs_diff=mean, max_rel_diff=rel,
-                           status="passed" if ok else "failed")
+            return ParityCheck(check=check, variant=variant, case_id=case.case_id,
+                               against=against, tolerance=tol, abs_tolerance=abs_tol,
+                               status="error", error=f"{type(e).__name__}: {e}")
+        return judge(check, case.case_id, against, d, tol, abs_tol, variant)
 
 
 def _mutated(requests: list[Request], delimiter: int | None, extra: int,
@@ -133,12 +185,11 @@ def isolation(g: GroupParity, case: CaseSpec) -> list[ParityCheck]:
     vocab = g.pool.get(key).model_config.vocab_size
     base = lambda: g.score(key, case.mode, case.params)  # noqa: E731
     out = []
-    for variant, extra, tol in (("same_length", 0, 0.0),
-                                ("changed_length", 1, TOL["isolation"][case.dtype])):
+    for variant, extra in (("same_length", 0), ("changed_length", 1)):
         mutated = lambda extra=extra, v=variant: g.score(  # noqa: E731
             key, case.mode, case.params, _mutated(reqs, g.spec.delimiter, extra, vocab), v)
-        out.append(g.compare("isolation", case, f"{case.case_id} with item {k} mutated", tol,
-                             mutated, base, variant=variant, skip=k))
+        out.append(g.compare("isolation", case, f"{case.case_id} with item {k} mutated",
+                             case.dtype, mutated, base, variant=variant, skip=k))
     return out
 
 
@@ -150,14 +201,14 @@ def group_checks(g: GroupParity, cases: list[CaseSpec], checks: list[str]) -> li
             out += isolation(g, case)
         if "modes" in checks and case.mode != "single":
             out.append(g.compare(
-                "modes", case, f"{case.engine}/single", TOL["modes"][case.dtype],
+                "modes", case, f"{case.engine}/single", case.dtype,
                 lambda c=case: g.score(c.engine_key, c.mode, c.params),
                 lambda c=case: g.score(c.engine_key, "single", {})))
         if "topologies" in checks and case.tp > 1:
             tp1 = (case.engine, case.model, case.dtype, 1)
             out.append(g.compare(
                 "topologies", case, case.case_id.replace(f"tp={case.tp}", "tp=1"),
-                TOL["topologies"][case.dtype],
+                case.dtype,
                 lambda c=case: g.score(c.engine_key, c.mode, c.params),
                 lambda c=case, k=tp1: g.score(k, c.mode, c.params)))
     if "engines" in checks:
@@ -167,10 +218,15 @@ def group_checks(g: GroupParity, cases: list[CaseSpec], checks: list[str]) -> li
             ref_key = (ref["engine"], case.model, ref["dtype"], 1)
             out.append(g.compare(
                 "engines", dataclasses.replace(case, case_id=f"{name}/single/tp={case.tp}"),
-                f"{ref['engine']}/{ref['mode']}/{ref['dtype']}", TOL["engines"][case.dtype],
+                f"{ref['engine']}/{ref['mode']}/{ref['dtype']}", _coarser(case.dtype, ref["dtype"]),
                 lambda c=case: g.score(c.engine_key, "single", {}),
                 lambda k=ref_key: g.score(k, ref["mode"], {})))
     return out
+
+
+def _coarser(a: str, b: str) -> str:
+    """The dtype whose tolerance judges a comparison of an `a` and a `b` table."""
+    return "bfloat16" if "bfloat16" in (a, b) else "float32"
 
 
 def _throughput(rec: CaseRecord) -> float | None:

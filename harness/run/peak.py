@@ -1,14 +1,32 @@
 """Peak FLOP/s per chip, the denominator of `mfu`.
 
 TPU/GPU: the vendor's dense peak by device kind (`VENDOR`, matched by substring of JAX's
-`device_kind`). CPU: a short matmul calibration with JAX, measured once per run per dtype
-(the best of a few 1024^3 matmuls after a warm-up), so CPU `mfu` is relative to what this
-machine's GEMM really reaches.
+`device_kind`). CPU: a matmul calibration with JAX (the best of a few 1024^3 matmuls after
+a warm-up), measured **once per machine** and cached in `$MIBENCH_CACHE/peak.json`, keyed by
+the CPU model, the CPUs this process may use, the dtype and the jax version: a measurement
+repeated every run moves by tens of percent on a busy machine (1.05e11 to 1.79e11 seen on
+one), and would move every CPU `mfu` with it. A calibration during which the threads
+mostly waited for a CPU (another process was busy) is not cached. Delete the file (or its
+entry) to measure again. `PeakTable.source` says where the figure came from, e.g.
+`calibrated (cached 2026-11-26, AMD EPYC 7B13, 2 cpus, jax 0.10.2)`.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import os
+import platform
+import tempfile
 import time
+from pathlib import Path
+
+CACHE_FILE = "peak.json"
+CACHE_VERSION = 1
+# a calibration whose threads waited for a CPU more than this share of their time measured
+# a busy machine, not its peak (2 to 5% when idle, 55% beside two busy loops on 2 CPUs):
+# it is tried again, and never cached
+BUSY, ATTEMPTS, RETRY_S = 0.2, 3, 2.0
 
 # device kind substring (lower case) -> dtype -> dense FLOP/s per chip (vendor figures;
 # float32 on TPUs is the MXU's bf16 figure, float32 on GPUs the TF32 tensor-core figure)
@@ -34,7 +52,7 @@ def vendor_peak(kind: str, dtype: str) -> float | None:
     return None
 
 
-def calibrate_cpu(dtype: str, n: int = 1024, reps: int = 5) -> float:
+def calibrate_cpu(dtype: str, n: int = 1024, reps: int = 20) -> float:
     """Best FLOP/s of an n x n x n matmul in `dtype` on JAX's CPU backend."""
     import jax
     import jax.numpy as jnp
@@ -51,18 +69,166 @@ def calibrate_cpu(dtype: str, n: int = 1024, reps: int = 5) -> float:
     return 2.0 * n**3 / best
 
 
+def run_queue_ns() -> tuple[int, int] | None:
+    """(ns running, ns waiting for a CPU) of this process's threads so far (Linux's
+    schedstat), or None where the kernel does not say."""
+    run = wait = 0
+    try:
+        tasks = list(Path("/proc/self/task").iterdir())
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            r, w, _ = (task / "schedstat").read_text().split()
+        except (OSError, ValueError):  # a thread that ended, or no schedstat
+            continue
+        run, wait = run + int(r), wait + int(w)
+    return (run, wait) if run else None
+
+
+def measure(dtype: str, calibrate) -> tuple[float, float | None]:
+    """(FLOP/s, the share of the time the threads waited for a CPU, None: unknown)."""
+    before = run_queue_ns()
+    flops = calibrate(dtype)
+    after = run_queue_ns()
+    if before is None or after is None:
+        return flops, None
+    run, wait = after[0] - before[0], after[1] - before[1]
+    return flops, wait / (run + wait) if run + wait >= 5e7 else None  # 50 ms or it says nothing
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux), else what `platform` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Model", "cpu model") and value.strip():
+                return " ".join(value.split())
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown cpu"
+
+
+def usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def machine(dtype: str) -> dict:
+    """What a cached CPU peak is valid for."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        jax_version = version("jax")
+    except PackageNotFoundError:
+        jax_version = "unknown"
+    return {"cpu": cpu_model(), "cpus": usable_cpus(), "dtype": dtype, "jax": jax_version}
+
+
+def _key(m: dict) -> str:
+    return f"{m['cpu']} | {m['cpus']} cpus | {m['dtype']} | jax {m['jax']}"
+
+
+def cache_path() -> Path:
+    from mibench.engines import cache_dir
+
+    return cache_dir() / CACHE_FILE
+
+
+def read_cache(path: Path) -> dict:
+    """The cache's entries; an unreadable or foreign file is an empty cache (it is only a
+    cache: the next calibration rewrites it)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    ok = isinstance(data, dict) and data.get("version") == CACHE_VERSION
+    entries = data.get("entries") if ok else None
+    return entries if isinstance(entries, dict) else {}
+
+
+def write_cache(path: Path, entries: dict) -> None:
+    """Atomically (a concurrent reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump({"version": CACHE_VERSION, "entries": entries}, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def cached_cpu_peak(dtype: str, path: Path | None = None,
+                    calibrate=None) -> tuple[float, dict]:
+    """(FLOP/s, its cache entry) for this machine and `dtype`: the cached figure, else a
+    calibration that is then cached. A calibration on a busy machine (`BUSY`) is tried
+    again, and if the machine stays busy used for this run only; so is one whose cache
+    cannot be written. The entry then says `cached: false` and why."""
+    path = path or cache_path()
+    m = machine(dtype)
+    entry = read_cache(path).get(_key(m))
+    if isinstance(entry, dict) and isinstance(entry.get("flops"), int | float) \
+            and entry["flops"] > 0:
+        return float(entry["flops"]), {**entry, "cached": True}
+    best, busy = 0.0, None
+    for attempt in range(ATTEMPTS):
+        if attempt:
+            time.sleep(RETRY_S)
+        flops, busy = measure(dtype, calibrate or calibrate_cpu)
+        best = max(best, flops)
+        if busy is None or busy <= BUSY:
+            break
+    entry = {**m, "flops": best, "calibrated_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")}
+    if busy is not None and busy > BUSY:
+        return best, {**entry, "cached": False, "why": f"the CPUs were busy, its threads "
+                      f"waited for one {busy:.0%} of the time"}
+    try:
+        entries = read_cache(path)  # re-read: another run may have added its own
+        entries[_key(m)] = entry
+        write_cache(path, entries)
+        return entry["flops"], {**entry, "cached": True}
+    except OSError as e:
+        return entry["flops"], {**entry, "cached": False, "why": e.strerror or str(e)}
+
+
+def describe(entries: list[dict]) -> str:
+    """`calibrated (cached 2026-11-26, CPU, N cpus, jax V)` for the entries a run used."""
+    if not entries:
+        return "calibrated"
+    dates = sorted({e.get("calibrated_at", "?") for e in entries})
+    first = entries[0]
+    where = f"{first['cpu']}, {first['cpus']} cpus, jax {first['jax']}"
+    if all(e.get("cached") for e in entries):
+        return f"calibrated (cached {', '.join(dates)}, {where})"
+    why = next(e.get("why") for e in entries if not e.get("cached"))
+    return f"calibrated (this run, not cached: {why}; {where})"
+
+
 class PeakTable:
     """Per-chip peak by dtype for this run's device, computed on first use and kept."""
 
     def __init__(self, platform: str | None, kind: str | None):
         self.platform, self.kind = platform or "cpu", kind or ""
         self.values: dict[str, float] = {}
-        self.source = "calibrated" if self.platform == "cpu" else "vendor"
+        self.entries: dict[str, dict] = {}  # CPU: dtype -> the cache entry used
+        self.kept: str | None = None  # the source of `values` given from outside (a resume)
+
+    @property
+    def source(self) -> str:
+        if self.platform != "cpu":
+            return "vendor"
+        if not self.entries and self.kept:
+            return self.kept
+        return describe(list(self.entries.values()))
 
     def __call__(self, dtype: str) -> float | None:
         if dtype not in self.values:
             if self.platform == "cpu":
-                value = calibrate_cpu(dtype)
+                value, self.entries[dtype] = cached_cpu_peak(dtype)
             else:
                 value = vendor_peak(self.kind, dtype)
             if value is None:
