@@ -27,9 +27,9 @@ DATA = Path(__file__).parent / "data" / "reports"
 REGEN = os.environ.get("MIBENCH_REGEN_GOLDEN") == "1"
 PNG = b"\x89PNG\r\n\x1a\n"
 
-COMMIT_SECTIONS = ["Summary", "Results matrix", "Speedups between modes",
-                   "A/B: options differing in one key", "Parity", "Commit comparison",
-                   "Topology comparison", "Run-to-run spread", "Environment", "Reproduce"]
+COMMIT_SECTIONS = ["Summary", "Commit comparison", "Results matrix", "Speedups between modes",
+                   "A/B: options differing in one key", "Parity", "Topology comparison",
+                   "Run-to-run spread", "Environment", "Reproduce"]
 MODEL_SECTIONS = ["Summary", "Results matrix", "Parity",
                   "Model matrix", "Run-to-run spread", "Environment", "Reproduce"]
 
@@ -92,8 +92,8 @@ def test_commit_report_matches_golden_and_has_every_section(commits_report):
                   "| Mode (fastest options) | Items/s | vs jax/single |",
                   "| mask | Items/s |", "| chunk_size | Items/s |", "| extend_batch_size |",
                   "| Check | Case | Against | Max abs diff |",
-                  "| Case | 11111111 (baseline) items/s | 22222222 items/s | Change | "
-                  "Significance | Verdict |",
+                  "| Case | 11111111 (baseline) items/s | 22222222 items/s | Change [interval] | "
+                  "Evidence | Verdict |",
                   "| Case | Model | TP=1 items/s | TP=4 items/s | Efficiency TP=4 |",
                   "| Case | Runs | Median (s) |", "| Field | 11111111 | 22222222 |",
                   "| Case | Command |"):
@@ -103,14 +103,17 @@ def test_commit_report_matches_golden_and_has_every_section(commits_report):
 
 def test_report_says_what_the_seeds_say(commits_report):
     text, _ = commits_report
-    assert "No regression against baseline 11111111" in text
+    verdict = text.split("## Summary\n\n", 1)[1].splitlines()[0]
+    assert verdict.startswith("**UNTESTED** against 11111111: 2 of 13 compared case(s)")
+    assert "torch/single/tp=1: items/s -0.9% [-11.3%, +10.7%] (99% interval" in verdict
     assert "**FAILED** `ValueError: Specified dims (1, 8, 2) do not evenly divide" in text
     assert "**OOM** `XlaRuntimeError: RESOURCE_EXHAUSTED" in text
     assert "| segment | 115.93 | 8.63 | 4.31 | 2.24x | ok |" in text  # dense vs segment A/B
     assert "| jax/chunked (chunk_size=32) | qwen3-0.6b | 70.49 | 141.03 | 0.50 |" in text
     assert "**run 4: 2.07 s (2.3x)**" in text  # the tail pause at extend batch 16
-    assert "| +10.4% | MWU p=0.00794 (n=5+5) | improvement |" in text
-    assert "bootstrap 95% CI of time ratio" in text
+    assert "| +10.4% [-0.9%, +23.0%] | 99% CI, floor 3%, 1+1 proc, 5+5 runs | noise |" in text
+    assert "| +1.4% (untested) | 1+1 timed runs: at least 3" in text
+    assert "<details><summary>15 passing parity check(s)</summary>" in text
 
 
 def test_plots_exist_and_are_png(commits_report):
@@ -147,7 +150,8 @@ def test_regression_verdict_in_summary():
     new = read_artifact(DATA / "new.json")
     new.cases[3].status = "failed"
     ctx = build_context([new], baseline=base)
-    assert ctx["summary"]["verdict"].startswith("**REGRESSION**: 1 regression(s) against")
+    assert ctx["summary"]["verdict"].startswith("**REGRESSION** against 11111111: 1 of 16 "
+                                                "case(s) regressed: jax/chunked/")
     assert "newly failed" in ctx["summary"]["regressions"][0]
 
 
@@ -204,3 +208,32 @@ def test_first_artifact_is_the_baseline_of_later_commits():
     assert "## Commit comparison" in text and "| 11111111 (baseline) items/s |" in text
     assert "| Hardware | Commit | Engine |" in text  # one matrix, a column per commit
     assert "## Commit comparison" not in write_report([new, new], None)  # same commit
+
+
+def test_summary_variant_links_no_images(tmp_path):
+    out = tmp_path / "summary.md"
+    result = cli(str(DATA / "new.json"), "--baseline", str(DATA / "base.json"), "--summary",
+                 "--out", str(out))
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert "![" not in text and not list(tmp_path.glob("*.png"))
+    assert sections(text)[:2] == ["Summary", "Commit comparison"]
+
+
+def test_failing_parity_rows_stay_outside_the_fold():
+    rec = read_artifact(DATA / "new.json")
+    rec.parity.checks[0].status = "failed"
+    parity = write_report([rec], None).split("## Parity\n", 1)[1].split("\n## ", 1)[0]
+    shown, folded = parity.split("<details>")
+    assert "**FAILED**" in shown and "**FAILED**" not in folded
+    assert "<summary>14 passing parity check(s)</summary>" in folded
+
+
+def test_parity_log_differences_lead_with_three_digits():
+    rec = read_artifact(DATA / "new.json")
+    for c in rec.parity.checks:
+        c.max_log_diff = 1.05e-6 if c is rec.parity.checks[0] else 0.0
+    rec.parity.checks[0].status = "failed"
+    parity = write_report([rec], None).split("## Parity\n", 1)[1]
+    assert "| Check | Case | Against | Max abs ln diff | Max abs diff |" in parity
+    assert "| 1.05e-06 | 0 | 0 | - | 0 | **FAILED** |" in parity

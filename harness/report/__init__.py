@@ -12,16 +12,30 @@ import re
 from pathlib import Path
 
 from mibench.harness.records import RunRecord
-from mibench.harness.report import fmt, groups, plots, tables
+from mibench.harness.report import fmt, groups, latency, plots, tables
 from mibench.harness.report.tables import Row
-from mibench.harness.stats.compare import DEFAULT_THRESHOLD, Comparison, compare, label
-from mibench.harness.stats.significance import BOOTSTRAP, MWU, NONE
+from mibench.harness.stats.compare import (
+    DEFAULT_THRESHOLD,
+    MIN_RUNS,
+    SCORE_TOL,
+    Comparison,
+    compare,
+    label,
+)
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-METHODS = {MWU: "Mann-Whitney U, two-sided, on the raw timed samples (MWU)",
-           BOOTSTRAP: "percentile bootstrap interval (10,000 seeded resamples) of the ratio "
-                      "of median run times, used when there are too few runs for MWU",
-           NONE: "no test: one run on each side"}
+
+
+def method_lines(comp: Comparison) -> list[str]:
+    """The methods behind a comparison's verdicts, with their numbers."""
+    tol = ", ".join(f"{k} {v:g}" for k, v in SCORE_TOL.items())
+    lines = [f"Timing: {comp.methods[0]}. Each worker process's median time per item is one "
+             f"sample (one per run without `runs.processes`); the interval of the change is "
+             f"at level {1 - comp.alpha:.0%}, and each side's between-run spread is at least "
+             f"the noise floor, {comp.floor.value:.0%} ({comp.floor.source}). A case needs "
+             f"{MIN_RUNS} timed runs on each side."] if comp.methods else []
+    return lines + [f"Scores: the largest |ln new - ln base| over every request, item and "
+                    f"label, against the modes tolerance ({tol})."]
 
 
 def template(name: str):
@@ -51,16 +65,14 @@ def summary(rows: list[Row], records: list[RunRecord], comps: list[Comparison],
     counts = {s: sum(r.case.status == s for r in rows) for s in ("ok", "failed", "skipped")}
     checks = [c for r in records for c in (r.parity.checks if r.parity else [])]
     passed = sum(c.status == "passed" for c in checks)
-    regressed = [f"{c.case_id} ({comp.new}): {c.reason}" for comp in comps for c in comp.cases
-                 if c.regression]
+    regressed = [f"{c.case_id} ({comp.new}): " + (f"{fmt.interval(c)}, " if c.low is not None
+                                                  else "") + c.reason
+                 for comp in comps for c in comp.cases if c.regression]
     regressed += [f"parity {p.key} ({comp.new}): {p.new_status}" for comp in comps
                   for p in comp.parity if p.regression]
-    if comps:
-        verdict = (f"**REGRESSION**: {len(regressed)} regression(s) against baseline "
-                   f"{comps[0].base}"
-                   if regressed else f"No regression against baseline {comps[0].base}")
-    else:
-        verdict = "no baseline to compare with"
+    verdicts = [(f"{comp.new}: " if len(comps) > 1 else "") + fmt.verdict_line(comp)
+                for comp in comps]
+    verdict = "\n\n".join(verdicts) or "no baseline to compare with"
     ok = [r for r in rows if groups.throughput(r) is not None]
     fastest = max(ok, key=groups.throughput, default=None)
     lines = [f"{len(rows)} cases in {len(records)} artifact(s): {counts['ok']} ok, "
@@ -76,6 +88,8 @@ def summary(rows: list[Row], records: list[RunRecord], comps: list[Comparison],
     if pauses:
         lines.append(f"{pauses} tail pause(s): timed runs slower than "
                      f"{tables.TAIL_FACTOR}x their case's median.")
+    lines += [f"{comp.new}: {n}" if len(comps) > 1 else n for comp in comps
+              for n in fmt.score_notes(comp)]
     warnings = [f"{comp.new}: {w}" for comp in comps for w in comp.warnings]
     return {"verdict": verdict, "lines": lines, "regressions": regressed, "warnings": warnings}
 
@@ -87,7 +101,6 @@ def build_context(records: list[RunRecord], baseline: RunRecord | None = None,
     comps = comparisons_for(records, baseline, threshold)
     spread, pauses = tables.spread_table(rows)
     has_models = groups.has_model_matrix(rows)
-    methods = sorted({m for comp in comps for m in comp.methods})
     names = sorted({r.config.get("name", "?") for r in records})
     return {
         "title": title or f"mibench report: {', '.join(names)}",
@@ -95,14 +108,16 @@ def build_context(records: list[RunRecord], baseline: RunRecord | None = None,
         "results": tables.results_matrix(rows),
         "speedups": [] if has_models else groups.speedups(rows),
         "ab": groups.ab_tables(rows),
-        "parity": tables.parity_table(records),
+        "parity": tables.parity_table(records, passed=False),
+        "parity_passed": tables.parity_table(records, passed=True),
         "commits": groups.commit_table(comps),
         "threshold": f"{threshold:.0%}",
-        "methods": [METHODS[m] for m in methods],
+        "methods": method_lines(comps[0]) if comps else [],
         "topology": groups.topology(rows),
         "models": groups.model_matrix(rows),
         "parity_models": groups.parity_by_model(records),
         "spread": spread,
+        "latency": latency.latency_table(rows),
         "environment": tables.environment_table(([baseline] if baseline else []) + records),
         "repro": tables.repro_table(rows),
         "plots": {},
@@ -132,6 +147,7 @@ def draw_plots(context: dict, out: Path) -> dict[str, str]:
     }
     made["topology"] = plots.scaling_chart(groups.topology_lines(rows),
                                            Path(f"{stem}-topology.png"))
+    made["latency"] = latency.cdf_chart(rows, Path(f"{stem}-latency.png"))
     comps: list[Comparison] = context["_comparisons"]
     if comps:
         ids = [c.case_id for c in comps[0].cases if c.change is not None]
@@ -143,10 +159,11 @@ def draw_plots(context: dict, out: Path) -> dict[str, str]:
 
 
 def write_report(records: list[RunRecord], out: Path | None, baseline: RunRecord | None = None,
-                 threshold: float = DEFAULT_THRESHOLD) -> str:
-    """Render the report; with `out`, also write it and its plots there. Returns Markdown."""
+                 threshold: float = DEFAULT_THRESHOLD, summary: bool = False) -> str:
+    """Render the report; with `out`, also write it and its plots there (not the plots with
+    `summary`: the job-summary variant links no images). Returns Markdown."""
     context = build_context(records, baseline, threshold)
-    if out is not None:
+    if out is not None and not summary:
         context["plots"] = draw_plots(context, out)
     text = render(context)
     if out is not None:

@@ -27,6 +27,8 @@ def _workload(w) -> str:
 def options(case) -> str:
     """Every option the case's mode runs with: the case's own values over the mode
     registry's defaults (`-` for one the mode derives, e.g. precompile_bs)."""
+    if getattr(case, "http", None) is not None:
+        return " ".join(f"{k}={short(v)}" for k, v in case.http.as_dict().items()) or "-"
     defaults = MODES[case.engine][case.mode].defaults
     full = {**defaults, **case.params}
     return " ".join(f"{k}={'-' if v is None else short(v)}" for k, v in full.items()) or "-"
@@ -47,10 +49,18 @@ def _fmt(x, spec: str) -> str:
 
 
 def _verdict(p) -> str:
-    """What failed: the speedup against its minimum, or the largest difference."""
+    """What failed: the speedup against its minimum, or the largest difference against its
+    tolerance (log scores where the check judged them, plus probabilities where bounded)."""
     if p.check == "speedup":
         return f"speedup {_fmt(p.speedup, '.2f')}x < {p.tolerance:g}x"
-    return f"max {_fmt(p.max_abs_diff, '.3g')} > {p.tolerance:g}"
+    log = getattr(p, "max_log_diff", None)
+    if log is None:
+        return f"max {_fmt(p.max_abs_diff, '.3g')} > {p.tolerance:g}"
+    text = f"max |ln diff| {log:.3g} (tolerance {p.tolerance:g})"
+    abs_tol = getattr(p, "abs_tolerance", None)
+    if abs_tol is not None:
+        text += f", max abs diff {_fmt(p.max_abs_diff, '.3g')} (tolerance {abs_tol:g})"
+    return text
 
 
 def render_summary(record, path) -> str:

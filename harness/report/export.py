@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mibench.harness.report import fmt, plots, render
 from mibench.harness.report.fmt import Table
-from mibench.harness.stats.compare import Comparison
+from mibench.harness.stats.compare import MIN_RUNS, Comparison
 from mibench.harness.stats.history import History, Series
 
 COMPARE_SCHEMA = "mibench.compare/1"
@@ -24,38 +24,59 @@ def _render(name: str, **context) -> str:
 
 
 def compare_table(comp: Comparison) -> Table:
+    """Every case side by side: statuses, items/s (from the raw runs), the change with its
+    interval, the evidence, the scores and the verdict with its reason."""
     body = []
     for c in comp.cases:
-        verdict = f"**{c.verdict}**" if c.regression else c.verdict
+        verdict = f"**{c.verdict}**" if c.regression or c.verdict == "untested" else c.verdict
+        scores = "-" if c.scores is None else (
+            f"**{fmt.sci(c.scores.max_log_diff)} > {c.scores.tolerance:g}**" if c.scores.moved
+            else "not compared" if c.scores.max_log_diff is None
+            else f"{fmt.sci(c.scores.max_log_diff)} <= {c.scores.tolerance:g}")
+        change = "-" if c.change is None else (
+            fmt.pct(c.change) + (f" [{fmt.pct(c.low)}, {fmt.pct(c.high)}]"
+                                 if c.low is not None else ""))
         body.append([c.case_id, c.base_status or "-", c.new_status or "-",
-                     fmt.num(c.base_items_per_s), fmt.num(c.new_items_per_s), fmt.pct(c.change),
-                     fmt.pct(c.latency_change), fmt.significance(c.test), verdict, c.reason])
+                     fmt.num(c.base_items_per_s), fmt.num(c.new_items_per_s), change,
+                     fmt.significance(c.test), scores, verdict, c.reason])
     return Table(["Case", "Base status", "New status", f"{comp.base} items/s",
-                  f"{comp.new} items/s", "Items/s change", "Latency change", "Significance",
-                  "Verdict", "Why"], body, ["l"] * 3 + ["r"] * 4 + ["l"] * 3)
+                  f"{comp.new} items/s", "Items/s change [interval]", "Evidence",
+                  "Scores (max abs ln diff)", "Verdict", "Why"], body,
+                 ["l"] * 3 + ["r"] * 3 + ["l"] * 4)
 
 
-def parity_changes(comp: Comparison) -> Table | None:
+def parity_changes(comp: Comparison) -> tuple[Table | None, Table | None]:
+    """(checks that do not pass or newly changed, passing checks to fold away)."""
     if not comp.parity:
-        return None
-    body = [[p.key, p.base_status or "-", p.new_status, fmt.sci(p.new_max_abs_diff),
-             fmt.sci(p.tolerance), "**regression**" if p.regression else "ok"]
-            for p in comp.parity]
-    return Table(["Check", "Base", "New", "Max abs diff", "Tolerance", "Verdict"], body,
-                 ["l"] * 3 + ["r"] * 2 + ["l"])
+        return None, None
+    rows: dict[bool, list] = {True: [], False: []}
+    for p in comp.parity:
+        passing = p.new_status == "passed" and not p.regression
+        rows[passing].append([p.key, p.base_status or "-", p.new_status,
+                              "-" if p.new_max_log_diff is None else f"{p.new_max_log_diff:.3g}",
+                              fmt.sci(p.new_max_abs_diff),
+                              fmt.sci(p.tolerance), "**regression**" if p.regression else "ok"])
+    header = ["Check", "Base", "New", "Max abs ln diff", "Max abs diff", "Tolerance",
+              "Verdict"]
+    align = ["l"] * 3 + ["r"] * 3 + ["l"]
+    return tuple(Table(header, rows[k], align) if rows[k] else None for k in (False, True))
 
 
-def compare_markdown(comp: Comparison) -> str:
-    from mibench.harness.report import METHODS
+def compare_markdown(comp: Comparison, note: str | None = None) -> str:
+    from mibench.harness.report import method_lines
 
-    return _render("compare.md.j2", comp=comp, cases=compare_table(comp),
-                   parity=parity_changes(comp), methods=[METHODS[m] for m in comp.methods],
-                   alpha=comp.alpha, threshold=f"{comp.threshold:.0%}")
+    failing, passing = parity_changes(comp)
+    return _render("compare.md.j2", comp=comp, verdict=fmt.verdict_line(comp),
+                   score_notes=fmt.score_notes(comp),
+                   cases=compare_table(comp), parity=failing, parity_passed=passing,
+                   methods=method_lines(comp), threshold=f"{comp.threshold:.0%}", note=note,
+                   min_runs=MIN_RUNS)
 
 
-def compare_json(comp: Comparison) -> str:
-    data = {"schema": COMPARE_SCHEMA, "regression": comp.regression,
-            "methods": comp.methods, **dataclasses.asdict(comp)}
+def compare_json(comp: Comparison, note: str | None = None) -> str:
+    data = {"schema": COMPARE_SCHEMA, "outcome": comp.outcome, "exit_code": comp.exit_code,
+            "regression": comp.regression, "verdict": fmt.verdict_line(comp),
+            "methods": comp.methods, "note": note, **dataclasses.asdict(comp)}
     return json.dumps(data, indent=1, default=str) + "\n"
 
 

@@ -9,7 +9,8 @@ import dataclasses
 
 from mibench.harness.config.matrix import model_name, short
 from mibench.harness.records import CaseRecord, RunRecord
-from mibench.harness.stats.significance import BOOTSTRAP, MWU, Test
+from mibench.harness.stats.compare import MIN_RUNS
+from mibench.harness.stats.significance import Test
 
 OOM_MARKERS = ("RESOURCE_EXHAUSTED", "out of memory", "Out of memory", "OOM")
 
@@ -104,13 +105,61 @@ def status(case: CaseRecord) -> str:
 
 
 def significance(test: Test | None) -> str:
-    """The method and its evidence: `MWU p=0.008`, `bootstrap 95% CI [0.89, 0.95]`, `n=1`."""
+    """What the interval stands on: `99% CI, floor 10%, 1+1 proc, 3+3 runs`."""
     if test is None:
         return "-"
-    if test.method == MWU:
-        return f"MWU p={test.p_value:.3g} (n={test.n_base}+{test.n_new})"
-    if test.method == BOOTSTRAP:
-        level = f"{1 - test.alpha:.0%}"
-        return (f"bootstrap {level} CI of time ratio [{test.low:.3f}, {test.high:.3f}] "
-                f"(n={test.n_base}+{test.n_new})")
-    return "untestable (1+1 runs)"
+    return (f"{1 - test.alpha:.0%} CI, floor {test.floor:.0%}, {test.k_base}+{test.k_new} "
+            f"proc, {test.n_base}+{test.n_new} runs")
+
+
+def interval(c) -> str:
+    """`items/s -50.0% [-58.3%, -40.0%]` of a CaseChange (the change alone when untested)."""
+    if c.change is None:
+        return "-"
+    if c.low is None:
+        return f"items/s {c.change:+.1%} (untested)"
+    return f"items/s {c.change:+.1%} [{c.low:+.1%}, {c.high:+.1%}]"
+
+
+def score_notes(comp) -> list[str]:
+    """`Scores not compared (N case(s)): why` for compared cases whose scores were not."""
+    counts: dict[str, int] = {}
+    for c in comp.compared:
+        if c.scores is not None and c.scores.max_log_diff is None and not c.scores.moved:
+            why = c.scores.note.removeprefix("scores not compared: ")
+            counts[why] = counts.get(why, 0) + 1
+    return [f"Scores not compared ({n} case(s)): {why}" for why, n in counts.items()]
+
+
+def verdict_line(comp) -> str:
+    """The gate's outcome in one line, with the change and its interval in percent: the
+    regressed cases, or the worst change among the compared ones."""
+    how = (f"{1 - comp.alpha:.0%} interval, noise floor {comp.floor.value:.0%} "
+           f"({comp.floor.source})")
+    compared = comp.compared
+    worst = min((c for c in compared if c.low is not None), key=lambda c: c.change,
+                default=None)
+    largest = (f"worst change {worst.case_id}: {interval(worst)} ({how})" if worst
+               else "no case had enough timed runs for a timing verdict")
+    if comp.outcome == "regression":
+        bad = [c for c in comp.cases if c.regression]
+        parts = [f"{c.case_id}: " + (interval(c) if c.verdict == "regression" else
+                                     c.reason.split("; ")[0]) for c in bad[:3]]
+        parts += [f"and {len(bad) - 3} more case(s)"] if len(bad) > 3 else []
+        parity = sum(p.regression for p in comp.parity)
+        parts += [f"{parity} parity check(s) newly not passing"] if parity else []
+        timing = f" ({how})" if any(c.verdict == "regression" for c in bad) else ""
+        return (f"**REGRESSION** against {comp.base}: {len(bad)} of {len(comp.cases)} "
+                f"case(s) regressed: {'; '.join(parts)}{timing}")
+    if comp.outcome == "not compared":
+        return f"**NOT COMPARED** with {comp.base}: {comp.not_compared_reason()}"
+    untested = comp.untested
+    if comp.outcome == "untested":
+        names = ", ".join(c.case_id for c in untested[:3]) + (", ..." if len(untested) > 3
+                                                              else "")
+        return (f"**UNTESTED** against {comp.base}: {len(untested)} of {len(compared)} "
+                f"compared case(s) have fewer than {MIN_RUNS} timed runs on a side ({names}); "
+                f"no regression in the others; {largest}. `--allow-untested` accepts them")
+    note = f" ({len(untested)} untested, allowed)" if untested else ""
+    return (f"No regression against {comp.base}: {len(compared)} case(s) compared{note}; "
+            f"{largest}")

@@ -201,8 +201,8 @@ def parity_by_model(records: list[RunRecord]) -> Table | None:
 
 
 def commit_table(comparisons: list[Comparison]) -> Table | None:
-    """One column group per compared artifact: items/s, change and significance vs the
-    baseline (the first column)."""
+    """One column group per compared artifact: items/s, the change with its interval and
+    the evidence vs the baseline (the first column); figures from the raw timed runs."""
     if not comparisons:
         return None
     base = comparisons[0].base
@@ -218,9 +218,10 @@ def commit_table(comparisons: list[Comparison]) -> Table | None:
             c = b.get(case_id)
             verdict = "-" if c is None else (f"**{c.verdict}**" if c.regression else c.verdict)
             cells += ["-", "-", "-", verdict] if c is None else [
-                fmt.num(c.new_items_per_s), fmt.pct(c.change), fmt.significance(c.test), verdict]
+                fmt.num(c.new_items_per_s), fmt.interval(c).removeprefix("items/s "),
+                fmt.significance(c.test) if c.test else c.reason, verdict]
         body.append(cells)
     header = ["Case", f"{base} (baseline) items/s"]
     for comp in comparisons:
-        header += [f"{comp.new} items/s", "Change", "Significance", "Verdict"]
+        header += [f"{comp.new} items/s", "Change [interval]", "Evidence", "Verdict"]
     return Table(header, body, ["l", "r"] + ["r", "r", "l", "l"] * len(comparisons))

@@ -76,36 +76,47 @@ def results_matrix(rows: list[Row]) -> Table:
                  "(median time x peak).")
 
 
-def _parity_measures(c: ParityCheck) -> list[str]:
-    """The four number cells: differences and tolerance, or a speedup and its minimum."""
+def _parity_measures(c: ParityCheck, logs: bool) -> list[str]:
+    """The number cells: (the log difference,) differences and tolerance, or a speedup and
+    its minimum."""
+    value = getattr(c, "max_log_diff", None)  # 3 digits: 1.05e-06 against 1e-06 shows
+    log = ["-" if value is None else f"{value:.3g}"] if logs else []
     if c.check == "speedup":
-        return [f"{fmt.times(c.speedup)} ({fmt.num(c.throughput_items_per_s)} vs "
-                f"{fmt.num(c.against_throughput_items_per_s)} items/s)", "-", "-",
-                f">= {fmt.times(c.tolerance)}"]
-    return [fmt.sci(c.max_abs_diff), fmt.sci(c.mean_abs_diff), fmt.sci(c.max_rel_diff),
-            fmt.sci(c.tolerance)]
+        return log + [f"{fmt.times(c.speedup)} ({fmt.num(c.throughput_items_per_s)} vs "
+                      f"{fmt.num(c.against_throughput_items_per_s)} items/s)", "-", "-",
+                      f">= {fmt.times(c.tolerance)}"]
+    abs_tol = getattr(c, "abs_tolerance", None)
+    return log + [fmt.sci(c.max_abs_diff), fmt.sci(c.mean_abs_diff), fmt.sci(c.max_rel_diff),
+                  fmt.sci(c.tolerance) + (f", abs {fmt.sci(abs_tol)}" if abs_tol else "")]
 
 
-def parity_table(records: list[RunRecord]) -> Table | None:
+def parity_table(records: list[RunRecord], passed: bool | None = None) -> Table | None:
+    """Every parity check (`passed` None), or only those that passed (True) or did not
+    (False); None when there are none. With log differences recorded (the checks judge log
+    scores), they come first and the tolerance is theirs."""
     labels = unique_labels(records)
     many = len(records) > 1
+    checks = [(rec, lab, c) for rec, lab in zip(records, labels, strict=True)
+              for c in (rec.parity.checks if rec.parity else [])]
+    logs = any(getattr(c, "max_log_diff", None) is not None for _, _, c in checks)
     out, speedups = [], False
-    for rec, lab in zip(records, labels, strict=True):
-        for c in rec.parity.checks if rec.parity else []:
-            status = c.status if c.status == "passed" else f"**{c.status.upper()}**"
-            if c.error:
-                status += f" `{fmt.first_line(c.error)}`"
-            speedups |= c.check == "speedup"
-            out.append(([lab] if many else []) + [
-                c.check + (f" ({c.variant})" if c.variant else ""), c.case_id, c.against,
-                *_parity_measures(c), status])
+    for _, lab, c in checks:
+        if passed is not None and (c.status == "passed") != passed:
+            continue
+        status = c.status if c.status == "passed" else f"**{c.status.upper()}**"
+        if c.error:
+            status += f" `{fmt.first_line(c.error)}`"
+        speedups |= c.check == "speedup"
+        out.append(([lab] if many else []) + [
+            c.check + (f" ({c.variant})" if c.variant else ""), c.case_id, c.against,
+            *_parity_measures(c, logs), status])
     if not out:
         return None
-    header = (["Commit"] if many else []) + [
-        "Check", "Case", "Against", "Max abs diff" + (" / speedup" if speedups else ""),
-        "Mean abs diff", "Max rel diff", "Tolerance" + (" / minimum" if speedups else ""),
-        "Status"]
-    align = ["l"] * (4 if many else 3) + ["r"] * 4 + ["l"]
+    header = (["Commit"] if many else []) + ["Check", "Case", "Against"] + (
+        ["Max abs ln diff"] if logs else []) + [
+        "Max abs diff" + (" / speedup" if speedups else ""), "Mean abs diff", "Max rel diff",
+        "Tolerance" + (" / minimum" if speedups else ""), "Status"]
+    align = ["l"] * (4 if many else 3) + ["r"] * (5 if logs else 4) + ["l"]
     note = ("speedup: the case's median items/s over `Against`'s (measured by the cases, "
             "not on the parity workload), at least the minimum.") if speedups else None
     return Table(header, out, align, note=note)

@@ -1,50 +1,96 @@
 """The regression gate: compare two artifacts case by case (pure: records in, a record out).
 
-Cases are matched by case id. Direction-aware: throughput (items/s) down is bad, latency per
-item up is bad. A case regressed when
+**Like with like.** A case is compared only with the same measurement: the same case id
+AND the same workload (every workload field: shape, token kind, semantics, labels, softmax,
+seed, requests file), model, dtype, topology (tp and mesh) and hardware (device platform,
+kind and count; on a CPU also the machine, the core count and the CPU model where both
+artifacts record it). Anything else is `not comparable`, shown with the fields that
+differ.
 
-- its throughput fell, or its latency rose, by more than `threshold` (relative change of the
-  medians) AND the raw timed samples (as seconds per item) differ significantly
-  (`harness.significance`), or
-- it was `ok` in the baseline and is `failed` now, whatever the numbers.
+**From the raw samples.** Every figure is recomputed from `timed_s` (and
+`process_timed_s`); `invalid` names what makes an artifact unusable (no cases, duplicate
+case ids, a run time that is not finite and > 0, summaries that disagree with the samples).
 
-A parity check that passed (or did not exist) in the baseline and fails now is a regression,
-and so is a case that was `ok` and is missing from a new run that did not finish.
-Differences in hardware, package versions or config are warnings: they make the numbers
-less comparable but do not fail the gate.
+**Verdicts** of a case that is ok on both sides:
+
+- `regression`: items/s fell by more than `threshold` AND the between-run interval of the
+  change excludes 0 (harness.stats.significance);
+- `scores moved`: its scores moved beyond the modes tolerance as log scores (float32 1e-5,
+  bfloat16 1e-1), a regression whatever the times;
+- `improvement`, `noise` (beyond the threshold, inside the interval), `unchanged`;
+- `untested`: fewer than `MIN_RUNS` timed runs on a side; fails the gate unless allowed.
+
+Also a regression: a case ok in the baseline and failed now, a case ok in the baseline and
+missing from a new run that did not finish, a parity check that passed (or did not exist)
+and does not pass now. The outcome (`Comparison.outcome`) is `regression` or `untested`
+(exit 1), `not compared` when no case was measured ok on both sides as the same
+measurement (exit 2), else `pass` (exit 0).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
+import statistics
 
 from mibench.harness.records import CaseRecord, ParityCheck, RunRecord
-from mibench.harness.stats.describe import median
-from mibench.harness.stats.significance import Test, compare_samples
+from mibench.harness.stats.describe import per_unit_ms, rates, summarize
+from mibench.harness.stats.significance import (
+    DEFAULT_ALPHA,
+    METHOD,
+    NoiseFloor,
+    Test,
+    between_runs,
+    default_floor,
+)
 
 DEFAULT_THRESHOLD = 0.05
-DEFAULT_ALPHA = 0.05
+MIN_RUNS = 3
+# the largest |ln score_new - ln score_base| that is not a score change: the `modes` parity
+# tolerance (docs/parity.md), as for `mibench ab`
+SCORE_TOL = {"float32": 1e-5, "bfloat16": 1e-1}
+SUMMARY_RTOL = 1e-6  # how closely stored summaries must match the recomputed ones
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreCheck:
+    """The case's scores against the baseline's: the largest |ln new - ln base| and where,
+    or why they were not compared."""
+
+    max_log_diff: float | None  # None: not compared
+    tolerance: float | None
+    moved: bool
+    note: str
 
 
 @dataclasses.dataclass(frozen=True)
 class CaseChange:
-    """One case id in either artifact. `change`: relative change of the throughput median."""
+    """One case id in either artifact. `change`, `low`, `high`: the relative change of
+    items/s and its interval (positive: faster)."""
 
     case_id: str
     base_status: str | None  # None: not in the baseline
     new_status: str | None  # None: not in the new artifact
-    base_items_per_s: float | None = None
+    base_items_per_s: float | None = None  # median over the timed runs (from timed_s)
     new_items_per_s: float | None = None
-    base_latency_ms: float | None = None
-    new_latency_ms: float | None = None
-    change: float | None = None  # new / base - 1 of items/s
-    latency_change: float | None = None
+    change: float | None = None
+    low: float | None = None
+    high: float | None = None
+    latency_change: float | None = None  # of the time per item (positive: slower)
     test: Test | None = None
-    # regression|failed|improvement|unchanged|noise|untested|added|removed|missing|fixed|
-    # still failing|skipped
+    scores: ScoreCheck | None = None
+    # regression|scores moved|failed|improvement|unchanged|noise|untested|not comparable|
+    # added|removed|missing|fixed|still failing|skipped
     verdict: str = "unchanged"
     regression: bool = False
     reason: str = ""
+
+    @property
+    def compared(self) -> bool:
+        """Measured ok on both sides as the same measurement."""
+        return (self.base_status == self.new_status == "ok"
+                and self.verdict != "not comparable")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +99,7 @@ class ParityChange:
     base_status: str | None
     new_status: str
     new_max_abs_diff: float | None
+    new_max_log_diff: float | None
     tolerance: float
     regression: bool
 
@@ -63,17 +110,58 @@ class Comparison:
     new: str
     threshold: float
     alpha: float
+    floor: NoiseFloor
     cases: list[CaseChange]
     parity: list[ParityChange]
     warnings: list[str]
+    allow_untested: bool = False
 
     @property
     def regression(self) -> bool:
         return any(c.regression for c in self.cases) or any(p.regression for p in self.parity)
 
     @property
+    def compared(self) -> list[CaseChange]:
+        return [c for c in self.cases if c.compared]
+
+    @property
+    def untested(self) -> list[CaseChange]:
+        return [c for c in self.cases if c.verdict == "untested"]
+
+    @property
+    def outcome(self) -> str:
+        """`regression`, `not compared`, `untested` (not allowed) or `pass`."""
+        if self.regression:
+            return "regression"
+        if not self.compared:
+            return "not compared"
+        if self.untested and not self.allow_untested:
+            return "untested"
+        return "pass"
+
+    @property
+    def exit_code(self) -> int:
+        return {"regression": 1, "untested": 1, "not compared": 2, "pass": 0}[self.outcome]
+
+    @property
     def methods(self) -> list[str]:
-        return sorted({c.test.method for c in self.cases if c.test is not None})
+        return [METHOD] if any(c.test is not None for c in self.cases) else []
+
+    def not_compared_reason(self) -> str:
+        """Why no case was compared (for `outcome == "not compared"`)."""
+        common = [c for c in self.cases if c.base_status is not None
+                  and c.new_status is not None]
+        apart = [c for c in common if c.verdict == "not comparable"]
+        if not common:
+            return "the two artifacts have no case id in common"
+        if len(apart) == len(common):
+            first = apart[0]
+            return (f"no case is the same measurement in both ({len(apart)} not comparable; "
+                    f"{first.case_id}: {first.reason})")
+        counts = {s: sum(c.new_status == s or c.base_status == s for c in common
+                         if c.verdict != "not comparable") for s in ("skipped", "failed")}
+        return (f"no comparable case ran ok on both sides ({counts['skipped']} skipped, "
+                f"{counts['failed']} failed, {len(apart)} not comparable)")
 
 
 def label(record: RunRecord) -> str:
@@ -84,13 +172,186 @@ def label(record: RunRecord) -> str:
     return record.run_id
 
 
-def _case_change(base: CaseRecord, new: CaseRecord, threshold: float,
-                 alpha: float) -> CaseChange:
+# --- what a case measures, and whether an artifact can be compared at all ---------------
+
+
+def measurement(record: RunRecord, case: CaseRecord) -> dict[str, object]:
+    """Everything that must agree for two cases to be the same measurement, flat:
+    `workload.<field>`, model, dtype, tp, mesh, devices, and on a CPU machine, cpus, cpu."""
+    out: dict[str, object] = {}
+    root = (record.provenance.git.path or "").rstrip("/") + "/"
+    for key, value in sorted(case.workload.items()):
+        if key == "requests" and isinstance(value, str) and value.startswith(root):
+            value = value[len(root):]  # the same file in another checkout
+        out[f"workload.{key}"] = value
+    tp = case.topology.get("tp")
+    out |= {"model": case.model.get("path"), "dtype": case.model.get("dtype"), "tp": tp,
+            "mesh": case.topology.get("mesh_shape") or {"tp": tp}}
+    d, host = record.provenance.devices, record.provenance.host
+    out["devices"] = f"{d.platform} {d.kind} x{d.count}"
+    if d.platform == "cpu":
+        out |= {"machine": host.get("machine"), "cpus": host.get("cpus"),
+                "cpu": host.get("cpu_model") or host.get("processor")}
+    return out
+
+
+def differences(base: dict[str, object], new: dict[str, object]) -> list[str]:
+    """`field base vs new` for every field that differs (a CPU model recorded on one side
+    only is not a difference: older artifacts lack it)."""
+    out = []
+    for key in dict.fromkeys([*base, *new]):
+        a, b = base.get(key), new.get(key)
+        if a != b and not (key == "cpu" and (a is None or b is None)):
+            out.append(f"{key} {_short(a)} vs {_short(b)}")
+    return out
+
+
+def _short(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def invalid(record: RunRecord) -> str | None:
+    """What makes an artifact unusable for a comparison, naming the case, or None: no
+    cases, a duplicate case id, a run time that is not finite and > 0, process runs that do
+    not pool into `timed_s`, stored summaries that disagree with the samples."""
+    if not record.cases:
+        return "has no cases"
+    seen: set[str] = set()
+    for c in record.cases:
+        if c.case_id in seen:
+            return f"case {c.case_id} appears twice (case ids must be unique)"
+        seen.add(c.case_id)
+        runs = [("timed_s", c.timed_s)] + [(f"process_timed_s[{i}]", p)
+                                            for i, p in enumerate(c.process_timed_s)]
+        for name, values in runs:
+            for j, v in enumerate(values):
+                if not (math.isfinite(v) and v > 0):
+                    return f"case {c.case_id}: {name}[{j}] = {v!r} is not a run time " \
+                           "(a finite number > 0)"
+        if c.process_timed_s and [t for p in c.process_timed_s for t in p] != c.timed_s:
+            return f"case {c.case_id}: process_timed_s does not pool into timed_s"
+        why = _summary_mismatch(c)
+        if why:
+            return f"case {c.case_id}: {why}"
+    return None
+
+
+def _summary_mismatch(case: CaseRecord) -> str | None:
+    """The first stored summary that differs from the one recomputed from `timed_s`."""
+    n = case.workload.get("num_items")
+    expected = {"total_s": summarize(case.timed_s)}
+    # an http case counts the items of answered requests only (harness.run.http_case)
+    if isinstance(n, int) and n > 0 and getattr(case, "http", None) is None:
+        expected |= {"throughput_items_per_s": summarize(rates(case.timed_s, n)),
+                     "latency_per_item_ms": summarize(per_unit_ms(case.timed_s, n))}
+    for name, want in expected.items():
+        have = getattr(case.metrics, name)
+        if have is None:
+            continue
+        if want is None:
+            return f"metrics.{name} summarizes {have.n} runs but timed_s is empty"
+        for key in ("n", "median", "mean", "min", "max", "stdev"):
+            a, b = getattr(have, key), getattr(want, key)
+            if not math.isclose(a, b, rel_tol=SUMMARY_RTOL, abs_tol=1e-12):
+                return (f"metrics.{name}.{key} is {a:.6g} but timed_s gives {b:.6g} "
+                        "(summaries must come from the samples)")
+    return None
+
+
+# --- one case ---------------------------------------------------------------------------
+
+
+def items_of(case: CaseRecord) -> int | None:
+    """Items scored per run: the workload's count, else the score table's rows."""
+    n = case.workload.get("num_items")
+    if isinstance(n, int) and n > 0:
+        return n
+    return sum(len(req) for req in case.scores) if case.scores else None
+
+
+def items_per_s(case: CaseRecord) -> float | None:
+    """Median items/s over the timed runs, from the raw times (None: no runs or count)."""
+    n = items_of(case)
+    return statistics.median(rates(case.timed_s, n)) if n and case.timed_s else None
+
+
+def process_runs(case: CaseRecord) -> list[list[float]]:
+    """The timed runs grouped by worker process (one group without `process_timed_s`)."""
+    return [list(p) for p in case.process_timed_s if p] or [list(case.timed_s)]
+
+
+def max_log_diff(base: list, new: list) -> tuple[float, tuple[int, int, int]] | None:
+    """The largest |ln new - ln base| over two score tables and its (request, item, label),
+    or None when their shapes differ. A 0 counts as the smallest float (0 against 0 is
+    equal); a NaN on either side is an infinite difference."""
+    if len(base) != len(new) or any(len(a) != len(b) or any(len(x) != len(y) for x, y in
+                                                              zip(a, b, strict=True))
+                                     for a, b in zip(base, new, strict=True)):
+        return None
+    tiny = 2.2250738585072014e-308
+    worst, where = 0.0, (0, 0, 0)
+    for r, (req_a, req_b) in enumerate(zip(base, new, strict=True)):
+        for i, (row_a, row_b) in enumerate(zip(req_a, req_b, strict=True)):
+            for j, (a, b) in enumerate(zip(row_a, row_b, strict=True)):
+                d = (math.inf if math.isnan(a) or math.isnan(b) else
+                     abs(math.log(max(a, tiny)) - math.log(max(b, tiny))))
+                if d > worst:
+                    worst, where = d, (r, i, j)
+    return worst, where
+
+
+def score_check(base: CaseRecord, new: CaseRecord) -> ScoreCheck:
+    """Scores of two ok cases as log scores against the modes tolerance of the dtype."""
+    missing = [name for name, c in (("baseline", base), ("new artifact", new))
+               if c.scores is None]
+    if missing:
+        return ScoreCheck(None, None, False,
+                          f"scores not compared: none recorded in the {' or '.join(missing)}")
+    tol = SCORE_TOL.get(new.model.get("dtype"), max(SCORE_TOL.values()))
+    found = max_log_diff(base.scores, new.scores)
+    if found is None:
+        return ScoreCheck(None, tol, True, "scores moved: the score tables differ in shape")
+    diff, (r, i, j) = found
+    if diff > tol:
+        return ScoreCheck(diff, tol, True, f"scores moved: max |ln score diff| {diff:.3g} > "
+                                           f"{tol:g} (request {r}, item {i}, label {j})")
+    return ScoreCheck(diff, tol, False, f"scores within {tol:g} (max |ln diff| {diff:.2g})")
+
+
+def _timing(base: CaseRecord, new: CaseRecord, threshold: float, alpha: float,
+            floor: float) -> dict:
+    """Change, interval, test, verdict and reason of two ok cases' times."""
+    if len(base.timed_s) < MIN_RUNS or len(new.timed_s) < MIN_RUNS:
+        ratio = statistics.median(new.timed_s) / statistics.median(base.timed_s) \
+            if base.timed_s and new.timed_s else None
+        return dict(change=None if ratio is None else 1 / ratio - 1,
+                    latency_change=None if ratio is None else ratio - 1, verdict="untested",
+                    reason=f"{len(base.timed_s)}+{len(new.timed_s)} timed runs: at least "
+                           f"{MIN_RUNS} on each side are needed for a timing verdict")
+    test = between_runs(process_runs(base), process_runs(new), floor, alpha)
+    change, low, high = 1 / test.ratio - 1, 1 / test.high - 1, 1 / test.low - 1
+    level = f"{1 - alpha:.0%}"
+    if test.significant and change < -threshold:
+        verdict, why = "regression", f"slower by more than {threshold:.0%}, beyond the noise"
+    elif test.significant and change > threshold:
+        verdict, why = "improvement", f"faster by more than {threshold:.0%}, beyond the noise"
+    elif abs(change) > threshold:
+        verdict, why = "noise", f"within the noise (the {level} interval includes 0)"
+    else:
+        verdict, why = "unchanged", f"within {threshold:.0%}"
+    return dict(change=change, low=low, high=high, latency_change=test.ratio - 1, test=test,
+                verdict=verdict, reason=why)
+
+
+def case_change(base_rec: RunRecord, base: CaseRecord, new_rec: RunRecord, new: CaseRecord,
+                threshold: float, alpha: float, floor: float) -> CaseChange:
+    """The verdict of one case id present in both artifacts."""
     common = dict(case_id=new.case_id, base_status=base.status, new_status=new.status,
-                  base_items_per_s=median(base.metrics.throughput_items_per_s),
-                  new_items_per_s=median(new.metrics.throughput_items_per_s),
-                  base_latency_ms=median(base.metrics.latency_per_item_ms),
-                  new_latency_ms=median(new.metrics.latency_per_item_ms))
+                  base_items_per_s=items_per_s(base), new_items_per_s=items_per_s(new))
+    apart = differences(measurement(base_rec, base), measurement(new_rec, new))
+    if apart:
+        return CaseChange(**common, verdict="not comparable",
+                          reason="not the same measurement: " + "; ".join(apart))
     if base.status == "ok" and new.status == "failed":
         first = new.error.message.splitlines()[0] if new.error and new.error.message else ""
         why = f"newly failed: {new.error.type}: {first}" if new.error else "newly failed"
@@ -99,73 +360,44 @@ def _case_change(base: CaseRecord, new: CaseRecord, threshold: float,
         return CaseChange(**common, verdict="fixed", reason=f"was {base.status}")
     if base.status == new.status == "failed":
         return CaseChange(**common, verdict="still failing", reason="failed in both")
-    if base.status != "ok" or new.status != "ok" or not base.timed_s or not new.timed_s:
-        return CaseChange(**common, verdict=new.status if new.status != "ok" else "untested",
+    if base.status != "ok" or new.status != "ok":
+        return CaseChange(**common, verdict="skipped",
                           reason=f"{base.status} -> {new.status}, nothing to compare")
-    test = compare_samples(per_item_s(base), per_item_s(new), alpha)
-    thr_change = _rel(common["base_items_per_s"], common["new_items_per_s"])
-    if thr_change is None:  # no summaries: derive from the times (items/s ~ 1 / time)
-        thr_change = 1 / test.ratio - 1
-    lat_change = _rel(common["base_latency_ms"], common["new_latency_ms"])
-    worse = max(-thr_change, lat_change if lat_change is not None else -thr_change)
-    better = max(thr_change, -lat_change if lat_change is not None else thr_change)
-    verdict, reason = _verdict(worse, better, test, threshold)
-    return CaseChange(**common, change=thr_change, latency_change=lat_change, test=test,
-                      verdict=verdict, regression=verdict == "regression", reason=reason)
-
-
-def per_item_s(case: CaseRecord) -> list[float]:
-    """Seconds per item of every timed run: comparable even if the item count changed."""
-    n = case.workload.get("num_items")
-    thr, total = case.metrics.throughput_items_per_s, case.metrics.total_s
-    if not n and thr is not None and total is not None:
-        n = thr.median * total.median  # JSONL workloads: the count behind the summaries
-    return [t / n for t in case.timed_s] if n else list(case.timed_s)
-
-
-def _verdict(worse: float, better: float, test: Test, threshold: float) -> tuple[str, str]:
-    big = f"more than {threshold:.0%}"
-    if worse > threshold:
-        if test.significant:
-            return "regression", f"slower by {big}, significant"
-        if test.n_base == 1 and test.n_new == 1:
-            return "untested", f"slower by {big}, one run on each side: not testable"
-        return "noise", f"slower by {big}, not significant"
-    if better > threshold:
-        return ("improvement", f"faster by {big}, significant") if test.significant else (
-            "noise", f"faster by {big}, not significant")
-    return "unchanged", f"within {threshold:.0%}"
-
-
-def _rel(base: float | None, new: float | None) -> float | None:
-    if base is None or new is None or base == 0:
-        return None
-    return new / base - 1
+    scores = score_check(base, new)
+    timing = _timing(base, new, threshold, alpha, floor)
+    if scores.moved:
+        timing |= dict(verdict="scores moved", reason=f"{scores.note}; {timing['reason']}")
+    return CaseChange(**common, **timing, scores=scores,
+                      regression=timing["verdict"] in ("regression", "scores moved"))
 
 
 def compare_cases(base: RunRecord, new: RunRecord, threshold: float = DEFAULT_THRESHOLD,
-                  alpha: float = DEFAULT_ALPHA) -> list[CaseChange]:
+                  alpha: float = DEFAULT_ALPHA, floor: float = 0.10) -> list[CaseChange]:
     """Every case id of either artifact, in the new artifact's order, then removed ones."""
     old = {c.case_id: c for c in base.cases}
     out = []
     for case in new.cases:
         if case.case_id in old:
-            out.append(_case_change(old[case.case_id], case, threshold, alpha))
+            out.append(case_change(base, old[case.case_id], new, case, threshold, alpha,
+                                   floor))
         else:
             out.append(CaseChange(case_id=case.case_id, base_status=None,
                                   new_status=case.status, verdict="added",
-                                  new_items_per_s=median(case.metrics.throughput_items_per_s),
+                                  new_items_per_s=items_per_s(case),
                                   reason="not in the baseline"))
     seen = {c.case_id for c in new.cases}
     partial = new.finished_at is None  # a run that died: its missing cases did not run
     out += [CaseChange(case_id=c.case_id, base_status=c.status, new_status=None,
-                       base_items_per_s=median(c.metrics.throughput_items_per_s),
+                       base_items_per_s=items_per_s(c),
                        verdict="missing" if partial else "removed",
                        regression=partial and c.status == "ok",
                        reason="not measured: the new run did not finish" if partial
                        else "not in the new artifact")
             for c in base.cases if c.case_id not in seen]
     return out
+
+
+# --- parity and the environment ---------------------------------------------------------
 
 
 def parity_key(check: ParityCheck) -> str:
@@ -179,21 +411,28 @@ def compare_parity(base: RunRecord, new: RunRecord) -> list[ParityChange]:
     for c in new.parity.checks if new.parity else []:
         was = old.get(parity_key(c))
         out.append(ParityChange(key=parity_key(c), base_status=was, new_status=c.status,
-                                new_max_abs_diff=c.max_abs_diff, tolerance=c.tolerance,
+                                new_max_abs_diff=c.max_abs_diff,
+                                new_max_log_diff=getattr(c, "max_log_diff", None),
+                                tolerance=c.tolerance,
                                 regression=c.status != "passed" and was in (None, "passed")))
     return out
 
 
 def environment_warnings(base: RunRecord, new: RunRecord) -> list[str]:
-    """What makes the two artifacts less comparable: hardware, packages, config, dirty trees."""
+    """What the case verdicts do not show: another host, packages or config, a dirty tree,
+    a partial run, a CPU model that was not recorded."""
     out = []
-    bd, nd = base.provenance.devices, new.provenance.devices
-    if (bd.platform, bd.kind, bd.count) != (nd.platform, nd.kind, nd.count):
-        out.append(f"hardware differs: {bd.kind} x{bd.count} ({bd.platform}) vs "
-                   f"{nd.kind} x{nd.count} ({nd.platform})")
     if base.provenance.host.get("hostname") != new.provenance.host.get("hostname"):
         out.append(f"host differs: {base.provenance.host.get('hostname')} vs "
                    f"{new.provenance.host.get('hostname')}")
+    if "cpu" in {base.provenance.devices.platform, new.provenance.devices.platform}:
+        unknown = [name for name, r in (("baseline", base), ("new", new))
+                   if not (r.provenance.host.get("cpu_model") or r.provenance.host.get(
+                       "processor"))]
+        if unknown:
+            which = "either artifact" if len(unknown) == 2 else f"the {unknown[0]} artifact"
+            out.append(f"the CPU model is not recorded in {which}: CPU cases were matched "
+                       "on machine and core count only")
     bp, np_ = base.provenance.packages, new.provenance.packages
     changed = [f"{k} {bp.get(k)} -> {np_.get(k)}" for k in sorted(set(bp) | set(np_))
                if k != "mibench" and bp.get(k) != np_.get(k)]
@@ -212,16 +451,18 @@ def environment_warnings(base: RunRecord, new: RunRecord) -> list[str]:
 
 
 def compare(base: RunRecord, new: RunRecord, threshold: float = DEFAULT_THRESHOLD,
-            alpha: float = DEFAULT_ALPHA) -> Comparison:
-    """The full verdict of `new` against `base` (see the module docstring)."""
-    cases = compare_cases(base, new, threshold, alpha)
+            alpha: float = DEFAULT_ALPHA, floor: NoiseFloor | None = None,
+            allow_untested: bool = False) -> Comparison:
+    """The full verdict of `new` against `base` (see the module docstring). `floor`: the
+    noise floor, by default the one of the new artifact's device platform."""
+    floor = floor or default_floor(new.provenance.devices.platform)
+    cases = compare_cases(base, new, threshold, alpha, floor.value)
     warnings = environment_warnings(base, new)
     warnings += [f"case {c.case_id} is in the baseline but not in the new artifact"
                  for c in cases if c.verdict == "removed"]
-    warnings += [f"case {c.case_id}: {c.reason}" for c in cases
-                 if c.verdict == "untested" and c.base_status == "ok" and c.new_status == "ok"]
     names = (label(base), label(new))
     if names[0] == names[1]:  # same commit: the run ids tell the two apart
         names = (f"{names[0]} ({base.run_id})", f"{names[1]} ({new.run_id})")
     return Comparison(base=names[0], new=names[1], threshold=threshold, alpha=alpha,
-                      cases=cases, parity=compare_parity(base, new), warnings=warnings)
+                      floor=floor, cases=cases, parity=compare_parity(base, new),
+                      warnings=warnings, allow_untested=allow_untested)

@@ -8,6 +8,10 @@ commit is known there; otherwise the artifact's `started_at` stands in for it.
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
+import statistics
+from collections import defaultdict
 from pathlib import Path
 
 from mibench.errors import MibenchError
@@ -20,8 +24,11 @@ from mibench.harness.stats.changepoint import (
     Params,
     binary_segmentation,
 )
-from mibench.harness.stats.compare import label
+from mibench.harness.stats.compare import label, measurement
 from mibench.harness.stats.describe import median
+from mibench.harness.stats.significance import NoiseFloor
+
+AA_CONFIDENCE = 0.90  # the learnt floor is this one-sided upper confidence limit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,3 +169,37 @@ def _series(config: str, case_id: str, timeline: list[tuple[str, RunRecord]],
     found = binary_segmentation([points[i].items_per_s for i in where], params)
     moved = [dataclasses.replace(cp, index=where[cp.index]) for cp in found]
     return Series(config=config, case_id=case_id, points=points, change_points=moved)
+
+
+def aa_noise(records: list[RunRecord], where: str) -> NoiseFloor:
+    """The between-run noise floor learnt from A/A runs: artifacts of one commit that
+    measured the same case as the same measurement (dirty checkouts too: what they changed
+    can only widen the spread, never narrow it)
+    (harness.stats.compare.measurement). Each artifact's median run time of a case is one
+    value; s2 = the sum of squared deviations of their logs from their group's mean over
+    df = the sum of (group size - 1); the floor is exp(s) - 1 with s the 90% upper
+    confidence limit of the standard deviation, sqrt(s2 df / chi2_0.10(df)), so a few A/A
+    runs give a wide floor and many a tight one."""
+    from scipy.stats import chi2
+
+    groups: dict[tuple, list[float]] = defaultdict(list)
+    for r in records:
+        git = r.provenance.git
+        if not git.commit:
+            continue
+        for c in r.cases:
+            if c.status == "ok" and c.timed_s and all(t > 0 for t in c.timed_s):
+                key = (git.commit, c.case_id, json.dumps(measurement(r, c), sort_keys=True,
+                                                         default=str))
+                groups[key].append(math.log(statistics.median(c.timed_s)))
+    used = [g for g in groups.values() if len(g) > 1]
+    df = sum(len(g) - 1 for g in used)
+    if not df:
+        raise MibenchError("holds no A/A runs: two or more artifacts of one commit measuring "
+                           "the same case", field=f"--noise-from {where}")
+    ss = sum(sum((x - statistics.fmean(g)) ** 2 for x in g) for g in used)
+    sd = math.sqrt(ss / chi2.ppf(1 - AA_CONFIDENCE, df))
+    runs = sum(len(g) for g in used)
+    return NoiseFloor(math.expm1(sd), f"learnt from A/A runs in {where}: {runs} case runs in "
+                                      f"{len(used)} groups, {df} degrees of freedom, "
+                                      f"{AA_CONFIDENCE:.0%} upper limit")

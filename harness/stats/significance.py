@@ -1,20 +1,38 @@
-"""Two-sample significance tests on raw timed samples (pure: lists of floats in, records out).
+"""The timing verdict of one case between two runs (pure: run times in, a record out).
 
-The regression gate asks: are the new run times really different from the baseline's?
+**Why not the timed runs themselves.** A case's timed runs are taken back to back in one
+process: they share its machine state (other load, clocks, the memory layout of that
+process), so a test that treats them as independent samples calls any drift between two
+runs significant. Measured on the 2-core development machine: four runs of one config at
+one commit, all six pairs compared with Mann-Whitney U on the timed runs: 5 of 6 were
+"significant" regressions of +13% to +30%.
 
-- **Mann-Whitney U** (Mann & Whitney 1947), two-sided, via `scipy.stats.mannwhitneyu`
-  (exact p-value for small samples without ties, normal approximation otherwise). Used when
-  the samples are large enough for the test to be able to reach `alpha` at all: the smallest
-  two-sided exact p-value is 2 / C(n1 + n2, n1), so 4 + 4 runs can (0.029 < 0.05), 3 + 3
-  cannot (0.1). Rank-based, so the answer is the same on times and on items/s.
-- **Percentile bootstrap** (Efron & Tibshirani 1993, ch. 13) of the ratio of medians
-  new / base, `BOOT_RESAMPLES` seeded resamples of each side: used when there are too few
-  samples for Mann-Whitney; significant when the (1 - alpha) interval excludes 1.
-- **None**: one run on each side leaves nothing to test; `significant` is False.
+**The sampling unit is one worker process.** Each process's median time per item is one
+sample (`runs.processes: N` gives N per run; otherwise the run is one sample). On the log
+scale, with m the process medians and k their count on a side:
 
-Measured on seeded normal samples with 10% noise, the share of pairs flagged significant
-AND more than 5% slower: 1.3% at 5 + 5 runs (Mann-Whitney), 4.7% at 3 + 3 (bootstrap), 15%
-at 2 + 2 (the percentile bootstrap is anti-conservative there): time at least 3 runs.
+- the change of time per item is exp(d) - 1, d = mean(ln m_new) - mean(ln m_base) (a ratio
+  of geometric means of the process medians; for one process each, of the run medians);
+- the variance of one sample on a side is v = max(s2, sf2 + (pi/2) w / n): s2 the spread
+  of its process medians (measured with 2 or more processes), sf = ln(1 + noise floor) the
+  between-run spread assumed when it cannot be measured, w the within-process variance of
+  the log run times and n the runs per process ((pi/2) w / n is the variance of a median);
+- se = sqrt(v_base / k_base + v_new / k_new), and the interval is d +- q se at level
+  1 - alpha: q the normal quantile, or Student's t with k_base + k_new - 2 degrees of
+  freedom where a measured spread s2 set a side's variance;
+- the change is significant when the interval excludes 0 (the gate adds the threshold on
+  the change itself, harness.stats.compare).
+
+**Noise floor** (the relative standard deviation of one run's median between runs): 10% on
+a CPU (`DEFAULT_FLOOR`; the measurement above: pairs of runs differing by up to 30% are
+within 10% x sqrt(2) x 2.58), 3% on a GPU or TPU (assumed, not measured), or given
+(`mibench compare --noise-floor`), or learnt from artifacts of one commit
+(`--noise-from FOLDER`, harness.stats.history.aa_noise). With alpha 0.01 and one process
+per run, a CPU case must slow down by about 42% (items/s -29%) to be a significant
+regression; with 3 processes per run, by about 22%. No default covers an oversubscribed
+machine: three runs of configs/cpu-smoke.yaml at one commit under a load average of 10 on
+2 cores had case medians up to 2.7x apart (2 of 6 pairs flagged at the 10% floor); learnt
+from those three runs, the floor is 65%.
 """
 
 from __future__ import annotations
@@ -23,72 +41,84 @@ import dataclasses
 import math
 import statistics
 
-BOOT_RESAMPLES = 10_000
-BOOT_SEED = 0
-MWU = "Mann-Whitney U (two-sided)"
-BOOTSTRAP = "bootstrap (percentile interval of the median ratio)"
-NONE = "none (one run on each side)"
+METHOD = "between-run interval of the log ratio of median time per item, with a noise floor"
+DEFAULT_ALPHA = 0.01
+DEFAULT_FLOOR = {"cpu": 0.10}  # by device platform
+ACCELERATOR_FLOOR = 0.03  # gpu, tpu and anything else
+
+
+@dataclasses.dataclass(frozen=True)
+class NoiseFloor:
+    """The between-run relative standard deviation of one run's median, and where it came
+    from (`default for cpu`, `--noise-floor`, `learnt from ...`)."""
+
+    value: float
+    source: str
+
+
+def default_floor(platform: str | None) -> NoiseFloor:
+    value = DEFAULT_FLOOR.get(platform or "", ACCELERATOR_FLOOR)
+    return NoiseFloor(value, f"default for {platform or 'unknown'} devices")
 
 
 @dataclasses.dataclass(frozen=True)
 class Test:
-    """Outcome of one two-sample test of `new` against `base`."""
+    """The change of time per item of `new` against `base` and its interval (as ratios)."""
 
-    method: str  # MWU, BOOTSTRAP or NONE
-    n_base: int
+    method: str
+    n_base: int  # timed runs
     n_new: int
-    ratio: float  # median(new) / median(base)
-    p_value: float | None = None  # Mann-Whitney only
-    low: float | None = None  # bootstrap interval of the ratio
-    high: float | None = None
-    alpha: float = 0.05
-    significant: bool = False
+    k_base: int  # processes (samples of the between-run spread)
+    k_new: int
+    ratio: float  # exp(d): time per item new / base
+    low: float  # interval of the ratio at level 1 - alpha
+    high: float
+    alpha: float
+    floor: float  # the noise floor used
+    quantile: str  # "normal" or "t(df)"
+    significant: bool
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
 
 
-def mwu_can_reach(n1: int, n2: int, alpha: float) -> bool:
-    """Whether an exact two-sided Mann-Whitney test of n1 and n2 samples can give p < alpha."""
-    return n1 > 0 and n2 > 0 and 2 / math.comb(n1 + n2, n1) < alpha
+def _log_medians(units: list[list[float]]) -> tuple[list[float], float, float]:
+    """ln of each unit's median, the pooled within-unit variance of ln times (0 without
+    replicates) and the mean of 1/n over units."""
+    logs = [[math.log(t) for t in u] for u in units]
+    df = sum(len(u) - 1 for u in logs)
+    ss = sum(sum((x - statistics.fmean(u)) ** 2 for x in u) for u in logs if len(u) > 1)
+    return ([math.log(statistics.median(u)) for u in units], ss / df if df else 0.0,
+            statistics.fmean(1 / len(u) for u in units))
 
 
-def mann_whitney(base: list[float], new: list[float], alpha: float = 0.05) -> Test:
-    """Two-sided Mann-Whitney U test (scipy); significant when p < alpha."""
-    from scipy.stats import mannwhitneyu
+def between_runs(base: list[list[float]], new: list[list[float]], floor: float,
+                 alpha: float = DEFAULT_ALPHA) -> Test:
+    """The test above on times per item, grouped by worker process (each list one process;
+    every time finite and > 0, at least one per process)."""
+    from scipy.stats import norm
+    from scipy.stats import t as student
 
-    p = float(mannwhitneyu(new, base, alternative="two-sided").pvalue)
-    return Test(method=MWU, n_base=len(base), n_new=len(new), ratio=_ratio(base, new),
-                p_value=p, alpha=alpha, significant=p < alpha)
-
-
-def bootstrap_ratio(base: list[float], new: list[float], alpha: float = 0.05,
-                    resamples: int = BOOT_RESAMPLES, seed: int = BOOT_SEED) -> Test:
-    """Percentile bootstrap interval of median(new) / median(base) at level 1 - alpha."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    b = np.asarray(base, dtype=float)
-    n = np.asarray(new, dtype=float)
-    mb = np.median(b[rng.integers(0, len(b), size=(resamples, len(b)))], axis=1)
-    mn = np.median(n[rng.integers(0, len(n), size=(resamples, len(n)))], axis=1)
-    ratios = mn / mb
-    low, high = (float(q) for q in np.quantile(ratios, [alpha / 2, 1 - alpha / 2]))
-    return Test(method=BOOTSTRAP, n_base=len(base), n_new=len(new), ratio=_ratio(base, new),
-                low=low, high=high, alpha=alpha, significant=not (low <= 1.0 <= high))
-
-
-def compare_samples(base: list[float], new: list[float], alpha: float = 0.05) -> Test:
-    """The test the sample sizes allow: Mann-Whitney U, else bootstrap, else none."""
-    if not base or not new:
-        raise ValueError("compare_samples needs at least one sample on each side")
-    if mwu_can_reach(len(base), len(new), alpha):
-        return mann_whitney(base, new, alpha)
-    if len(base) > 1 or len(new) > 1:
-        return bootstrap_ratio(base, new, alpha)
-    return Test(method=NONE, n_base=1, n_new=1, ratio=_ratio(base, new), alpha=alpha)
-
-
-def _ratio(base: list[float], new: list[float]) -> float:
-    mb = statistics.median(base)
-    return statistics.median(new) / mb if mb else math.inf
+    if not base or not new or not all(base) or not all(new):
+        raise ValueError("between_runs needs at least one run in every process")
+    sf2 = math.log1p(floor) ** 2
+    parts, measured = [], False
+    for units in (base, new):
+        meds, within, inv_n = _log_medians(units)
+        v = sf2 + math.pi / 2 * within * inv_n
+        s2 = statistics.variance(meds) if len(meds) > 1 else 0.0
+        measured |= s2 > v
+        parts.append((meds, max(s2, v)))
+    (mb, vb), (mn, vn) = parts
+    d = statistics.fmean(mn) - statistics.fmean(mb)
+    se = math.sqrt(vb / len(mb) + vn / len(mn))
+    df = len(mb) + len(mn) - 2
+    if measured and df > 0:
+        q, quantile = float(student.ppf(1 - alpha / 2, df)), f"t({df})"
+    else:
+        q, quantile = float(norm.ppf(1 - alpha / 2)), "normal"
+    low, high = d - q * se, d + q * se
+    return Test(method=METHOD, n_base=sum(map(len, base)), n_new=sum(map(len, new)),
+                k_base=len(base), k_new=len(new), ratio=math.exp(d), low=math.exp(low),
+                high=math.exp(high), alpha=alpha, floor=floor, quantile=quantile,
+                significant=low > 0 or high < 0)

@@ -1,0 +1,68 @@
+"""`mibench report COMPILE.json ...`: the "TPU fit" table of one or more compile artifacts
+(`mibench compile`): one row per case, one column per target, each cell the case's peak HBM
+per chip over the chip's HBM, and its status; then each artifact's per-case costs."""
+
+from __future__ import annotations
+
+from mibench.harness.run.compile_records import CompileCase, CompileRecord
+from mibench.harness.stats.compile_compare import fmt_num
+
+GIB = 1024**3
+
+
+def fit_cell(case: CompileCase | None) -> str:
+    if case is None:
+        return ""
+    c = case.compile
+    if c is None or c.hbm_peak_bytes is None:
+        fits = "out of HBM" if c is not None and c.fits is False else case.status
+        return fits
+    share = c.hbm_peak_bytes / c.hbm_per_chip_bytes
+    mark = {True: "fits", False: "DOES NOT FIT", None: "?"}[c.fits]
+    tail = mark if case.status == "ok" else f"{case.status}, {mark}"
+    return (f"{fmt_num(c.hbm_peak_bytes, 'B')} / {c.hbm_per_chip_bytes / GIB:.0f} GiB "
+            f"({share:.1%}) {tail}")
+
+
+def render_fit(records: list[CompileRecord]) -> str:
+    targets = list(dict.fromkeys(r.target.name for r in records))
+    cells: dict[tuple[str, str], CompileCase] = {}
+    rows: list[str] = []
+    for r in records:
+        for c in r.cases:
+            cells[(c.case_id, r.target.name)] = c
+            if c.case_id not in rows:
+                rows.append(c.case_id)
+    out = ["# TPU fit", "",
+           "Peak HBM per chip of each case's largest program (XLA's memory analysis, "
+           "weights and held results included) over the chip's HBM, compiled by libtpu "
+           "for compile-only devices.", "",
+           "| case | " + " | ".join(targets) + " |",
+           "|---|" + "---|" * len(targets)]
+    for case_id in rows:
+        out.append(f"| {case_id} | " +
+                   " | ".join(fit_cell(cells.get((case_id, t))) for t in targets) + " |")
+    for r in records:
+        t = r.target
+        out += ["", f"## {r.config.get('name')} on {t.name} ({t.topology}, "
+                    f"{t.device_kind or t.kind}; libtpu {r.libtpu.version}, jax "
+                    f"{r.provenance.packages.get('jax')})", "",
+                "| case | status | peak HBM/chip | fits | FLOPs/pass | bytes/pass | "
+                "compiled/useful FLOPs | programs | compile s |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for case in r.cases:
+            c = case.compile
+            if c is None:
+                msg = case.error.message if case.error else ""
+                out.append(f"| {case.case_id} | {case.status} | - | - | - | - | - | - | - |"
+                           + (f" {msg[:120]}" if msg else ""))
+                continue
+            ratio = c.flops_ratio
+            out.append(
+                f"| {case.case_id} | {case.status} | {fmt_num(c.hbm_peak_bytes, 'B')} | "
+                f"{ {True: 'yes', False: 'NO', None: '-'}[c.fits]} | "
+                f"{fmt_num(c.flops_per_pass)} | {fmt_num(c.bytes_accessed_per_pass, 'B')} | "
+                f"{'-' if ratio is None else f'{ratio:.2f}'} | {len(c.programs)} | "
+                f"{c.compile_s:.1f} |")
+        out += ["", f"FLOPs and bytes: {r.cost_loops}."]
+    return "\n".join(out) + "\n"

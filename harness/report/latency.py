@@ -1,0 +1,85 @@
+"""The report's server-latency section: one table row per `engine: http` case (its load,
+what came back, latency percentiles) and one plot of every such case's latency CDF.
+
+Both take the report's rows (`tables.rows_of`) and return None when no case is an http
+case, so the section appears only for artifacts that hold one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mibench.harness.report import fmt
+from mibench.harness.report.fmt import Table
+from mibench.harness.report.plots import _plt, _save
+from mibench.harness.report.tables import Row
+
+
+def http_rows(rows: list[Row]) -> list[Row]:
+    return [r for r in rows if r.case.http is not None]
+
+
+def _load(row: Row) -> str:
+    p = row.case.params
+    if row.case.http.load == "closed":
+        n = p.get("clients")
+        return f"{n} client{'s' * (n != 1)}"
+    return f"{p.get('rate'):g}/s Poisson"
+
+
+def _errors(errors: dict[str, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in sorted(errors.items())) or "-"
+
+
+def latency_table(rows: list[Row]) -> Table | None:
+    """Per http case: load, requests sent and answered, errors by status, achieved rates,
+    latency percentiles (ms, over the answered requests), status."""
+    chosen = http_rows(rows)
+    if not chosen:
+        return None
+    many = len({r.run for r in chosen}) > 1
+    header = (["Case"] + (["Run"] if many else []) + ["Load", "Sent", "OK", "Errors",
+              "req/s", "items/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "Status"])
+    out = []
+    for r in chosen:
+        m, lat = r.case.http, r.case.http.latency
+        out.append([r.case.case_id] + ([r.run] if many else []) + [
+            _load(r), str(m.sent), str(m.ok), _errors(m.errors), fmt.num(m.requests_per_s),
+            fmt.num(m.items_per_s)] + [fmt.num(getattr(lat, k) if lat else None)
+                                       for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")]
+            + [r.case.status])
+    align = ["l"] * (2 + many) + ["r", "r", "l"] + ["r"] * 6 + ["l"]
+    return Table(header=header, rows=out, align=align,
+                 title="Server latency (http cases)",
+                 note="Latency: sending a request to its whole answer, answered requests "
+                      "only (nearest-rank percentiles); req/s and items/s: answered "
+                      "requests over the load's duration.")
+
+
+def cdf_chart(rows: list[Row], path: Path) -> Path | None:
+    """Empirical latency CDF of every http case's answered requests (log x when they span
+    more than a factor of 20)."""
+    lines = []
+    for r in http_rows(rows):
+        ms = sorted(1000.0 * q.latency_s for q in r.case.http.requests if q.status == 200)
+        if ms:
+            lines.append((r.case.case_id if len({x.run for x in rows}) == 1
+                          else f"{r.run} {r.case.case_id}", ms))
+    if not lines:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for name, ms in lines:
+        ys = [(k + 1) / len(ms) for k in range(len(ms))]
+        ax.step([ms[0], *ms], [0.0, *ys], where="post", label=f"{name} (n={len(ms)})")
+    lo, hi = min(ms[0] for _, ms in lines), max(ms[-1] for _, ms in lines)
+    if lo > 0 and hi / lo > 20:
+        ax.set_xscale("log")
+    for q in (0.5, 0.9, 0.99):
+        ax.axhline(q, color="grey", lw=0.6, ls=":")
+    ax.set_ylim(0, 1.01)
+    ax.set_xlabel("latency (ms)")
+    ax.set_ylabel("fraction of requests")
+    ax.set_title("Server latency CDF (http cases)")
+    ax.legend(fontsize=7, loc="lower right")
+    return _save(fig, path)

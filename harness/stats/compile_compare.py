@@ -1,0 +1,176 @@
+"""`mibench compare BASE.json NEW.json` on two compile artifacts (`mibench.compile/1`):
+compiled costs are deterministic, so there are no noise statistics; every change is reported
+exactly and the gate is a plain threshold.
+
+Cases are matched by case_id. The artifacts must come from the same compiler: the same
+target, libtpu version and jax version, else nothing is compared (exit 2). A case regresses
+when it stops compiling (ok -> failed), stops fitting (fits true -> false), or its peak HBM
+per chip, bytes accessed per pass or FLOPs per pass grow by more than the threshold.
+Compile time and host seconds per pass are shown, never gated (they depend on the machine).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mibench.errors import MibenchError
+from mibench.harness.run.compile_records import CompileCase, CompileRecord
+
+# (label, getter) of the gated costs; each is per chip (HBM) or per steady-state pass
+GATED = (
+    ("peak HBM", lambda c: c.compile.hbm_peak_bytes),
+    ("bytes accessed", lambda c: c.compile.bytes_accessed_per_pass),
+    ("FLOPs", lambda c: c.compile.flops_per_pass),
+)
+
+
+@dataclass
+class CaseDiff:
+    case_id: str
+    base: CompileCase | None
+    new: CompileCase | None
+    regressions: list[str] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CompileComparison:
+    base: CompileRecord
+    new: CompileRecord
+    threshold: float
+    cases: list[CaseDiff]
+
+    @property
+    def regressions(self) -> list[CaseDiff]:
+        return [d for d in self.cases if d.regressions]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.regressions else 0
+
+
+def same_compiler(base: CompileRecord, new: CompileRecord) -> str | None:
+    """Why the two artifacts cannot be compared, or None."""
+    pairs = [("target", base.target.name, new.target.name),
+             ("libtpu", base.libtpu.version, new.libtpu.version),
+             ("jax", base.provenance.packages.get("jax"), new.provenance.packages.get("jax"))]
+    for what, a, b in pairs:
+        if a != b:
+            return f"{what} differs: {a} vs {b}"
+    return None
+
+
+def _rel(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or a == 0:
+        return None
+    return b / a - 1
+
+
+def fmt_num(v: float | int | None, unit: str = "") -> str:
+    if v is None:
+        return "-"
+    if unit == "B":
+        return f"{v / 2**20:,.2f} MiB"
+    for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:.3f}{suffix}"
+    return f"{v:g}"
+
+
+def diff_case(case_id: str, a: CompileCase | None, b: CompileCase | None,
+              threshold: float) -> CaseDiff:
+    d = CaseDiff(case_id, a, b)
+    if a is None or b is None:
+        d.changes.append("only in BASE" if b is None else "only in NEW")
+        return d
+    if a.status != b.status:
+        d.changes.append(f"status {a.status} -> {b.status}")
+        if a.status == "ok" and b.status == "failed":
+            why = b.error.message if b.error else ""
+            d.regressions.append(f"stopped compiling: {why}"[:300])
+    fa = a.compile.fits if a.compile else None
+    fb = b.compile.fits if b.compile else None
+    if fa != fb:
+        d.changes.append(f"fits {fa} -> {fb}")
+        if fa is True and fb is False:
+            d.regressions.append("stopped fitting in HBM")
+    if a.compile is None or b.compile is None:
+        return d
+    for label, get in GATED:
+        va, vb = get(a), get(b)
+        if va == vb:
+            continue
+        rel = _rel(va, vb)
+        unit = "B" if label != "FLOPs" else ""
+        text = f"{label} {fmt_num(va, unit)} -> {fmt_num(vb, unit)}" + \
+            (f" ({rel:+.2%})" if rel is not None else "")
+        d.changes.append(text)
+        if rel is not None and rel > threshold:
+            d.regressions.append(f"{text} > +{threshold:.0%}")
+    na, nb = len(a.compile.programs), len(b.compile.programs)
+    if na != nb:
+        d.changes.append(f"programs {na} -> {nb}")
+    return d
+
+
+def compare_compile(base: CompileRecord, new: CompileRecord,
+                    threshold: float) -> CompileComparison:
+    """Raises MibenchError (exit 2) when the artifacts are not comparable."""
+    why = same_compiler(base, new)
+    if why:
+        raise MibenchError(f"compile artifacts not comparable: {why}", field="compare")
+    a = {c.case_id: c for c in base.cases}
+    b = {c.case_id: c for c in new.cases}
+    ids = list(a) + [k for k in b if k not in a]
+    return CompileComparison(base, new, threshold,
+                             [diff_case(k, a.get(k), b.get(k), threshold) for k in ids])
+
+
+def _pair(d: CaseDiff, get, unit: str) -> str:
+    va = get(d.base) if d.base and d.base.compile else None
+    vb = get(d.new) if d.new and d.new.compile else None
+    if va == vb:
+        return fmt_num(vb, unit)
+    rel = _rel(va, vb)
+    return f"{fmt_num(va, unit)} -> {fmt_num(vb, unit)}" + \
+        (f" ({rel:+.1%})" if rel is not None else "")
+
+
+def compile_compare_markdown(r: CompileComparison) -> str:
+    t = r.base.target
+    lines = [f"# Compile comparison: {r.new.run_id} vs {r.base.run_id}", "",
+             f"Target {t.name} ({t.topology}), libtpu {r.base.libtpu.version}, jax "
+             f"{r.base.provenance.packages.get('jax')}; gate: stops compiling, stops fitting, "
+             f"or peak HBM / bytes accessed / FLOPs up more than {r.threshold:.0%} "
+             "(exact compiled costs, no noise statistics; compile time informational).", "",
+             "| case | status | peak HBM/chip | FLOPs/pass | bytes/pass | programs | "
+             "compile s | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
+    for d in r.cases:
+        def pair(get, unit="", d=d):
+            return _pair(d, get, unit)
+        status = " -> ".join(dict.fromkeys(x.status for x in (d.base, d.new) if x))
+        verdict = "REGRESSION: " + "; ".join(d.regressions) if d.regressions else \
+            ("; ".join(d.changes) if d.changes else "same")
+        lines.append(
+            f"| {d.case_id} | {status} | {pair(lambda c: c.compile.hbm_peak_bytes, 'B')} | "
+            f"{pair(lambda c: c.compile.flops_per_pass)} | "
+            f"{pair(lambda c: c.compile.bytes_accessed_per_pass, 'B')} | "
+            f"{pair(lambda c: len(c.compile.programs))} | "
+            f"{pair(lambda c: round(c.compile.compile_s, 1))} | {verdict} |")
+    lines.append("")
+    if r.regressions:
+        lines.append("**Regression** in " + ", ".join(d.case_id for d in r.regressions) + ".")
+    else:
+        lines.append("No regression.")
+    return "\n".join(lines) + "\n"
+
+
+def compile_compare_json(r: CompileComparison) -> str:
+    import json
+
+    return json.dumps({
+        "schema": "mibench.compile-compare/1", "base": r.base.run_id, "new": r.new.run_id,
+        "target": r.base.target.name, "threshold": r.threshold, "exit_code": r.exit_code,
+        "cases": [{"case_id": d.case_id, "changes": d.changes, "regressions": d.regressions}
+                  for d in r.cases]}, indent=1) + "\n"
