@@ -1,5 +1,5 @@
 """Developer sessions: `nox -s tests`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
-`nox -s overhead`, `nox -s nightly`."""
+`nox -s overhead`, `nox -s nightly`, `nox -s compile`."""
 
 import nox
 
@@ -64,18 +64,94 @@ def smoke(session):
 
 
 @nox.session(python="3.11")
+def serve_smoke(session):
+    """`mibench serve` on a free port of 127.0.0.1, the `http` engine against it and the
+    `jax` engine in process on the same workload (configs/serve-smoke.yaml), then the report
+    of both side by side (artifacts/serve-smoke/report.md); the server is stopped with
+    Ctrl-C (SIGINT) at the end, whatever happened. Extra arguments go to `mibench run`."""
+    import json
+    import os
+    import shutil
+    import signal
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+    from pathlib import Path
+
+    _install(session)
+    with socket.socket() as s:  # a free port: bound, then released for the server
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    out = Path("artifacts/serve-smoke")
+    out.mkdir(parents=True, exist_ok=True)
+    log = open(out / "serve.log", "w")  # noqa: SIM115 - open while the server runs
+    bins = session.bin_paths  # None under --no-venv: the mibench on PATH
+    exe = (shutil.which("mibench", path=os.pathsep.join(bins)) if bins else None) or "mibench"
+    server = subprocess.Popen(
+        [exe, "serve", "--model",
+         "embedded:tiny", "--mode", "single", "--delimiter", "151643", "--port", str(port)],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **ENV})
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=5) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                session.error(f"mibench serve did not start (see {out / 'serve.log'})")
+            time.sleep(0.5)
+        before = set(out.glob("*.json"))
+        session.run("mibench", "run", "configs/serve-smoke.yaml", "--out", str(out),
+                    "--set", f"cases.1.base_url={url}", *session.posargs, env=ENV,
+                    success_codes=[0, 3])
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGINT)
+            try:
+                server.wait(60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+        log.close()
+    new = max(set(out.glob("*.json")) - before, key=lambda p: p.stat().st_mtime)
+    session.run("mibench", "report", str(new), "--out", str(out / "report.md"), env=ENV)
+    failed = [c["case_id"] for c in json.loads(new.read_text())["cases"] if c["status"] != "ok"]
+    if failed:
+        session.error(f"cases not ok: {', '.join(failed)} (see {new})")
+    if server.returncode != 0:
+        session.error(f"mibench serve exited {server.returncode} on SIGINT (see "
+                      f"{out / 'serve.log'})")
+
+
+@nox.session(python="3.11")
 def nightly(session):
     """The nightly workflow's steps on CPU (.github/workflows/nightly.yml, configs/cpu-smoke.yaml):
-    run, compare with the baseline, report and history, fail on regression. Outputs in
-    out/nightly/; the baseline is out/nightly/baseline.json (or `nox -s nightly -- BASE.json`)
-    and becomes this run's artifact when the gate passes."""
+    run, report and history, then the gate: `mibench compare` of the new artifact against
+    the baseline (out/nightly/baseline.json, or `nox -s nightly -- BASE.json`).
+
+    The baseline changes only when the gate passes (exit 0), when there was none (the first
+    run becomes it if it passes the gate against itself: valid, something measured), or on
+    purpose: `nox -s nightly -- --rebaseline` (for a baseline that is not comparable, or a
+    change accepted on purpose). Exit 1 (a regression, untested cases) or 2 (nothing
+    comparable, everything skipped, an invalid artifact) fails the session and promotes
+    nothing. Every change of the baseline is a line of out/nightly/baselines.jsonl."""
+    import datetime as dt
+    import json
+    import os
     import shutil
+    import subprocess
     from pathlib import Path
 
     _install(session)
     out = Path("out/nightly")
     runs = out / "runs"
-    baseline = Path(session.posargs[0]) if session.posargs else out / "baseline.json"
+    rebaseline = "--rebaseline" in session.posargs
+    paths = [a for a in session.posargs if a != "--rebaseline"]
+    baseline = Path(paths[0]) if paths else out / "baseline.json"
     before = set(runs.glob("*.json"))
     # exit 3 (a case or parity check failed) is recorded in the artifact; compare judges it
     session.run("mibench", "run", "configs/cpu-smoke.yaml", "--out", str(runs), env=ENV,
@@ -84,18 +160,54 @@ def nightly(session):
     base_args = ["--baseline", str(baseline)] if baseline.exists() else []
     session.run("mibench", "report", str(new), *base_args, "--out", str(out / "report.md"),
                 env=ENV)
+    session.run("mibench", "report", str(new), *base_args, "--summary", "--out",
+                str(out / "summary.md"), env=ENV)  # the job-summary variant: no images
     session.run("mibench", "history", str(runs), "--out", str(out / "history.md"), env=ENV)
-    if baseline.exists():
-        session.run("mibench", "compare", str(baseline), str(new), "--threshold", "5%", env=ENV)
-    else:
-        session.log(f"no baseline at {baseline}: this run becomes the baseline")
-    shutil.copyfile(new, baseline)  # reached only when the gate passed
+    first = not baseline.exists()
+    flags = ["--rebaseline"] if rebaseline and not first else []
+    # the gate; its return code decides (session.run cannot return it)
+    gate = subprocess.run([shutil.which("mibench", path=session.bin) or "mibench", "compare",
+                           str(new if first else baseline), str(new), "--threshold", "5%",
+                           *flags], env={**os.environ, **ENV}, capture_output=True, text=True)
+    (out / "compare.md").write_text(gate.stdout)
+    print(gate.stdout + gate.stderr, end="")
+    if gate.returncode != 0:
+        session.error(f"the gate exited {gate.returncode}: {baseline} stays the baseline"
+                      + ("" if first else "; if the baseline is not comparable or the change "
+                         "is intended: nox -s nightly -- --rebaseline"))
+    reason = "first baseline" if first else "rebaselined on request" if rebaseline else \
+        "the gate passed"
+    replaced = None if first else json.loads(baseline.read_text()).get("run_id")
+    shutil.copyfile(new, baseline)
+    with open(out / "baselines.jsonl", "a") as ledger:
+        at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        ledger.write(json.dumps({"at": at, "baseline": str(baseline), "artifact": str(new),
+                                 "replaced": replaced, "reason": reason}) + "\n")
+    session.log(f"{baseline} is now {new.name} ({reason})")
 
 
 @nox.session(python="3.11")
-def calibrate(session):
-    """The A/B gate's calibration on this machine (tens of minutes; not part of CI): false
-    regressions of A/A runs, detection of 20% and 50% slowdowns (harness/jobs/calibrate.py)."""
+def compile(session):
+    """The TPU configs compiled at full size for their slices by the real TPU compiler
+    (libtpu, installed into $MIBENCH_CACHE on first use; no TPU needed): v6e1 for v6e-1,
+    v6e4 for v6e-4, v6e8 for v6e-8, into artifacts/compile/, then the "TPU fit" report of
+    the three (artifacts/compile/report.md). Fails when a case does not compile or fit.
+    Extra arguments go to every `mibench compile`, e.g. `-- --set workload.num_items=100`."""
+    import json
+    from pathlib import Path
+
     _install(session)
-    session.run("mibench", "job", "calibrate", "--out", "out/calibrate", *session.posargs,
-                env=ENV)
+    out = Path("artifacts/compile")
+    made, failed = [], []
+    for name, target in (("v6e1", "v6e-1"), ("v6e4", "v6e-4"), ("v6e8", "v6e-8")):
+        before = set(out.glob("*.json"))
+        # exit 3 (a case failed) is recorded in the artifact: report all three, then fail
+        session.run("mibench", "compile", f"configs/{name}.yaml", "--target", target,
+                    "--out", str(out), *session.posargs, env=ENV, success_codes=[0, 3])
+        new = max(set(out.glob("*.json")) - before, key=lambda p: p.stat().st_mtime)
+        made.append(new)
+        failed += [c["case_id"] for c in json.loads(new.read_text())["cases"]
+                   if c["status"] == "failed"]
+    session.run("mibench", "report", *map(str, made), "--out", str(out / "report.md"), env=ENV)
+    if failed:
+        session.error(f"cases did not compile or fit: {', '.join(failed)} (see {out})")

@@ -38,6 +38,14 @@ _LAZY = {
     "stage_profile": ("profile", "prefill_extend_stages"),
     "top_kernels": ("profile", "top_kernels"),
     "cudnn_check": ("profile", "cudnn_check"),
+    "ScoreClient": ("http_engine", "ScoreClient"),  # the http engine's wire client
+    "parse_scores": ("http_engine", "parse_scores"),
+    # `mibench compile`: the engine's programs compiled for a TPU slice without a TPU
+    "TPU_TARGETS": ("compile", "TPU_TARGETS"),
+    "COST_LOOPS": ("compile", "COST_LOOPS"),
+    "tpu_target": ("compile", "tpu_target"),
+    "abstract_engine": ("compile", "abstract_engine"),
+    "compile_case": ("compile", "compile_case"),
 }
 
 __all__ = ["DTYPES", "ENGINES", "MODES", "OPTIONS", "Engine", "InputError", "MibenchError",
@@ -55,14 +63,21 @@ def __getattr__(name: str):
 
 
 def load_engine(name: str, model: str = "embedded:tiny", dtype: str = "float32",
-                tp: int = 1) -> Engine:
-    """Build an engine. `model` is a checkpoint folder or `embedded:<preset>`."""
+                tp: int = 1, **server) -> Engine:
+    """Build an engine. `model` is a checkpoint folder or `embedded:<preset>`. The `http`
+    engine also takes `base_url`, `served_model` and `timeout_s` (engines/http_engine.py)."""
     if name not in ENGINES:
         raise MibenchError(f"unknown engine {name!r} (known: {', '.join(ENGINES)})", field="engine")
     if dtype not in DTYPES:
         raise MibenchError(f"unknown dtype {dtype!r} (known: {', '.join(DTYPES)})", field="dtype")
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise MibenchError(f"must be a positive integer, got {tp!r}", field="tp")
+    if server and name != "http":
+        raise MibenchError(f"only the http engine takes {sorted(server)}", field=next(iter(server)))
+    if name == "http":
+        from mibench.engines.http_engine import HttpEngine
+
+        return HttpEngine(model, dtype=dtype, tp=tp, **server)
     if name == "jax":
         from mibench.engines.jax_engine import JaxEngine
 

@@ -45,13 +45,20 @@ def run_cmd(config: Path, out: Annotated[Path, typer.Option(help="Artifact folde
             num_processes: Annotated[int | None, typer.Option(
                 help="Processes in the multi-process run.")] = None,
             process_id: Annotated[int | None, typer.Option(
-                help="This process's index; process 0 writes the artifact.")] = None):
+                help="This process's index; process 0 writes the artifact.")] = None,
+            progress: Annotated[str, typer.Option(
+                help="Progress on stderr: auto (a bar on a terminal, else lines), bar, "
+                     "lines (one per case: CI logs) or none.")] = "auto",
+            case: Annotated[str | None, typer.Option(
+                help="Run only the cases whose id matches this glob (fnmatch), e.g. "
+                     "'jax/packed/*'.")] = None):
     """Run every case of CONFIG, write one JSON artifact (exit 3: a case or parity failed)."""
     from mibench.harness.commands import run_config
 
     try:
         code = run_config(config, out, set_ or [], resume, engine_repo, sys.argv,
-                          (coordinator, num_processes, process_id), allow_mixed)
+                          (coordinator, num_processes, process_id), allow_mixed,
+                          progress, case)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     raise typer.Exit(code)
@@ -83,6 +90,9 @@ def score(
     model: str = "embedded:tiny", engine: str = "jax", mode: str = "single",
     dtype: str = "float32", tp: int = 1,
     delimiter: Annotated[int | None, typer.Option(help="Delimiter token id.")] = None,
+    semantics: Annotated[str | None, typer.Option(
+        help="delimited (items after query + delimiter) or plain (after the query); "
+             "default: delimited with --delimiter, else plain.")] = None,
     softmax: Annotated[bool, typer.Option(help="Softmax over the labels only.")] = False,
     option: Annotated[list[str] | None, typer.Option(
         help="Mode option key=value, e.g. mask=segment (repeat).")] = None,
@@ -93,8 +103,50 @@ def score(
     result = score_request(query_ids=query_ids, query_text=query_text, item_ids=item_ids,
                            item_text=item_text, request=request, labels=labels,
                            model=model, engine=engine, mode=mode, dtype=dtype, tp=tp,
-                           delimiter=delimiter, softmax=softmax, options=option or [])
+                           delimiter=delimiter, softmax=softmax, options=option or [],
+                           semantics=semantics)
     print(json.dumps(result))
+
+
+@app.command()
+@guarded
+def serve(
+    model: Annotated[str, typer.Option(help="Model: a checkpoint folder or "
+                                            "embedded:<preset>; also the served name.")],
+    mode: Annotated[str, typer.Option(help="The jax engine's mode.")] = "single",
+    delimiter: Annotated[int | None, typer.Option(help="Delimiter token id.")] = None,
+    semantics: Annotated[str | None, typer.Option(
+        help="delimited or plain; default: delimited with --delimiter, else plain.")] = None,
+    dtype: str = "float32", tp: int = 1,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (0: a free one).")] = 8000,
+    option: Annotated[list[str] | None, typer.Option(
+        help="Mode option key=value, e.g. mask=segment (repeat).")] = None,
+):
+    """The JAX engine behind an SGLang-compatible POST /v1/score (GET /health, GET
+    /v1/models) until Ctrl-C."""
+    from mibench.harness.commands import _options
+    from mibench.harness.serve import Settings
+    from mibench.harness.serve import serve as serve_forever
+
+    serve_forever(Settings(model=model, mode=mode, delimiter=delimiter, semantics=semantics,
+                           dtype=dtype, tp=tp, options=_options(option or [])),
+                  host=host, port=port)
+
+
+@app.command("compile")
+@guarded
+def compile_cmd(config: Path,
+                target: Annotated[str | None, typer.Option(
+                    help="TPU slice to compile for, KIND-CHIPS: v6e-1, v6e-4, v6e-8, v5e-4, "
+                         "v5p-4, ... (default: the config's topology.target).")] = None,
+                out: Annotated[Path, typer.Option(help="Artifact folder.")] = Path("artifacts"),
+                set_: Sets = None):
+    """Compile every JAX case of CONFIG for a TPU slice without a TPU (libtpu, abstract
+    weights): HBM per chip, FLOPs, host traffic, compile time (exit 3: a case failed)."""
+    from mibench.harness.run.compile import compile_config
+
+    raise typer.Exit(compile_config(config, out, set_ or [], target, sys.argv))
 
 
 @app.command()

@@ -13,15 +13,21 @@ from mibench.errors import MibenchError
 
 def run_config(config_path: Path, out: Path, sets: list[str], resume: Path | None,
                engine_repo: Path | None, argv: list[str],
-               distributed: tuple = (None, None, None), allow_mixed: bool = False) -> int:
+               distributed: tuple = (None, None, None), allow_mixed: bool = False,
+               progress: str = "auto", case: str | None = None) -> int:
     """Load, run, print a summary; returns the exit code (0 ok, 3 failures).
-    `distributed` is (coordinator, num_processes, process_id) of a multi-process run."""
+    `distributed` is (coordinator, num_processes, process_id) of a multi-process run;
+    `progress` the style on stderr (auto, bar, lines, none); `case` a glob on case ids."""
     from mibench.engines import init_distributed, is_writer
     from mibench.harness.config import load_config
+    from mibench.harness.config.matrix import expand
     from mibench.harness.report.console import render_summary
-    from mibench.harness.run.runner import artifact_path, exit_code, run
+    from mibench.harness.run.progress import style
+    from mibench.harness.run.runner import artifact_path, exit_code, run, select_cases
 
+    style(progress)  # a bad --progress or --case is exit 2 before anything starts
     config = load_config(config_path, sets)
+    select_cases(expand(config), case)
     check_distributed(*distributed)
     try:
         multi_process = init_distributed(*distributed)
@@ -36,7 +42,8 @@ def run_config(config_path: Path, out: Path, sets: list[str], resume: Path | Non
         writable_folder(folder, "--resume" if resume else "--out")
     try:  # a multi-process run's processes score in-process: the mesh spans them
         record = run(config, out, resume=resume, engine_repo=engine_repo, argv=argv,
-                     writer=writer, workers=not multi_process, allow_mixed=allow_mixed)
+                     writer=writer, workers=not multi_process, allow_mixed=allow_mixed,
+                     progress=progress, case=case)
     except KeyboardInterrupt:
         print("interrupted: the finished cases are in the artifact under "
               f"{resume or out}; continue with --resume ARTIFACT", file=sys.stderr)
@@ -217,7 +224,8 @@ def _request(query_ids, query_text, item_ids, item_text, request: Path | None) -
 
 def score_request(*, query_ids=None, query_text=None, item_ids=None, item_text=None,
                   request=None, labels: str, model: str, engine: str, mode: str, dtype: str,
-                  tp: int, delimiter, softmax: bool, options: list[str]) -> dict:
+                  tp: int, delimiter, softmax: bool, options: list[str],
+                  semantics: str | None = None) -> dict:
     """Score one request given on the command line. Everything that can be checked
     without the model's weights is checked before they load: the request, the labels,
     the engine, mode and options, the model (a known preset or a checkpoint folder)."""
@@ -234,11 +242,16 @@ def score_request(*, query_ids=None, query_text=None, item_ids=None, item_text=N
         modes[mode].check(opts)
     except MibenchError as e:
         raise MibenchError(str(e), field="--option") from None
+    try:
+        modes[mode].check_semantics(semantics, delimiter)
+    except MibenchError as e:  # names `semantics`, or `delimiter` for a packing mode
+        raise MibenchError(str(e).removeprefix(f"{e.field}: "), field=f"--{e.field}") from None
     model_facts(model)
     _check_memory(mode, modes[mode].defaults, opts, q, its, delimiter)
     eng = load_engine(engine, model=model, dtype=dtype, tp=tp)
+    extra = {} if semantics is None else {"semantics": semantics}
     result = eng.score(q, its, label_ids, mode=mode, apply_softmax=softmax,
-                       delimiter=delimiter, **opts)
+                       delimiter=delimiter, **extra, **opts)
     return {"engine": engine, "model": model, "mode": mode, "dtype": dtype,
             "num_tokens": result.num_tokens, "scores": result.scores}
 

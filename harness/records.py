@@ -65,6 +65,47 @@ class ErrorInfo(Record):
     traceback: str
 
 
+class HttpRequest(Record):
+    """One measured request of an http case, in send order."""
+
+    sent_s: float  # when it was sent, seconds after the load started
+    latency_s: float  # from sending it to the whole answer (or the failure)
+    # the HTTP status, or when no answer came: refused, timeout, connection; invalid: a 200
+    # whose body is not the request's scores
+    status: int | str
+    items: int
+    lag_s: float | None = None  # open loop: how long after its Poisson arrival it was sent
+    error: str | None = None  # a failure's answer or reason, truncated to 500 characters
+
+
+class Latency(Record):
+    """Latencies of the answered requests (nearest-rank percentiles), milliseconds."""
+
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+    mean_ms: float
+    n: int
+
+
+class HttpMetrics(Record):
+    """What an `engine: http` case measured: the load it sent and what came back."""
+
+    load: Literal["closed", "open"]  # clients in flight, or Poisson arrivals at `rate`
+    sent: int  # measured requests sent (warmup excluded)
+    ok: int  # answered 200 with scores of the right shape
+    duration_s: float | None = None  # first send to last answer
+    requests_per_s: float | None = None  # ok requests per second over duration_s
+    items_per_s: float | None = None  # items of ok requests per second
+    latency: Latency | None = None  # over the ok requests
+    errors: dict[str, int] = {}  # failed requests by status
+    error_rate: float  # failed / sent
+    first_error: str | None = None  # the first failure: `status: answer or reason`
+    warmup_errors: dict[str, int] = {}  # failed warmup requests by status
+    requests: list[HttpRequest] = []
+
+
 class CaseRecord(Record):
     """One expanded case and everything measured for it."""
 
@@ -93,6 +134,7 @@ class CaseRecord(Record):
     # with runs.processes > 1: each worker process's timed runs (timed_s pools them)
     process_timed_s: list[list[float]] = []
     metrics: Metrics = Metrics()
+    http: HttpMetrics | None = None  # an `engine: http` case's load and latencies
 
 
 class ParityCheck(Record):
@@ -103,12 +145,16 @@ class ParityCheck(Record):
     variant: str | None = None  # isolation: same_length / changed_length
     case_id: str
     against: str
+    # max |ln a - ln b|: what every score check judges against `tolerance`
+    max_log_diff: float | None = None
     max_abs_diff: float | None = None
     mean_abs_diff: float | None = None
-    # max |a - b| / |b|: what an absolute tolerance cannot see when scores are tiny
-    # full-vocabulary probabilities (apply_softmax false); recorded, not gated
+    # max |a - b| / |b|; recorded, not gated
     max_rel_diff: float | None = None
-    tolerance: float  # speedup: the minimum ratio (parity.min_speedup)
+    # on max_log_diff; speedup: the minimum ratio (parity.min_speedup)
+    tolerance: float
+    # on max_abs_diff, judged too where set (bfloat16 with apply_softmax true)
+    abs_tolerance: float | None = None
     # speedup: the two cases' median items/s and their ratio (case over against)
     throughput_items_per_s: float | None = None
     against_throughput_items_per_s: float | None = None

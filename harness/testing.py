@@ -38,7 +38,7 @@ class FakeEngine:
         self.calls = 0
 
     def score(self, query, items, label_token_ids, mode="single", apply_softmax=False,
-              delimiter=None, **options) -> ScoreResult:
+              delimiter=None, semantics=None, **options) -> ScoreResult:
         self.calls += 1
         if self.on_call is not None:
             self.on_call(self, self.calls)

@@ -24,7 +24,7 @@ name: ab
 model: {path: "embedded:tiny"}
 workload: {query_tokens: 32, num_items: 6, item_tokens: 4, label_token_ids: [198],
            delimiter: 151643}
-runs: {warmup: 1, timed: 3}
+runs: {warmup: 1, timed: 5}
 cases:
   - {engine: jax, mode: single}
   - {engine: jax, mode: packed, mask: segment}
@@ -74,7 +74,7 @@ def test_a_a_finds_no_regression(scratch, tmp_path):
 
 
 def test_moved_scores_are_a_regression(scratch, tmp_path):
-    record, _ = ab(scratch, tmp_path, "after", "scores", case="jax/single*")
+    record, _ = ab(scratch, tmp_path, "after", "scores", rounds=1, case="jax/single*")
     (single,) = record.cases
     assert single.verdict == "regression" and "scores moved" in single.why
     assert single.scores.max_log_diff == pytest.approx(0.001, rel=0.01)
@@ -94,7 +94,7 @@ def test_bisect_finds_the_slow_commit(scratch, tmp_path):
     config = load_config(write_config(tmp_path, CONFIG))
     lines = []
     found = bisect(config, repo, shas["base"], shas["after"], repo.parent / "cache",
-                   case_glob="jax/single*", rounds=3, note=lines.append)
+                   case_glob="jax/single*", rounds=4, note=lines.append)
     assert found["first_bad"] == shas["slow"] and found["candidates"] == 3
     assert "regression" in found["evidence"]["jax/single/tp=1"]
     assert any(line.startswith("step 1:") for line in lines)
@@ -107,7 +107,7 @@ def test_a_slower_commit_is_a_regression_with_its_interval(scratch, tmp_path, mo
     monkeypatch.setenv("MIBENCH_CACHE", str(repo.parent / "cache"))
     config = write_config(tmp_path, CONFIG)
     result = CliRunner().invoke(app, ["ab", shas["base"], shas["slow"], str(config),
-                                      "--rounds", "3", "--case", "jax/single*",
+                                      "--rounds", "4", "--case", "jax/single*",
                                       "--out", str(tmp_path / "o")])
     assert result.exit_code == 1, result.output
     assert "verdict: regression" in result.output

@@ -80,7 +80,7 @@ def test_env_json():
 def test_env_peak_is_measured_on_cpu():
     result = runner.invoke(app, ["env"])
     data = json.loads(result.output)
-    assert data["peak_source"] == "calibrated" and data["peak_flops"]["float32"] > 1e8
+    assert data["peak_source"].startswith("calibrated") and data["peak_flops"]["float32"] > 1e8
 
 
 def test_model_make_writes_a_checkpoint(tmp_path):

@@ -222,10 +222,11 @@ def test_seeds_config_is_constant_but_its_parity_workload_is_random():
 def test_case_options_are_the_registry():
     """A config case takes exactly the options the mode registry declares."""
     from mibench.engines import MODES, OPTIONS
-    from mibench.harness.config.spec import Case
+    from mibench.harness.config.spec import HTTP_FIELDS, Case
 
     declared = {o for modes in MODES.values() for mode in modes.values() for o in mode.options}
-    assert list(Case.model_fields) == ["engine", "mode", *OPTIONS, "runs", "workload"]
+    assert list(Case.model_fields) == ["engine", "mode", *OPTIONS, "runs", "workload",
+                                       *HTTP_FIELDS]  # and an http case's keys
     assert set(OPTIONS) == declared
     for name, option in OPTIONS.items():  # each field's type is the option's kind
         assert Case.model_fields[name].description == option.doc

@@ -143,6 +143,11 @@ OTHER_LOOPS = {
     ("engines/profile.py", "_ms"): "the stage profile: sub-programs synced one by one",
     ("harness/jobs/overhead.py", "main"): "rounds: the wall time of `measure()` and of "
                                           "`runner.run` as wholes, around the one loop",
+    ("harness/run/http_case.py", "open_loop"): "a server's load: requests sent on a Poisson "
+                                               "schedule, each one's latency (no engine call)",
+    ("engines/compile.py", "compile_case"): "compile time of each TPU program (nothing runs)",
+    ("harness/run/compile.py", "worker_main"): "a compile worker's case wall time",
+    ("harness/jobs/calibrate.py", "_burn"): "a busy loop: the calibration's background load",
 }
 
 

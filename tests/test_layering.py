@@ -165,3 +165,18 @@ def test_mibench_imports_from_outside_the_checkout(tmp_path):
         bad = subprocess.run([sys.executable, "-c", f"import {generic}"], cwd=tmp_path,
                              capture_output=True)
         assert bad.returncode != 0, f"`import {generic}` works outside the checkout"
+
+
+def test_every_package_folder_is_installed():
+    """pyproject's package list names every folder with an __init__.py (a non-editable
+    install leaves out the rest)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {"mibench"}
+    for top in ("engines", "harness", "workloads"):
+        for init in (ROOT / top).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT).parts
+            found.add(".".join(("mibench",) + rel))
+    assert found == listed

@@ -83,3 +83,18 @@ def test_runs_processes_needs_workers(tmp_path):
     with pytest.raises(MibenchError, match="runs.processes"):
         run(config, tmp_path / "out", progress=False, engine_factory=FakeEngine,
             peak=fixed_peak(), workers=False)
+
+
+def test_on_an_accelerator_one_jax_worker_at_a_time(tmp_path):
+    """An exclusive pool (GPU/TPU) closes the other JAX worker before it starts one."""
+    from mibench.harness.run.worker import WorkerPool
+
+    pool = WorkerPool(FakeEngine, exclusive=True)
+    try:
+        first = pool.get(("jax", "embedded:tiny", "float32", 1))
+        torch = pool.get(("torch", "embedded:tiny", "float32", 1))  # not a JAX worker
+        second = pool.get(("jax", "embedded:tiny", "bfloat16", 1))
+        assert first.worker.proc.poll() is not None  # closed before the second started
+        assert torch.worker.proc.poll() is None and second.worker.proc.poll() is None
+    finally:
+        pool.close()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
-import math
 import secrets
 import statistics
 import sys
@@ -35,11 +34,8 @@ from mibench.harness.run.case import now
 from mibench.harness.run.provenance import collect
 from mibench.harness.run.runner import run_in_worker
 from mibench.harness.run.worker import WorkerPool
+from mibench.harness.stats.compare import SCORE_TOL, max_log_diff
 from mibench.harness.stats.paired import paired_test
-
-# largest |ln score_new - ln score_base| that is not a score change (docs/parity.md, tolerances:
-# every mode vs serial scoring in float32; bfloat16's log-score bound)
-SCORE_TOL = {"float32": 1e-5, "bfloat16": 1e-1}
 
 
 def select(cases: list[CaseSpec], pattern: str | None) -> list[CaseSpec]:
@@ -59,22 +55,6 @@ def _sample(rec: CaseRecord, r: int, first: bool) -> RoundSample:
                        score_digest=rec.metrics.score_digest)
 
 
-def _log_diff(a, b) -> float | None:
-    """Largest |ln a - ln b| over two score tables of the same shape (None when not)."""
-    flat_a = [x for req in a for row in req for x in row]
-    flat_b = [x for req in b for row in req for x in row]
-    if len(flat_a) != len(flat_b):
-        return None
-    worst = 0.0
-    for x, y in zip(flat_a, flat_b, strict=True):
-        if x <= 0 or y <= 0:
-            if x != y:
-                return math.inf
-            continue
-        worst = max(worst, abs(math.log(x) - math.log(y)))
-    return worst
-
-
 def judge(case: ABCase, first_scores: dict, alpha: float, min_effect: float) -> None:
     """Fill the case's timing, scores and verdict from its rounds."""
     pairs = [(b.median_s, n.median_s) for b, n in zip(case.base, case.new, strict=False)
@@ -84,8 +64,9 @@ def judge(case: ABCase, first_scores: dict, alpha: float, min_effect: float) -> 
     base_ok = any(s.status == "ok" for s in case.base)
     new_failed = [s for s in case.new if s.status != "ok"]
     if first_scores.get("base") is not None and first_scores.get("new") is not None:
-        worst = _log_diff(first_scores["base"], first_scores["new"])
-        tol = SCORE_TOL.get(case.dtype, 1e-1)
+        found = max_log_diff(first_scores["base"], first_scores["new"])
+        worst = found[0] if found is not None else None
+        tol = SCORE_TOL.get(case.dtype, max(SCORE_TOL.values()))
         case.scores = ScoreCheck(max_log_diff=worst, tolerance=tol,
                                  moved=worst is None or worst > tol)
     if not base_ok:

@@ -7,7 +7,8 @@ any weights: each model's facts come from its preset or its `config.json`
 - every model is a known preset or a checkpoint folder;
 - labels and the delimiter lie inside each model's vocabulary; `query + delimiter + item`
   fits its maximum length; the constant workload's tokens (1 and 2) are not the delimiter;
-  a mode that packs items has a delimiter;
+  a mode that packs items has a delimiter (its separator, under plain semantics too);
+  `semantics: delimited` has a delimiter;
 - `precompile_bs` holds `extend_batch_size` (its largest size is at least it);
 - a `requests:` file exists and every line is a valid request (ids inside the vocabulary,
   short enough, without the delimiter);
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mibench.engines import MODES, MibenchError, model_facts
+from mibench.engines import MODES, MibenchError, Mode, model_facts
 from mibench.harness.config.matrix import CaseSpec, workload_specs
 from mibench.harness.config.spec import Config, Workload
 from mibench.harness.config.yamlsource import Key
@@ -186,11 +187,16 @@ def _check_ids(config, case, spec, facts, model: str, parity: bool = False) -> N
                            "pick another delimiter or tokens: random")
 
 
+def _delimited(spec) -> bool:
+    """Whether items follow `query d` (delimited semantics, set or derived)."""
+    return spec.delimiter is not None and spec.semantics != "plain"
+
+
 def _check_length(config, case, spec, facts, model: str, parity: bool = False) -> None:
     if spec.requests is not None:
         return
     longest = spec.item_tokens[1] if isinstance(spec.item_tokens, tuple) else spec.item_tokens
-    total = spec.query_tokens + (spec.delimiter is not None) + longest
+    total = spec.query_tokens + _delimited(spec) + longest
     if total > facts.max_position_embeddings:
         key = _where(config, case, "query_tokens", parity)
         raise config.error(_axis_key(config, key, spec.query_tokens),
@@ -223,7 +229,7 @@ def _check_requests(config, case, spec, facts, model: str, parity: bool = False)
                 raise config.error(key, f"{where} {name}: holds the delimiter {d}")
         if not isinstance(req.query, str) and not isinstance(req.items[0], str):
             longest = max(len(it) for it in req.items)
-            total = len(req.query) + (d is not None) + longest
+            total = len(req.query) + _delimited(spec) + longest
             if total > limit:
                 raise config.error(key, f"{where}: query + delimiter + item is {total} tokens, "
                                    f"longer than the maximum of {model} ({limit})")
@@ -265,11 +271,11 @@ def _check_memory(config: Config, case: CaseSpec, memory: tuple[int | None, str]
 def _check_mode(config: Config, case: CaseSpec) -> None:
     mode = MODES[case.engine][case.mode]
     try:
-        mode.require_semantics(case.workload.delimiter)
-    except MibenchError:
-        raise config.error(_where(config, case, "delimiter"),
-                           f"mode {case.mode} (cases.{case.index}) packs items into one "
-                           "sequence and needs a delimiter token") from None
+        mode.check_semantics(case.workload.semantics, case.workload.delimiter)
+    except MibenchError as e:  # names `semantics` or `delimiter`
+        why = str(e).removeprefix(f"{e.field}: ")
+        raise config.error(_where(config, case, e.field), f"{why} (cases.{case.index})") \
+            from None
     if "precompile_bs" in mode.defaults and case.params.get("precompile_bs"):
         b = case.params.get("extend_batch_size") or mode.defaults.get("extend_batch_size")
         sizes = case.params["precompile_bs"]
@@ -310,6 +316,11 @@ def check_config(config: Config, cases: list[CaseSpec]) -> None:
     parity = parity_workload(config)
     if parity is not None:
         spec = workload_specs(parity)[0][1]
+        try:
+            Mode.resolve_semantics(spec.semantics, spec.delimiter)
+        except MibenchError as e:
+            raise config.error(_where(config, None, "semantics", parity=True),
+                               str(e).removeprefix("semantics: ")) from None
         for model, f in facts.items():
             _check_ids(config, None, spec, f, model, parity=True)
             _check_length(config, None, spec, f, model, parity=True)

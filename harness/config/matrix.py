@@ -6,6 +6,8 @@ the config's cases in order, then each case's option axes, then workload axes.
 Case ids are stable and readable: `engine/mode/opt=value.../tp=N`, then `model=`, `dtype=`,
 `q=`, `items=`, `item_len=` for axes that the config varies (more than one value), then
 `key=value` for each workload key a case patches. Two cases with the same id are an error.
+An http case (`engine: http`) has its load after its mode: `clients=N` or `rate=R`, then
+`same_query=true` and `served=NAME` when set.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import itertools
 
 from pydantic import ValidationError
 
-from mibench.engines import MODES, OPTIONS
-from mibench.harness.config.spec import Case, Config, Workload
+from mibench.engines import MODES, OPTIONS, MibenchError, ScoreClient
+from mibench.harness.config.spec import HTTP_FIELDS, Case, Config, Workload
 from mibench.workloads import WorkloadSpec
 
 WORKLOAD_AXES = {"query_tokens": "q", "num_items": "items", "item_tokens": "item_len"}
@@ -29,6 +31,37 @@ class RunPlan:
     timeout_s: float | None = None
     max_rss: int | None = None  # bytes; enforced on engine workers
     processes: int = 1  # fresh workers that each measure the case
+
+
+@dataclasses.dataclass(frozen=True)
+class HttpPlan:
+    """An `engine: http` case's server and load (docs/configs.md): `clients` requests in
+    flight (closed loop) or Poisson arrivals at `rate` requests/s (open loop, seeded by the
+    workload's seed); `warmup_requests` untimed, then `requests` measured; the case fails
+    when more than `max_error_rate` of them fail. Each request gets its own workload (the
+    workload's seed + the request's index) unless `same_query`."""
+
+    base_url: str
+    served_model: str | None = None
+    timeout_s: float = 60.0
+    clients: int | None = None
+    rate: float | None = None
+    requests: int = 100
+    warmup_requests: int = 1
+    max_error_rate: float = 0.0
+    same_query: bool = False
+
+    @property
+    def server(self) -> tuple:
+        """What builds the http engine (load_engine's extra keywords), hashable."""
+        return (("base_url", self.base_url), ("served_model", self.served_model),
+                ("timeout_s", self.timeout_s))
+
+    def as_dict(self) -> dict:
+        """The case keys this plan differs from the defaults in (a case's `params`: the
+        reproduce commands rebuild its `cases` entry from them)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) != f.default}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,10 +78,13 @@ class CaseSpec:
     workload: WorkloadSpec
     runs: RunPlan
     index: int  # position of the source line in `cases`
+    http: HttpPlan | None = None  # an `engine: http` case's server and load
 
     @property
-    def engine_key(self) -> tuple[str, str, str, int]:
-        return (self.engine, self.model, self.dtype, self.tp)
+    def engine_key(self) -> tuple:
+        """(engine, model, dtype, tp); an http case adds its server (HttpPlan.server)."""
+        key = (self.engine, self.model, self.dtype, self.tp)
+        return key if self.http is None else (*key, self.http.server)
 
 
 def short(value) -> str:
@@ -83,6 +119,31 @@ def check_case(config: Config, i: int, case: Case) -> None:
             allowed = ", ".join(modes[case.mode].options) or "none"
             raise config.error(("cases", i, opt), f"mode {case.mode} takes no option {opt!r} "
                                f"(its options: {allowed})")
+    check_http(config, i, case)
+
+
+def check_http(config: Config, i: int, case: Case) -> None:
+    """The http keys: only on http cases; an http case has base_url (a URL) and one load
+    shape, clients or rate."""
+    given = [k for k in HTTP_FIELDS if getattr(case, k) is not None]
+    if case.engine != "http":
+        if given:
+            raise config.error(("cases", i, given[0]), f"{given[0]} is a key of http cases "
+                               f"(engine: http), not of engine {case.engine}")
+        return
+    if case.base_url is None:
+        raise config.error(("cases", i, "engine"), "an http case needs base_url: the "
+                           "server's address, e.g. http://127.0.0.1:8000")
+    try:
+        ScoreClient.parse_url(case.base_url)
+    except MibenchError as e:
+        raise config.error(("cases", i, "base_url"), str(e).removeprefix("base_url: ")) \
+            from None
+    if (case.clients is None) == (case.rate is None):
+        raise config.error(("cases", i, "rate" if case.rate is not None else "engine"),
+                           "an http case takes clients: N (closed loop, N requests in "
+                           "flight) or rate: R (open loop, R requests/s), "
+                           + ("not both" if case.rate is not None else "one of them"))
 
 
 def _workload(config: Config, case: Case, i: int) -> Workload:
@@ -100,7 +161,8 @@ def _workload(config: Config, case: Case, i: int) -> Workload:
 def workload_specs(w: Workload) -> list[tuple[dict, WorkloadSpec]]:
     """Expand a workload's axes: (axis values by short name, spec) per combination."""
     base = dict(tokens=w.tokens, label_token_ids=tuple(w.label_token_ids), delimiter=w.delimiter,
-                apply_softmax=w.apply_softmax, seed=w.seed, requests=w.requests)
+                apply_softmax=w.apply_softmax, seed=w.seed, requests=w.requests,
+                semantics=w.semantics)
     if w.requests is not None:
         return [({}, WorkloadSpec(**base))]
     out = []
@@ -111,9 +173,11 @@ def workload_specs(w: Workload) -> list[tuple[dict, WorkloadSpec]]:
     return out
 
 
-def _case_id(case: Case, params: dict, tp: int, axes: dict, config: Config, patch: dict) -> str:
+def _case_id(case: Case, params: dict, tp: int, axes: dict, config: Config, patch: dict,
+             extra: tuple[str, ...] = ()) -> str:
     parts = [case.engine, case.mode] + [f"{k}={short(v)}" for k, v in params.items()
                                         if OPTIONS[k].quiet != v]
+    parts += extra
     parts.append(f"tp={tp}")
     m = config.model
     if len(m.path) > 1:
@@ -142,10 +206,40 @@ def _expand_case(config: Config, i: int, case: Case, model: str, dtype: str,
         params = dict(zip(names, values, strict=True))
         for axes, spec in workload_specs(_workload(config, case, i)):
             axes = {**axes, "model": model, "dtype": dtype}
-            out.append(CaseSpec(case_id=_case_id(case, params, tp, axes, config, patch),
-                                engine=case.engine, mode=case.mode, params=params, model=model,
-                                dtype=dtype, tp=tp, workload=spec, runs=plan, index=i))
+            for http, extra in _http_plans(config, i, case, spec):
+                out.append(CaseSpec(case_id=_case_id(case, params, tp, axes, config, patch,
+                                                     extra),
+                                    engine=case.engine, mode=case.mode, params=params,
+                                    model=model, dtype=dtype, tp=tp, workload=spec,
+                                    runs=plan if http is None else _http_runs(plan), index=i,
+                                    http=http))
     return out
+
+
+def _http_runs(plan: RunPlan) -> RunPlan:
+    """An http case is one load (warmup_requests, requests), in one process; runs.warmup,
+    timed and processes do not apply to it, its timeout_s and max_rss do."""
+    return dataclasses.replace(plan, warmup=0, timed=1, processes=1)
+
+
+def _http_plans(config: Config, i: int, case: Case,
+                spec: WorkloadSpec) -> list[tuple[HttpPlan | None, tuple[str, ...]]]:
+    """(plan, case-id parts) per value of the load axis (clients or rate); one (None, ())
+    for any other engine. Ids: `clients=N` or `rate=R`, `same_query=true`, `served=NAME`."""
+    if case.engine != "http":
+        return [(None, ())]
+    set_ = {k: getattr(case, k) for k in HTTP_FIELDS
+            if getattr(case, k) is not None and k not in ("clients", "rate")}
+    if spec.tokens == "constant" and spec.requests is None and not case.same_query:
+        raise config.error(("cases", i, "same_query") if case.same_query is not None else
+                           ("cases", i, "engine"), "with tokens: constant every request is "
+                           "the same; set same_query: true (one query on purpose) or use "
+                           "tokens: random")
+    tail = (("same_query=true",) if case.same_query else ()) + (
+        (f"served={case.served_model}",) if case.served_model else ())
+    if case.clients is not None:
+        return [(HttpPlan(clients=n, **set_), (f"clients={n}", *tail)) for n in case.clients]
+    return [(HttpPlan(rate=r, **set_), (f"rate={r:g}", *tail)) for r in case.rate]
 
 
 def check_reference(config: Config) -> None:

@@ -25,6 +25,7 @@ from pydantic import (
     PositiveInt,
     PrivateAttr,
     create_model,
+    field_validator,
     model_validator,
 )
 
@@ -81,9 +82,21 @@ class ModelSection(Strict):
 
 
 class Topology(Strict):
-    """`tp`: tensor-parallel degree (devices per engine)."""
+    """`tp`: tensor-parallel degree (devices per engine). `target`: the TPU slice that
+    `mibench compile` compiles for when no --target is given (e.g. v6e-4); `run` ignores it."""
 
     tp: Axis(PositiveInt) = [1]
+    target: str | None = None
+
+    @field_validator("target")
+    @classmethod
+    def _known_target(cls, v):
+        from mibench.engines import MibenchError, tpu_target
+
+        try:
+            return v if v is None else tpu_target(v).name
+        except MibenchError as e:
+            raise ValueError(str(e).removeprefix("target: ")) from None
 
 
 class WorkloadFields(Strict):
@@ -95,6 +108,9 @@ class WorkloadFields(Strict):
     tokens: Literal["random", "constant"] = "random"
     label_token_ids: Annotated[list[NonNegativeInt], Field(min_length=1)] | None = None
     delimiter: NonNegativeInt | None = None
+    # delimited (items after `query d`) or plain (after `query`); unset: delimited when a
+    # delimiter is given, else plain (docs/semantics.md)
+    semantics: Literal["delimited", "plain"] | None = None
     apply_softmax: bool = False
     seed: NonNegativeInt = 0
     requests: str | None = None  # JSONL file of text or token requests, relative to the config
@@ -155,12 +171,32 @@ class _CaseHead(Strict):
     mode: str
 
 
+Finite = Annotated[PositiveFloat, Field(allow_inf_nan=False)]  # a positive finite number
+
+# The keys of an `engine: http` case (a server speaking SGLang's /v1/score; docs/configs.md):
+# where it is, and the load it gets. `clients` and `rate` are matrix axes. Their rules (only
+# for http, base_url required, clients or rate) are checked by harness.config.matrix.
+HTTP_FIELDS = {
+    "base_url": (str | None, Field(None, description="the server, http://HOST:PORT")),
+    "served_model": (str | None, Field(None, description="sent as the request's model")),
+    "timeout_s": (Finite | None, Field(None, description="per request (default 60)")),
+    "clients": (Axis(PositiveInt) | None, Field(None, description="closed loop: requests "
+                                                "in flight")),
+    "rate": (Axis(Finite) | None, Field(None, description="open loop: Poisson arrivals, "
+                                         "requests per second")),
+    "requests": (PositiveInt | None, Field(None, description="measured requests (100)")),
+    "warmup_requests": (NonNegativeInt | None, Field(None, description="untimed, first (1)")),
+    "max_error_rate": (Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None,
+                       Field(None, description="failed requests allowed (0)")),
+    "same_query": (bool | None, Field(None, description="one query repeated (false)")),
+}
+
 # One line of `cases`: engine, mode, the mode options of the registry (lists expand), and
-# per-case overrides of runs and workload
+# per-case overrides of runs and workload; an http case's keys
 Case = create_model(
     "Case", __base__=_CaseHead, __module__=__name__,
     **{name: _option_field(option) for name, option in OPTIONS.items()},
-    runs=(RunsPatch | None, None), workload=(WorkloadFields | None, None))
+    runs=(RunsPatch | None, None), workload=(WorkloadFields | None, None), **HTTP_FIELDS)
 
 
 class Reference(Strict):

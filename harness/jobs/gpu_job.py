@@ -19,6 +19,7 @@ missing wheels (pydantic and its dependencies), then `pip install --no-deps
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -82,6 +83,7 @@ def profile(dry: bool, attention: str = "auto", kernels: bool = False) -> dict:
     from mibench.engines import load_engine, stage_profile, top_kernels
     from mibench.harness.config import load_config
     from mibench.harness.config.matrix import expand
+    from mibench.harness.run.pool import make_call, semantics_kw
     from mibench.workloads import materialize
 
     config = load_config(CONFIG, DRY_SETS if dry else ())
@@ -90,20 +92,17 @@ def profile(dry: bool, attention: str = "auto", kernels: bool = False) -> dict:
     engine = load_engine("jax", model=case.model, dtype=case.dtype)
     req = materialize(case.workload, engine.model_config.vocab_size)[0]
     w = case.workload
+    case = dataclasses.replace(case, params={**case.params, "attention": attention})
     stages = stage_profile(
         engine, list(req.query), [list(i) for i in req.items], list(w.label_token_ids),
-        delimiter=w.delimiter, apply_softmax=w.apply_softmax,
-        **{**case.params, "attention": attention})
+        delimiter=w.delimiter, apply_softmax=w.apply_softmax, **semantics_kw(w),
+        **case.params)
     stages["case_id"] = case.case_id
     if kernels:
         import tempfile
 
-        call = lambda: engine.score(  # noqa: E731
-            list(req.query), [list(i) for i in req.items], list(w.label_token_ids),
-            mode="prefill_extend", delimiter=w.delimiter, apply_softmax=w.apply_softmax,
-            **{**case.params, "attention": attention})
-        with tempfile.TemporaryDirectory() as folder:
-            stages["top_kernels"] = top_kernels(call, folder)
+        with tempfile.TemporaryDirectory() as folder:  # the very call the case times
+            stages["top_kernels"] = top_kernels(make_call(engine, [req], case), folder)
     print("profile:", json.dumps(stages), flush=True)
     return stages
 

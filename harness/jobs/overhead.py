@@ -16,6 +16,10 @@ medians over rounds:
 - `per_call_min` / `per_call_median`: the harness's timed runs vs the direct side's, min
   against min and median against median (the same loop and bracket, so these differ only
   by noise: on a busy machine read the min).
+- `worker_per_call_min` / `worker_per_call_median`: the same for a run the way `mibench
+  run` does it, the case in an engine worker process (its own engine, loaded and compiled
+  there), and `worker_start_s`: that run's wall time outside its engine calls (the device
+  probe, the worker's start, imports and engine load), reported apart, not in the budget.
 """
 
 from __future__ import annotations
@@ -29,8 +33,23 @@ from pathlib import Path
 from mibench.errors import MibenchError
 from mibench.harness.config import CaseSpec, Config, expand, load_config
 from mibench.harness.run.measure import Timings, measure
+from mibench.harness.run.pool import make_call
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "overhead.yaml"
+
+
+class Lent:
+    """The preloaded engine, lent to `runner.run`: its pool closes the engines it releases,
+    and this one must outlive each round."""
+
+    def __init__(self, engine):
+        self._engine = engine
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+    def close(self) -> None:
+        pass
 
 
 def one_case(config: Config) -> CaseSpec:
@@ -47,14 +66,7 @@ def one_case(config: Config) -> CaseSpec:
 
 def direct(engine, requests, case: CaseSpec) -> tuple[Timings, float]:
     """The direct side: the bare engine call through the timing loop, and its wall time."""
-    prepared = [(list(r.query), [list(i) for i in r.items]) for r in requests]
-    w = case.workload
-    labels = list(w.label_token_ids)
-
-    def call():
-        return [engine.score(q, items, labels, mode=case.mode, apply_softmax=w.apply_softmax,
-                             delimiter=w.delimiter, **case.params) for q, items in prepared]
-
+    call = make_call(engine, requests, case)  # the very call a case times
     t0 = time.perf_counter()
     timings = measure(call, case.runs, Timings())
     return timings, time.perf_counter() - t0
@@ -73,7 +85,7 @@ def main(config_path: Path = CONFIG, rounds: int = 3, sets: list[str] | tuple = 
     config = load_config(config_path, list(sets))
     case = one_case(config)
     engine = load_engine(case.engine, model=case.model, dtype=case.dtype, tp=case.tp)
-    factory = lambda *key: engine  # noqa: E731 - the same preloaded engine on both sides
+    factory = lambda *key: Lent(engine)  # noqa: E731 - the same engine on both sides
     peak = PeakTable("cpu", "cpu")  # calibrated here, outside the harness side's wall time
     peak(case.dtype)
     requests = EnginePool(factory).requests(case.engine_key, case.workload)
@@ -89,7 +101,17 @@ def main(config_path: Path = CONFIG, rounds: int = 3, sets: list[str] | tuple = 
             if c.status != "ok":
                 raise RuntimeError(f"the harness side's case {c.status}: {c.error.message}")
             added = h_wall - (c.compile_s + sum(c.warmup_s) + sum(c.timed_s))
+            t0 = time.perf_counter()
+            (w,) = run(config, Path(tmp), progress=False, peak=peak).cases  # in a worker
+            w_wall = time.perf_counter() - t0
+            if w.status != "ok":
+                raise RuntimeError(f"the worker side's case {w.status}: {w.error.message}")
             rows.append({
+                "worker_per_call_min": min(w.timed_s) / min(d.timed_s) - 1,
+                "worker_per_call_median": statistics.median(w.timed_s)
+                / statistics.median(d.timed_s) - 1,
+                "worker_start_s": w_wall - (w.compile_s + sum(w.warmup_s) + sum(w.timed_s)),
+                "worker_compile_s": w.compile_s,
                 "direct_wall_s": d_wall, "harness_wall_s": h_wall, "harness_added_s": added,
                 "overhead": added / d_wall,
                 "per_call_min": min(c.timed_s) / min(d.timed_s) - 1,

@@ -11,6 +11,7 @@ from mibench.engines import TopologyUnavailable, count_compiles
 from mibench.harness.config.matrix import CaseSpec
 from mibench.harness.records import CaseRecord, ErrorInfo
 from mibench.harness.run import memory
+from mibench.harness.run.http_case import measure_http
 from mibench.harness.run.measure import Timings, measure
 from mibench.harness.run.pool import EnginePool, make_call
 from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
@@ -36,6 +37,8 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
              ) -> CaseRecord:
     """Measure one case in this process; any exception makes it `failed` with type, message
     and traceback. `measuring()` is called as the timed loop starts."""
+    if case.http is not None:  # a server under load: its own measurement (run/http_case.py)
+        return measure_http(case, pool, case_record(case), tick, measuring)
     rec, timings, requests, engine = case_record(case), Timings(), None, None
     memory.reset_torch_peak()
     rss = memory.PeakRss(interval=0.01)

@@ -7,13 +7,15 @@ from collections.abc import Callable
 from mibench.harness.config.matrix import CaseSpec
 from mibench.workloads import Request, WorkloadSpec, materialize
 
-EngineKey = tuple[str, str, str, int]  # (engine, model, dtype, tp)
+# (engine, model, dtype, tp), and for an http case its server: ((key, value), ...) pairs
+# (base_url, served_model, timeout_s; CaseSpec.engine_key)
+EngineKey = tuple
 
 
-def default_factory(name: str, model: str, dtype: str, tp: int):
+def default_factory(name: str, model: str, dtype: str, tp: int, server: tuple = ()):
     from mibench.engines import load_engine
 
-    return load_engine(name, model=model, dtype=dtype, tp=tp)
+    return load_engine(name, model=model, dtype=dtype, tp=tp, **dict(server))
 
 
 class EnginePool:
@@ -70,8 +72,14 @@ def score_all(engine, requests: list[Request], spec: WorkloadSpec, mode: str,
     """Score every request of a workload: per request, one row per item."""
     return [engine.score(list(r.query), [list(i) for i in r.items], list(spec.label_token_ids),
                          mode=mode, apply_softmax=spec.apply_softmax, delimiter=spec.delimiter,
-                         **params).scores
+                         **semantics_kw(spec), **params).scores
             for r in requests]
+
+
+def semantics_kw(spec: WorkloadSpec) -> dict:
+    """`semantics` for `score` when the workload sets it; unset, the engine's default
+    (delimited with a delimiter, else plain) applies."""
+    return {} if spec.semantics is None else {"semantics": spec.semantics}
 
 
 def make_call(engine, requests: list[Request], case: CaseSpec) -> Callable[[], object]:
@@ -80,7 +88,8 @@ def make_call(engine, requests: list[Request], case: CaseSpec) -> Callable[[], o
     prepared = [(list(r.query), [list(i) for i in r.items]) for r in requests]
     labels = list(case.workload.label_token_ids)
     kwargs = dict(mode=case.mode, apply_softmax=case.workload.apply_softmax,
-                  delimiter=case.workload.delimiter, **case.params)
+                  delimiter=case.workload.delimiter, **semantics_kw(case.workload),
+                  **case.params)
 
     def call():
         return [engine.score(q, items, labels, **kwargs).scores for q, items in prepared]

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from mibench.harness.records import Devices, GitInfo, Provenance
+from mibench.harness.run.peak import cpu_model
 
 ENV_PATTERN = re.compile(r"^(XLA_FLAGS|LIBTPU_INIT_ARGS|CUDA_VISIBLE_DEVICES|TPU_.*|JAX_.*|"
                          r"MIBENCH_.*|HF_HUB_OFFLINE)$")
@@ -66,7 +67,8 @@ def device_info(env: dict | None = None) -> Devices:
 def host_info() -> dict:
     return {"hostname": platform.node(), "system": platform.system(),
             "release": platform.release(), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "processor": platform.processor() or None}
+            "cpus": os.cpu_count(), "processor": platform.processor() or None,
+            "cpu_model": cpu_model()}
 
 
 def relevant_env() -> dict[str, str]:

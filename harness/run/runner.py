@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import fnmatch
 import secrets
 import traceback
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from mibench.harness.run import parity
 from mibench.harness.run.case import case_record, now, run_case
 from mibench.harness.run.peak import PeakTable
 from mibench.harness.run.pool import EngineKey, EnginePool
-from mibench.harness.run.progress import make_progress
+from mibench.harness.run.progress import make_progress, style
 from mibench.harness.run.provenance import collect, device_info, git_info
 from mibench.harness.run.worker import WorkerDied, WorkerPool, probe_env
 from mibench.harness.stats.metrics import case_metrics, useful_flops
@@ -141,16 +142,17 @@ class Session:
     """The state of one run: cases, finished records, engines, the artifact path."""
 
     def __init__(self, config: Config, record: RunRecord, path: Path, pool: EnginePool,
-                 peak: PeakTable, progress, writer: bool = True):
+                 peak: PeakTable, progress, writer: bool = True,
+                 cases: list[CaseSpec] | None = None):
         self.config, self.record, self.path, self.pool = config, record, path, pool
         self.peak, self.progress = peak, progress
-        self.cases = expand(config)
+        self.cases = expand(config) if cases is None else cases
         self.writer = writer  # in a multi-process run only process 0 writes
         self.done: dict[str, CaseRecord] = {c.case_id: c for c in record.cases}
         self.groups = _groups(self.cases)
 
     def save(self) -> None:
-        order = [c.case_id for c in self.cases]
+        order = [c.case_id for c in expand(self.config)]  # all: a --case run keeps the rest
         self.record.cases = [self.done[i] for i in order if i in self.done]
         self.record.provenance.devices.peak_flops = dict(self.peak.values)
         self.record.provenance.devices.peak_source = self.peak.source
@@ -194,11 +196,22 @@ def _groups(cases: list[CaseSpec]) -> dict[tuple, list[CaseSpec]]:
     return out
 
 
+def select_cases(cases: list[CaseSpec], pattern: str | None) -> list[CaseSpec]:
+    """The cases whose id matches the glob `pattern` (fnmatch; None: all of them)."""
+    chosen = [c for c in cases if pattern is None or fnmatch.fnmatchcase(c.case_id, pattern)]
+    if not chosen:
+        known = ", ".join(c.case_id for c in cases[:5])
+        raise MibenchError(f"{pattern!r} matches no case of the config (its cases: {known}"
+                           f"{', ...' if len(cases) > 5 else ''})", field="--case")
+    return chosen
+
+
 def run(config: Config, out_dir: str | Path = "artifacts", resume: str | Path | None = None,
-        progress: bool = True, *, engine_repo: str | Path | None = None,
+        progress: bool | str = True, *, engine_repo: str | Path | None = None,
         argv: list[str] | None = None, engine_factory: Callable | None = None,
         peak: PeakTable | None = None, writer: bool = True,
-        workers: bool | None = None, allow_mixed: bool = False) -> RunRecord:
+        workers: bool | None = None, allow_mixed: bool = False,
+        case: str | None = None) -> RunRecord:
     """Run every case (or, with `resume`, every missing or failed one) and the parity checks.
 
     Returns the final record; the artifact is `out_dir/<run_id>.json`, or the resumed file.
@@ -208,7 +221,11 @@ def run(config: Config, out_dir: str | Path = "artifacts", resume: str | Path | 
     `workers`: measure each engine group in a worker process (harness/run/worker.py).
     Default: on, except with an `engine_factory` (the tests' in-process fakes; a picklable
     factory may still ask for workers). A multi-process run passes False.
+
+    `progress`: auto, bar, lines or none (True: auto, False: none; harness/run/progress.py).
+    `case`: a glob on case ids (fnmatch): only the matching cases run.
     """
+    cases, progress = select_cases(expand(config), case), style(progress)
     if workers is None:
         workers = engine_factory is None
     env = probe_env() if workers and not resume else None
@@ -219,16 +236,20 @@ def run(config: Config, out_dir: str | Path = "artifacts", resume: str | Path | 
     if peak is None:
         peak = PeakTable(devices.platform, devices.kind)
         peak.values.update(devices.peak_flops)  # a resumed run keeps its measured peak
+        peak.kept = devices.peak_source
     finished = {c.case_id for c in record.cases}
-    todo = [c for c in expand(config) if c.case_id not in finished]
+    todo = [c for c in cases if c.case_id not in finished]
     runs = sum(c.runs.processes * (1 + c.runs.warmup + c.runs.timed) for c in todo)
     if not workers and any(c.runs.processes > 1 for c in todo):
         raise MibenchError("needs worker processes, and this run scores in-process (a "
                            "multi-process run)", field="runs.processes")
-    pool = WorkerPool(engine_factory) if workers else EnginePool(engine_factory)
+    # on a GPU or TPU one JAX worker at a time owns the device (a TPU opens in one process)
+    accelerator = devices.platform not in (None, "cpu")
+    pool = (WorkerPool(engine_factory, exclusive=accelerator) if workers
+            else EnginePool(engine_factory))
     measure_case = run_in_worker if workers else run_case
     s = Session(config, record, path, pool, peak,
-                make_progress(progress and writer, runs), writer=writer)
+                make_progress(progress if writer else "none", runs), writer=writer, cases=cases)
     here = git_info(Path.cwd())
     with contextlib.ExitStack() as stack:
         if writer:
@@ -253,6 +274,7 @@ def _run_cases(s: Session, todo: list[CaseSpec], measure_case: Callable, here) -
                 rec.commit, rec.dirty = here.commit, here.dirty
                 s.done[case.case_id] = rec
                 s.save()
+                s.progress.end_case(rec)
             group_done = i + 1 == len(s.cases) or _group(s.cases[i + 1]) != _group(case)
             if group_done:
                 s.finish_group(case)

@@ -257,11 +257,16 @@ class WorkerPool(EnginePool):
     """Engines in worker processes: `get` gives a RemoteEngine (a fresh worker after one
     died); `max_rss` applies to the workers' resident sets."""
 
-    def __init__(self, factory: Callable | None = None, engine_root: str | None = None):
+    def __init__(self, factory: Callable | None = None, engine_root: str | None = None,
+                 exclusive: bool = False):
         super().__init__(self._start)
         self.engine_factory, self.engine_root = factory, engine_root
+        self.exclusive = exclusive  # one JAX worker at a time: it owns the accelerator
 
     def _start(self, *key) -> RemoteEngine:
+        if self.exclusive and key[0] == "jax":
+            for other in [k for k in self._engines if k[0] == "jax"]:
+                self.discard(other)
         return RemoteEngine(Worker(key, self.engine_factory, engine_root=self.engine_root))
 
 

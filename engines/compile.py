@@ -1,0 +1,559 @@
+"""The engine's programs compiled for a TPU topology without a TPU (`mibench compile`).
+
+`abstract_engine(...)` builds a JAX engine from the model's shapes alone (no weights
+generated or loaded: every parameter is a `jax.ShapeDtypeStruct` with the sharding the real
+engine gives it on the target's mesh); `compile_case(engine, ...)` scores the requests
+through the engine's own code path (`JaxEngine.score`, the mode's scorer, its host layouts
+and dense masks) twice. Every call
+of a jitted program of the modes (`prefill`, `extend`, `score_rows`, `score_last_token`,
+`packed_*_forward`, whatever a mode runs) is intercepted: its arguments become abstract,
+the program is lowered and compiled by the TPU compiler of `libtpu` for compile-only
+devices of the topology (`jax.experimental.topologies`), and the call returns a
+placeholder with the program's output shapes and shardings, which the scorer's host code
+carries on as it would a result. So the programs compiled are exactly those the mode runs,
+with the same shapes, static arguments and shardings; there is no second model.
+
+The first pass is the engine's first call (it also compiles what a mode precompiles, e.g.
+every `precompile_bs` batch size); the second pass is a steady-state call and gives the
+calls per pass. Host work is counted at the program boundary: bytes of host (numpy) arrays
+handed to a program (the dense mask among them) and bytes of results read back; and the
+second pass's wall time is the mode's host code (layouts, masks, request checks) on this
+CPU, plus the interception's own small cost, since it compiles and runs nothing.
+
+libtpu must be loadable: `TPU_LIBRARY_PATH` naming its `libtpu.so`, or an importable
+`libtpu` package. The process should run with `JAX_PLATFORMS=cpu` (JAX's default backend
+stays the CPU; only these compile-only devices are TPUs), and nothing here executes a
+program. Importing this module is light (no jax); the target table is plain data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import inspect
+import re
+import time
+
+from mibench.errors import MibenchError, TopologyUnavailable
+
+# chips -> topology shape, for the kinds whose compile-only topology has one device per
+# chip (v4's has one per TensorCore, not the megacore device JAX runs v4 with: not offered)
+_SHAPES_2D = {1: "1x1", 4: "2x2", 8: "2x4", 16: "4x4", 32: "4x8", 64: "8x8", 128: "8x16",
+              256: "16x16"}
+_SHAPES_3D = {4: "2x2x1", 8: "2x2x2", 16: "2x2x4", 32: "2x4x4", 64: "4x4x4", 128: "4x4x8"}
+TPU_KINDS = {"v6e": _SHAPES_2D, "v5e": _SHAPES_2D, "v5p": _SHAPES_3D}
+TPU_TARGETS = tuple(f"{kind}-{n}" for kind, shapes in TPU_KINDS.items() for n in shapes)
+COST_LOOPS = ("XLA's cost analysis counts a loop body once, not once per iteration: the "
+              "layers run in one lax.scan (and attention tiles in inner loops), so flops and "
+              "bytes_accessed cover one layer's body plus the code outside loops")
+
+
+@dataclasses.dataclass(frozen=True)
+class TpuTarget:
+    """A TPU slice to compile for: `v6e-4` is 4 v6e chips (N counts chips for every kind;
+    Google names v5p slices by TensorCores, so its v5p-8 is `v5p-4` here)."""
+
+    name: str
+    kind: str
+    chips: int
+    topology: str  # the topology name of jax.experimental.topologies, e.g. "v6e:2x2"
+
+
+def tpu_target(name) -> TpuTarget:
+    """The target called `name` (`KIND-CHIPS`), or a MibenchError naming `target`."""
+    m = re.fullmatch(r"(v\d+[a-z]*)-(\d+)", name) if isinstance(name, str) else None
+    if m is None or m[1] not in TPU_KINDS or int(m[2]) not in TPU_KINDS[m[1]]:
+        known = ", ".join(f"{k}-{{{','.join(map(str, s))}}}" for k, s in TPU_KINDS.items())
+        raise MibenchError(f"unknown TPU target {name!r} (known: {known}; the number counts "
+                           "chips)", field="target")
+    kind, chips = m[1], int(m[2])
+    return TpuTarget(name, kind, chips, f"{kind}:{TPU_KINDS[kind][chips]}")
+
+
+@functools.cache
+def target_devices(name: str) -> tuple:
+    """The compile-only TPU devices of a target (needs libtpu; see the module doc)."""
+    from jax.experimental import topologies
+
+    t = tpu_target(name)
+    kwargs = {"chips_per_host_bounds": (1, 1, 1)} if t.chips == 1 else {}
+    try:
+        topo = topologies.get_topology_desc(topology_name=t.topology, platform="tpu",
+                                            **kwargs)
+    except RuntimeError as e:
+        raise MibenchError(f"cannot make the {t.topology} topology: {_first_line(e)}",
+                           field="libtpu") from None
+    devices = tuple(topo.devices)
+    if len(devices) != t.chips:
+        raise MibenchError(f"{t.topology} gave {len(devices)} devices for {t.chips} chips",
+                           field="target")
+    return devices
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+# ---- abstract parameters and the engine without weights ----------------------------------
+
+
+def abstract_params(cfg, dtype, shard, device) -> dict:
+    """The engine's parameter pytree as ShapeDtypeStructs, sharded as `place_params` places
+    the real ones (one device without a mesh, else `param_specs` on the mesh)."""
+    import jax
+    from jax.sharding import NamedSharding, SingleDeviceSharding
+
+    from mibench.engines.checkpoint import LAYER_TABLE, layer_keys
+    from mibench.engines.sharding import param_specs
+
+    shapes = {"embed": (cfg.vocab_size, cfg.hidden_size), "final_norm": (cfg.hidden_size,),
+              "layers": {k: (cfg.num_layers, *LAYER_TABLE[k][2](cfg)) for k in layer_keys(cfg)}}
+    if not cfg.tie_word_embeddings:
+        shapes["lm_head"] = (cfg.vocab_size, cfg.hidden_size)
+    is_shape = lambda x: isinstance(x, tuple)  # noqa: E731
+    bare = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s, dtype), shapes, is_leaf=is_shape)
+    specs = param_specs(bare, shard.tp)
+
+    def place(x, spec):
+        sharding = (SingleDeviceSharding(device) if shard.mesh is None
+                    else NamedSharding(shard.mesh, spec))
+        return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding)
+
+    return jax.tree.map(place, bare, specs)
+
+
+def abstract_engine(model: str, dtype: str, tp: int, target: str):
+    """A JaxEngine on the target's first `tp` devices whose weights are abstract: the real
+    engine's request checks, option checks, attention choice (platform `tpu`) and scorers."""
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import Mesh
+
+    from mibench.engines.facts import model_facts
+    from mibench.engines.jax_engine import JaxEngine
+    from mibench.engines.sharding import AXIS, ShardConfig, kv_repeat
+
+    t = tpu_target(target)
+    if tp > t.chips:
+        raise TopologyUnavailable(f"tp={tp} needs {tp} chips, target {t.name} has {t.chips}",
+                                  field="topology.tp")
+    devices = target_devices(target)
+    model_config = model_facts(model)
+
+    class AbstractEngine(JaxEngine):
+        def __init__(self):  # JaxEngine.__init__ without loading: shapes and shardings only
+            self.model, self.dtype, self.tp = model, dtype, tp
+            self.shard = ShardConfig(Mesh(np.array(devices[:tp]), (AXIS,)) if tp > 1
+                                     else None)
+            self.folder = None
+            self.model_config = model_config
+            r = kv_repeat(model_config, tp)  # fit_kv_heads, on the config alone
+            self.cfg = dataclasses.replace(model_config,
+                                           num_kv_heads=model_config.num_kv_heads * r)
+            self.module = None
+            self.params = abstract_params(self.cfg, jnp.dtype(dtype), self.shard, devices[0])
+            self.compiled = set()
+            self.platform = "tpu"
+            self._tokenizer = None
+
+        @property
+        def topology(self) -> dict:
+            used = devices[:tp]
+            return {"tp": tp, "mesh_shape": {AXIS: tp},
+                    "devices": [{"id": d.id, "kind": d.device_kind} for d in used]}
+
+        @property
+        def tokenizer(self):
+            if self._tokenizer is None:
+                self._tokenizer = _tokenizer(model) or False
+            return self._tokenizer or None
+
+    return AbstractEngine()
+
+
+def _tokenizer(model: str):
+    """The model's tokenizer without its weights: a folder's own files, or an embedded
+    preset's byte-level tokenizer written to a temporary folder."""
+    import tempfile
+    from pathlib import Path
+
+    from mibench.engines.checkpoint import EMBEDDED, load_tokenizer
+
+    if not model.startswith(EMBEDDED):
+        return load_tokenizer(Path(model).expanduser())
+    from mibench.engines.presets import PRESETS, hf_config
+    from mibench.engines.tokenizer import write_tokenizer
+
+    preset = PRESETS[model[len(EMBEDDED):]]
+    with tempfile.TemporaryDirectory(prefix="mibench-tokenizer-") as folder:
+        write_tokenizer(Path(folder), preset["special"],
+                        max_length=hf_config(preset)["max_position_embeddings"])
+        return load_tokenizer(Path(folder))
+
+
+# ---- intercepting the programs -------------------------------------------------------------
+
+
+class DeviceValue:
+    """A program's result as the scorer sees it: shape, dtype and sharding, no data. Read
+    on the host (`np.asarray`) it is zeros of its shape, counted as bytes read back."""
+
+    is_fully_addressable = True
+
+    def __init__(self, info, sharding, recorder: Recorder):
+        self.shape, self.dtype, self.sharding = tuple(info.shape), info.dtype, sharding
+        self.ndim = len(self.shape)
+        self._recorder = recorder
+        recorder.live.add(self)  # on the chips for as long as the scorer holds it
+
+    @property
+    def nbytes(self) -> int:
+        import numpy as np
+
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+    def __array__(self, dtype=None, copy=None):
+        import numpy as np
+
+        self._recorder.to_host_bytes += self.nbytes
+        return np.zeros(self.shape, dtype or self.dtype)
+
+    def abstract(self):
+        import jax
+
+        return jax.ShapeDtypeStruct(self.shape, self.dtype, sharding=self.sharding)
+
+
+def chip_bytes(x) -> int:
+    """Bytes of an array (or ShapeDtypeStruct) on one chip of its sharding."""
+    import numpy as np
+
+    shape = x.sharding.shard_shape(tuple(x.shape)) if getattr(x, "sharding", None) else x.shape
+    return int(np.prod(shape, dtype=np.int64)) * np.dtype(x.dtype).itemsize
+
+
+@dataclasses.dataclass
+class Program:
+    """One compiled program: what it is, what it costs per call, how often a pass calls it."""
+
+    name: str
+    function: str
+    signature: str
+    compiled: object = None
+    out_info: object = None
+    out_shardings: object = None
+    compile_s: float = 0.0
+    error: str | None = None
+    # device arguments XLA dropped as unused (the LM head takes only the embedding): they
+    # stay on the chips, the engine holds them
+    dropped_bytes: int = 0
+    # the most bytes of other results the scorer held on the chips during a call (e.g. the
+    # prefix KV cache while the LM head runs)
+    held_bytes: int = 0
+    # FLOPs per call (per chip) of the program compiled with every lax.scan unrolled: every
+    # layer counted; None when it could not be had
+    flops_unrolled: float | None = None
+    calls: list = dataclasses.field(default_factory=lambda: [0, 0])  # per pass
+    host_args: dict = dataclasses.field(default_factory=dict)  # arg name -> bytes per call
+
+
+def program_modules() -> list:
+    """The modules whose jitted functions are the programs: every mode module, and the
+    engine itself."""
+    import importlib
+    import pkgutil
+
+    from mibench.engines import modes
+
+    names = [f"{modes.__name__}.{m.name}" for m in pkgutil.iter_modules(modes.__path__)]
+    return [importlib.import_module(n) for n in [*names, "mibench.engines.jax_engine"]]
+
+
+class Recorder:
+    """Stands in for the modes' jitted functions while a pass runs (see the module doc)."""
+
+    def __init__(self):
+        import weakref
+
+        self.programs: dict[tuple, Program] = {}
+        self.live = weakref.WeakSet()  # the DeviceValues the scorer still references
+        self.pass_index = 0
+        self.to_host_bytes = 0
+        self.to_host_by_pass = [0, 0]
+
+    @contextlib.contextmanager
+    def intercepting(self):
+        saved = []
+        for module in program_modules():
+            for attr, value in list(vars(module).items()):
+                if callable(value) and hasattr(value, "lower") and hasattr(value, "trace"):
+                    saved.append((module, attr, value))
+                    setattr(module, attr, self.stand_in(attr, value))
+        try:
+            with _platform("tpu"):
+                yield
+        finally:
+            for module, attr, value in saved:
+                setattr(module, attr, value)
+
+    def stand_in(self, name: str, jitted):
+        signature = inspect.signature(jitted)
+        # which arguments are static (a jax internal; without it, Python scalars are passed
+        # as they are and key the program by value: slower, as correct)
+        info = getattr(jitted, "_jit_info", None)
+        static = set(info.static_argnames) if info is not None else None
+
+        def call(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            return self.call(name, jitted, bound, static)
+
+        return call
+
+    def call(self, name, jitted, bound, static):
+        import jax
+        import numpy as np
+
+        host, key_parts, call_args, passed = {}, [], {}, set()
+        for arg, value in bound.arguments.items():
+            if static is not None and arg in static:
+                key_parts.append((arg, "static", value))
+                call_args[arg] = value
+                continue
+
+            def abstract(x, arg=arg):
+                if isinstance(x, DeviceValue):
+                    passed.add(id(x))
+                    return x.abstract()
+                if isinstance(x, np.ndarray | np.generic):
+                    host[arg] = host.get(arg, 0) + x.nbytes
+                    return jax.ShapeDtypeStruct(x.shape, x.dtype)
+                if isinstance(x, bool | int | float) and static is None:
+                    return x
+                if isinstance(x, bool | int | float):
+                    host[arg] = host.get(arg, 0) + 4
+                    return jax.ShapeDtypeStruct((), np.asarray(x).dtype if isinstance(x, bool)
+                                                else jax.numpy.result_type(x), weak_type=True)
+                return x
+
+            leaves = jax.tree.map(abstract, value,
+                                  is_leaf=lambda x: isinstance(x, DeviceValue))
+            call_args[arg] = leaves
+            key_parts.append((arg, jax.tree.structure(leaves), tuple(
+                (tuple(s.shape), str(s.dtype), getattr(s, "weak_type", False),
+                 getattr(s, "sharding", None)) if hasattr(s, "shape") else (type(s), s)
+                for s in jax.tree.leaves(leaves))))
+        key = (name, tuple(key_parts))
+        program = self.programs.get(key)
+        if program is None:
+            program = self._compile(name, jitted, call_args, host)
+            self.programs[key] = program
+        program.calls[self.pass_index] += 1
+        held = sum(chip_bytes(v) for v in list(self.live) if id(v) not in passed)
+        program.held_bytes = max(program.held_bytes, held)
+        if program.error is not None:
+            raise ProgramFailed(program.name, program.error)
+        return jax.tree.map(lambda info, sh: DeviceValue(info, sh, self), program.out_info,
+                            program.out_shardings)
+
+    def _compile(self, name, jitted, call_args, host) -> Program:
+        fn = getattr(jitted, "__wrapped__", jitted)
+        program = Program(name=name, function=f"{fn.__module__}.{fn.__qualname__}",
+                          signature=_describe(call_args), host_args=dict(host))
+        start = time.perf_counter()
+        try:
+            lowered = jitted.lower(**call_args)
+            program.compiled = lowered.compile()
+            program.out_info = lowered.out_info
+            program.out_shardings = program.compiled.output_shardings
+            program.dropped_bytes = _dropped_bytes(program.compiled, call_args)
+        except Exception as e:  # a lowering error, a sharding that does not fit, an OOM
+            program.error = compiler_message(e)
+        program.compile_s = time.perf_counter() - start
+        if program.error is None:
+            program.flops_unrolled = _unrolled_flops(jitted, call_args)
+        return program
+
+
+def _unrolled_flops(jitted, call_args: dict) -> float | None:
+    """FLOPs of one call with every `lax.scan` unrolled (the layers, attention tiles), so a
+    loop body counts once per iteration: the program is traced again with `jax.lax.scan`
+    patched to `unroll=True` (the trace caches cleared around it) and compiled once more
+    (the lowered module's own cost analysis is empty for compile-only TPU devices); XLA's
+    cost analysis of that program, per chip like `flops`. A Pallas kernel is a custom call
+    that the analysis does not see into (its FLOPs count 0 or its cost estimate)."""
+    import jax
+
+    scan = jax.lax.scan
+
+    def unrolled(*args, **kwargs):
+        kwargs["unroll"] = True
+        return scan(*args, **kwargs)
+
+    jax.clear_caches()
+    jax.lax.scan = unrolled
+    try:
+        cost = jitted.lower(**call_args).compile().cost_analysis()
+        if isinstance(cost, list | tuple):
+            cost = cost[0] if cost else {}
+        flops = (cost or {}).get("flops")
+        return float(flops) if flops is not None else None
+    except Exception:  # the measure is optional; the compiled program stands
+        return None
+    finally:
+        jax.lax.scan = scan
+        jax.clear_caches()
+
+
+def _dropped_bytes(compiled, call_args: dict) -> int:
+    """Per-chip bytes of the device arguments (parameters, earlier results) that the
+    compiled program does not take: XLA prunes unused arguments (their input sharding is
+    None), but the engine keeps them on the chips."""
+    import jax
+
+    try:
+        shardings = compiled.input_shardings[1]
+    except (AttributeError, IndexError, TypeError):
+        return 0
+    total = 0
+    for arg, sharding in shardings.items():
+        given = jax.tree.leaves(call_args.get(arg))
+        taken = jax.tree.leaves(sharding, is_leaf=lambda x: x is None)
+        if len(given) != len(taken):
+            continue
+        total += sum(chip_bytes(a) for a, t in zip(given, taken, strict=True)
+                     if t is None and getattr(a, "sharding", None) is not None)
+    return total
+
+
+class ProgramFailed(MibenchError):
+    """A program of the case did not lower or compile; the message is the compiler's."""
+
+    def __init__(self, program: str, message: str):
+        self.program, self.message = program, message
+        super().__init__(message, field=program)
+
+
+def compiler_message(e: BaseException) -> str:
+    """The compiler's (or the engine's) message on one line: the first line that says
+    something, without XLA's source-location trailer."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith(("===", "learning/", "third_party/"))]
+    text = " ".join(lines[:3]) if lines else type(e).__name__
+    return f"{type(e).__name__}: {text}"[:2000]
+
+
+@contextlib.contextmanager
+def _platform(name: str):
+    """`jax.default_backend()` reads `name` while the programs are traced: the one place the
+    engine's code asks for the backend (the LM head's vocabulary block, 2048 on a CPU, 32k
+    on an accelerator) must see the target, not this process's CPU backend."""
+    import jax
+
+    saved = jax.default_backend
+    jax.default_backend = lambda: name
+    try:
+        yield
+    finally:
+        jax.default_backend = saved
+
+
+def _describe(call_args: dict) -> str:
+    """`arg: dtype[shape], ...` of a program's array arguments but the parameters."""
+    import jax
+
+    parts = []
+    for arg, value in call_args.items():
+        leaves = jax.tree.leaves(value)
+        arrays = leaves and all(hasattr(x, "shape") and hasattr(x, "dtype") for x in leaves)
+        if arg != "params" and arrays:
+            parts.append(", ".join(f"{arg}: {x.dtype}[{','.join(map(str, x.shape))}]"
+                                   for x in leaves))
+    return "; ".join(parts)
+
+
+# ---- one case -------------------------------------------------------------------------------
+
+
+def _memory(program: Program) -> dict:
+    m = program.compiled.memory_analysis()
+    out = {"argument_bytes": int(m.argument_size_in_bytes),
+           "output_bytes": int(m.output_size_in_bytes),
+           "temp_bytes": int(m.temp_size_in_bytes),
+           "alias_bytes": int(m.alias_size_in_bytes),
+           "generated_code_bytes": int(m.generated_code_size_in_bytes)}
+    out["total_bytes"] = (out["argument_bytes"] + out["output_bytes"] + out["temp_bytes"]
+                          - out["alias_bytes"])
+    out["dropped_argument_bytes"] = program.dropped_bytes
+    out["held_bytes"] = program.held_bytes
+    out["resident_bytes"] = out["total_bytes"] + program.dropped_bytes + program.held_bytes
+    return out
+
+
+def _cost(compiled) -> dict:
+    cost = compiled.cost_analysis()
+    if isinstance(cost, list | tuple):  # older jax: one dict per partition
+        cost = cost[0] if cost else {}
+    cost = cost or {}
+
+    def get(key):
+        v = cost.get(key)
+        return float(v) if v is not None else None
+
+    return {"flops": get("flops"), "transcendentals": get("transcendentals"),
+            "bytes_accessed": get("bytes accessed")}
+
+
+def compile_case(engine, requests: list, labels: list, mode: str,
+                 apply_softmax: bool = False, delimiter: int | None = None,
+                 options: dict | None = None, semantics: str | None = None) -> dict:
+    """Compile every program `mode` runs for `requests` ((query, items) pairs of token ids)
+    on an `abstract_engine` (see the module doc). Returns plain data: `programs` (each with
+    memory per chip, cost per call, calls per pass, compile time), `resolved` (the options
+    as they resolve on the target), `topology`, the host traffic of a pass, and `failed`:
+    None, or the program that did not lower or compile with the compiler's one-line
+    message (the programs before it are listed). Anything the engine refuses (a bad option,
+    an attention path the target cannot run) raises its MibenchError."""
+    options = dict(options or {})
+    call = dict(mode=mode, apply_softmax=apply_softmax, delimiter=delimiter, **options)
+    if semantics is not None:
+        call["semantics"] = semantics
+    import jax
+
+    jax.clear_caches()  # every case compiles its programs itself: honest compile times
+    recorder = Recorder()
+    failed, host_s = None, None
+    with recorder.intercepting():
+        try:
+            for k in range(2):  # the first call, then a steady-state call
+                recorder.pass_index = k
+                before, start = recorder.to_host_bytes, time.perf_counter()
+                for query, items in requests:
+                    engine.score(list(query), [list(i) for i in items], list(labels),
+                                 **call)
+                recorder.to_host_by_pass[k] = recorder.to_host_bytes - before
+                host_s = time.perf_counter() - start  # the second pass compiles nothing
+        except ProgramFailed as e:
+            failed = {"program": e.program, "message": e.message}
+    programs = []
+    for p in recorder.programs.values():
+        entry = {"name": p.name, "function": p.function, "signature": p.signature,
+                 "calls_first_pass": p.calls[0], "calls_per_pass": p.calls[1],
+                 "compile_s": p.compile_s, "host_to_device_bytes": p.host_args,
+                 "error": p.error, "flops_unrolled": p.flops_unrolled}
+        if p.compiled is not None:
+            entry.update(memory=_memory(p), **_cost(p.compiled))
+        programs.append(entry)
+    to_device: dict[str, int] = {}
+    for p in recorder.programs.values():
+        for arg, nbytes in p.host_args.items():
+            key = f"{p.name}.{arg}"
+            to_device[key] = to_device.get(key, 0) + nbytes * p.calls[1]
+    return {"programs": programs, "failed": failed,
+            "resolved": engine.resolved_options(mode, options), "topology": engine.topology,
+            "host": {"to_device_bytes_per_pass": sum(to_device.values()),
+                     "to_device_by_argument": to_device,
+                     "to_host_bytes_per_pass": recorder.to_host_by_pass[1],
+                     "host_s_per_pass": host_s if failed is None else None},
+            "cost_loops": COST_LOOPS}

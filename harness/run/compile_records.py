@@ -1,0 +1,174 @@
+"""The compile artifact: schema `mibench.compile/1`, written by `mibench compile` (one file
+per config and target). Its JSON Schema, `harness/schemas/mibench.compile-1.schema.json`,
+is generated from these models: `python -m mibench.harness.run.compile_records` rewrites it.
+
+Bytes are per chip (what one device of the mesh holds); FLOPs and bytes accessed are XLA's
+cost analysis of one call, which counts a loop body once (see `CompileRecord.cost_loops`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError
+
+from mibench.errors import MibenchError
+from mibench.harness.records import ErrorInfo, Provenance, Record
+
+COMPILE_SCHEMA = "mibench.compile/1"
+COMPILE_SCHEMA_FILE = Path(__file__).parents[1] / "schemas" / "mibench.compile-1.schema.json"
+
+
+class ProgramMemory(Record):
+    """XLA's memory analysis of one compiled program, bytes per chip."""
+
+    argument_bytes: int  # parameters and inputs (the weights are arguments of every program)
+    output_bytes: int
+    temp_bytes: int  # temporaries the program allocates while it runs
+    alias_bytes: int  # outputs that reuse an argument's buffer (counted once)
+    generated_code_bytes: int
+    total_bytes: int  # arguments + outputs + temporaries - aliased
+    # device arguments XLA dropped as unused (e.g. the layers' weights of the LM head
+    # program), which stay on the chip: the engine holds every weight for the whole run
+    dropped_argument_bytes: int = 0
+    # other results the mode keeps on the chip while this program runs (the prefix KV cache
+    # while the extend batches' LM head runs), the most over its calls
+    held_bytes: int = 0
+    # what the chip holds while the program runs: total + dropped arguments + held results
+    resident_bytes: int
+
+
+class ProgramRecord(Record):
+    """One program a case runs: a jitted function of the engine at one set of shapes."""
+
+    name: str  # the function's name, e.g. `extend`
+    function: str  # its module path
+    signature: str  # its array arguments, dtype[shape]
+    calls_first_pass: int  # calls in the engine's first call (precompiles included)
+    calls_per_pass: int  # calls in a steady-state pass (0: compiled on first use only)
+    compile_s: float  # lowering and compiling, wall seconds
+    error: str | None = None  # the compiler's message when it did not compile
+    memory: ProgramMemory | None = None
+    flops: float | None = None  # per call; loop bodies counted once
+    transcendentals: float | None = None
+    bytes_accessed: float | None = None  # per call; loop bodies counted once
+    # per call and chip, the program compiled again with every lax.scan unrolled (every
+    # layer counted); Pallas kernels' own FLOPs are not seen
+    flops_unrolled: float | None = None
+    # host (numpy) arrays handed to one call, by argument name
+    host_to_device_bytes: dict[str, int] = {}
+
+
+class HostTraffic(Record):
+    """What one steady-state pass moves between the host and the chips."""
+
+    to_device_bytes_per_pass: int
+    to_device_by_argument: dict[str, int]  # `program.argument` -> bytes per pass
+    to_host_bytes_per_pass: int  # results read back
+    # wall time of the mode's host code in one pass on the compiling machine's CPU (layouts,
+    # dense masks, request checks; no device work); null when a program failed
+    host_s_per_pass: float | None = None
+
+
+class CaseCompile(Record):
+    """Everything compiled for one case."""
+
+    programs: list[ProgramRecord]
+    hbm_peak_bytes: int | None = None  # the largest program's resident_bytes, per chip
+    hbm_peak_program: str | None = None  # `name` and signature of that program
+    hbm_per_chip_bytes: int  # the target chip's HBM (CompileTarget.hbm_source)
+    fits: bool | None = None  # peak <= HBM per chip; false when the compiler ran out of HBM
+    flops_per_pass: float | None = None  # sum of calls_per_pass x flops (loops once)
+    bytes_accessed_per_pass: float | None = None
+    useful_flops_per_pass: float | None = None  # the analytic minimum (harness metrics)
+    flops_unrolled_per_pass: float | None = None  # sum of calls_per_pass x flops_unrolled
+    # chips x flops_unrolled_per_pass / useful_flops_per_pass: far above 1 is wasted work
+    # (padding, masked-out attention, full-vocabulary heads, work replicated over chips)
+    flops_ratio: float | None = None
+    compile_s: float  # all its programs
+    wall_s: float  # the whole case: layouts, lowering, compiling
+    host: HostTraffic | None = None
+
+
+class CompileCase(Record):
+    case_id: str
+    engine: str
+    mode: str
+    params: dict
+    resolved: dict = {}  # options as they resolve on the target, e.g. attention: pallas
+    model: dict  # {path, dtype}
+    topology: dict  # {tp, mesh_shape, devices}
+    workload: dict
+    status: Literal["ok", "failed", "skipped"]
+    error: ErrorInfo | None = None
+    started_at: str
+    compile: CaseCompile | None = None
+
+
+class CompileTarget(Record):
+    name: str  # e.g. v6e-4
+    kind: str  # v6e, v5e, v5p
+    chips: int
+    topology: str  # the topology JAX compiled for, e.g. v6e:2x2
+    hbm_per_chip_bytes: int
+    hbm_source: str
+    device_kind: str | None = None  # as the compiler names the chip, e.g. "TPU v6 lite"
+
+
+class LibTpu(Record):
+    version: str | None = None
+    path: str  # the libtpu.so loaded
+    source: str  # MIBENCH_LIBTPU, installed package, cache, installed now
+
+
+class CompileRecord(Record):
+    schema_: Literal["mibench.compile/1"] = Field(default=COMPILE_SCHEMA, alias="schema")
+    run_id: str
+    started_at: str
+    finished_at: str | None = None
+    config: dict
+    config_sha256: str
+    target: CompileTarget
+    libtpu: LibTpu
+    cost_loops: str  # how XLA's cost analysis counts loops
+    provenance: Provenance
+    cases: list[CompileCase] = []
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=1) + "\n"
+
+
+def read_compile_artifact(path: str | Path) -> CompileRecord:
+    """Read and validate a compile artifact; every unreadable input is one MibenchError."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise MibenchError("no such artifact", field=str(path)) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise MibenchError(f"cannot read: {type(e).__name__}", field=str(path)) from None
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema != COMPILE_SCHEMA:
+        raise MibenchError(f"schema {schema!r} is not {COMPILE_SCHEMA!r}", field=str(path))
+    try:
+        return CompileRecord.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise MibenchError(f"invalid {COMPILE_SCHEMA} artifact at {where}: {first['msg']}",
+                           field=str(path)) from None
+
+
+def compile_json_schema() -> dict:
+    schema = CompileRecord.model_json_schema(by_alias=True)
+    schema["required"] = ["schema", *schema["required"]]  # defaulted in Python, not in files
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "https://mibench.dev/schemas/mibench.compile-1.schema.json",
+            **schema, "title": COMPILE_SCHEMA}
+
+
+if __name__ == "__main__":
+    COMPILE_SCHEMA_FILE.write_text(json.dumps(compile_json_schema(), indent=1) + "\n")
+    print(f"wrote {COMPILE_SCHEMA_FILE}")

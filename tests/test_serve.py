@@ -1,0 +1,369 @@
+"""`mibench serve`: the JAX engine behind SGLang's /v1/score. Its scores are the engine's,
+bad requests are 400 naming the field, bad flags are one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.request
+
+import pytest
+from typer.testing import CliRunner
+
+from mibench.engines import MibenchError, ScoreClient
+from mibench.harness.cli import app
+from mibench.harness.serve import Served, Settings, build_app, prepare
+
+DELIM = 151643
+LABELS = [198, 9834]
+
+
+@pytest.fixture(scope="module")
+def served(jax_tiny):
+    """embedded:tiny (packed, delimited) on 127.0.0.1, a free port; stops after the tests."""
+    settings = prepare(jax_tiny, Settings(model="embedded:tiny", mode="packed",
+                                          delimiter=DELIM))
+    with Served(build_app(jax_tiny, settings)) as server:
+        yield server
+
+
+def post(url: str, body) -> tuple[int, dict]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    req = urllib.request.Request(url + "/v1/score", data=data,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_listens_on_localhost_only(served):
+    assert served.url.startswith("http://127.0.0.1:")
+    assert served.sock.getsockname()[0] == "127.0.0.1"
+
+
+@pytest.mark.parametrize("softmax", [False, True])
+def test_scores_are_the_engines(served, jax_tiny, make_request, softmax):
+    query, items = make_request(3, query_len=24, num_items=5, item_len=4)
+    status, body = post(served.url, {"query": query, "items": items, "label_token_ids": LABELS,
+                                     "apply_softmax": softmax, "model": "embedded:tiny"})
+    want = jax_tiny.score(query, items, LABELS, mode="packed", apply_softmax=softmax,
+                          delimiter=DELIM)
+    assert status == 200
+    assert body["scores"] == want.scores  # the same floats: JSON round-trips them exactly
+    assert body["model"] == "embedded:tiny" and body["object"] == "scoring"
+    assert body["usage"] == {"prompt_tokens": want.num_tokens, "completion_tokens": 0,
+                             "total_tokens": want.num_tokens}
+
+
+def test_text_query_and_items(served, jax_tiny):
+    status, body = post(served.url, {"query": "is it good?", "items": ["yes", "no"],
+                                     "label_token_ids": LABELS})
+    assert status == 200
+    assert body["scores"] == jax_tiny.score("is it good?", ["yes", "no"], LABELS,
+                                            mode="packed", delimiter=DELIM).scores
+    status, one = post(served.url, {"query": "is it good?", "items": "yes",
+                                    "label_token_ids": LABELS})  # SGLang: one text item
+    assert status == 200 and one["scores"] == body["scores"][:1]
+
+
+@pytest.mark.parametrize("body,field", [
+    (b"{not json", "body"),
+    ([1, 2], "body"),
+    ({"items": [[5]], "label_token_ids": LABELS}, "query"),
+    ({"query": [1], "label_token_ids": LABELS}, "items"),
+    ({"query": [1], "items": [[5]]}, "label_token_ids"),
+    ({"query": [1], "items": [], "label_token_ids": LABELS}, "items"),
+    ({"query": [], "items": [[5]], "label_token_ids": LABELS}, "query"),
+    ({"query": [1, 2.5], "items": [[5]], "label_token_ids": LABELS}, "query"),
+    ({"query": [1], "items": [[5], [999999]], "label_token_ids": LABELS}, "items[1]"),
+    ({"query": [1], "items": [[5, DELIM]], "label_token_ids": LABELS}, "items[0]"),
+    ({"query": [1], "items": [[5]], "label_token_ids": [10**7]}, "label_token_ids"),
+    ({"query": [1], "items": [[5], "text"], "label_token_ids": LABELS}, "items"),
+    ({"query": [1], "items": [[5]], "label_token_ids": LABELS, "apply_softmax": 1},
+     "apply_softmax"),
+    ({"query": [1], "items": [[5]], "label_token_ids": LABELS, "item_first": True},
+     "item_first"),
+    ({"query": [1], "items": [[5]], "label_token_ids": LABELS, "model": "other"}, "model"),
+    ({"query": [1], "items": [[5]], "label_token_ids": LABELS, "labels": [1]}, "labels"),
+    ({"query": [1], "items": [[5]], "label_token_ids": LABELS,
+      "return_pooled_hidden_states": True}, "return_pooled_hidden_states"),
+])
+def test_bad_requests_are_400_naming_the_field(served, body, field):
+    status, error = post(served.url, body)
+    assert status == 400, error
+    assert error["param"] == field and error["code"] == 400 and error["object"] == "error"
+    assert error["type"] == "BadRequestError" and error["message"]
+
+
+def test_health_and_models(served):
+    with urllib.request.urlopen(served.url + "/health", timeout=10) as resp:
+        assert resp.status == 200 and json.loads(resp.read()) == {"status": "ok"}
+    with urllib.request.urlopen(served.url + "/v1/models", timeout=10) as resp:
+        (card,) = json.loads(resp.read())["data"]
+    assert card["id"] == "embedded:tiny" and card["max_model_len"] == 40960
+    assert card["mibench"] == {"engine": "jax", "mode": "packed", "delimiter": DELIM,
+                               "semantics": "delimited", "dtype": "float32", "tp": 1,
+                               "options": {}}
+
+
+def test_keep_alive_client_and_a_server_gone(served):
+    client = ScoreClient(served.url, timeout_s=30)
+    body = ScoreClient.body([1, 2], [[3], [4]], LABELS)
+    assert [client.post(body).status for _ in range(3)] == [200, 200, 200]
+    client.close()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    reply = ScoreClient(f"http://127.0.0.1:{port}", timeout_s=5).post(body)
+    assert reply.status == "refused" and "Refused" in reply.text()
+
+
+class PlainOnly:
+    """An engine whose score takes no `semantics` (the delimiter decides)."""
+
+    def score(self, query, items, label_token_ids, mode="single", apply_softmax=False,
+              delimiter=None, **options):
+        return None
+
+
+def test_prepare_refuses_what_the_engine_cannot_score(jax_tiny):
+    with pytest.raises(MibenchError, match="--delimiter"):
+        prepare(jax_tiny, Settings(model="embedded:tiny", mode="packed"))
+    with pytest.raises(MibenchError, match="^--semantics: .*plain is not available"):
+        prepare(PlainOnly(), Settings(model="embedded:tiny", delimiter=DELIM,
+                                      semantics="plain"))
+    same = prepare(PlainOnly(), Settings(model="embedded:tiny", delimiter=DELIM,
+                                         semantics="delimited"))
+    assert same.semantics is None and same.resolved_semantics == "delimited"
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--mode", "nope"], "--mode: unknown mode 'nope'"),
+    (["--semantics", "both"], "--semantics: must be one of delimited, plain"),
+    (["--option", "mask=dense"], "--option: mask: mode 'single' does not take"),
+    (["--delimiter", "999999999"], "--delimiter: 999999999 is outside the vocabulary"),
+    (["--port", "70000"], "--port: must be in 0..65535"),
+    (["--dtype", "int8"], "--dtype: must be one of float32, bfloat16"),
+])
+def test_serve_flags_are_one_line_exit_2(args, needle):
+    result = CliRunner().invoke(app, ["serve", "--model", "embedded:tiny", *args])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], lines
+
+
+def test_serve_busy_port_is_one_line_exit_2():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        result = CliRunner().invoke(app, ["serve", "--model", "embedded:tiny", "--port",
+                                          str(port)])
+    assert result.exit_code == 2
+    assert result.output.strip().startswith(f"error: --port: cannot listen on 127.0.0.1:{port}")
+
+
+# --- mibench's per-request settings and the queue ---
+
+@pytest.mark.parametrize("extra", [{"mode": "single"}, {"mode": "chunked", "chunk_size": 2},
+                                   {"mask": "segment"}, {"mode": "prefill_extend",
+                                                          "extend_batch_size": 2}])
+def test_per_request_mode_and_options(served, jax_tiny, make_request, extra):
+    query, items = make_request(11, query_len=12, num_items=5, item_len=3)
+    status, body = post(served.url, {"query": query, "items": items, "label_token_ids": LABELS,
+                                     "mibench": extra})
+    assert status == 200, body
+    kwargs = {"mode": "packed", **extra}
+    want = jax_tiny.score(query, items, LABELS, delimiter=DELIM, **kwargs).scores
+    assert body["scores"] == want
+
+
+@pytest.mark.parametrize("extra,field,needle", [
+    ("fast", "mibench", "must be an object"),
+    ({"mode": "nope"}, "mibench.mode", "unknown mode 'nope'"),
+    ({"mode": "single", "mask": "dense"}, "mibench.mask", "does not take"),
+    ({"mask": "diagonal"}, "mibench.mask", "diagonal"),
+    ({"mode": "chunked", "chunk_size": 0}, "mibench.chunk_size", "0"),
+    ({"mode": "prefill_extend", "extend_batch_size": "x"}, "mibench.extend_batch_size", "x"),
+])
+def test_bad_per_request_settings_are_400_naming_the_field(served, extra, field, needle):
+    status, error = post(served.url, {"query": [1], "items": [[5]], "label_token_ids": LABELS,
+                                      "mibench": extra})
+    assert status == 400 and error["param"] == field, error
+    assert needle in error["message"] and "\n" not in error["message"]
+
+
+class Recorder:
+    """An engine that records the order it is called in, slowly."""
+
+    model_config = None
+
+    def __init__(self):
+        self.calls, self.active, self.most = [], 0, 0
+
+    def score(self, query, items, label_token_ids, mode="single", apply_softmax=False,
+              delimiter=None, **options):
+        import time
+
+        from mibench.engines import ScoreResult
+
+        self.active += 1
+        self.most = max(self.most, self.active)
+        time.sleep(0.05)
+        self.calls.append(query[0])
+        self.active -= 1
+        return ScoreResult(scores=[[0.0] for _ in items], mode=mode, num_items=len(items),
+                           num_tokens=1)
+
+
+def test_requests_are_scored_one_at_a_time_in_arrival_order():
+    import threading
+    import time
+
+    engine = Recorder()
+    with Served(build_app(engine, Settings(model="embedded:tiny"))) as server:
+        threads = []
+        for i in range(8):  # each sent after the one before has arrived (queued)
+            t = threading.Thread(target=post, args=(server.url, {
+                "query": [i], "items": [[1]], "label_token_ids": [2]}))
+            t.start()
+            threads.append(t)
+            time.sleep(0.02)
+        for t in threads:
+            t.join(30)
+    assert engine.calls == list(range(8)) and engine.most == 1
+
+
+# --- a real `mibench serve` process on 127.0.0.1 ---
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def process():
+    """`mibench serve` (embedded:tiny, packed, delimited) as a process on a free port of
+    127.0.0.1; the last test stops it with SIGINT, or the teardown does."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "mibench.harness.cli", "serve", "--model",
+                             "embedded:tiny", "--mode", "packed", "--delimiter", str(DELIM),
+                             "--port", str(port)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while ScoreClient(url, 5).request("GET", "/health").status != 200:
+        assert proc.poll() is None, proc.stdout.read().decode()
+        assert time.monotonic() < deadline, "mibench serve did not start in 120 s"
+        time.sleep(0.2)
+    proc.url = url
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(30)
+    proc.stdout.close()
+
+
+def test_process_answers_the_http_engine(process, jax_tiny, make_request):
+    import numpy as np
+
+    from mibench.engines import load_engine
+
+    http = load_engine("http", model="embedded:tiny", base_url=process.url)
+    query, items = make_request(20, query_len=24, num_items=6, item_len=4)
+    for n in (1, 2, 4, 8):  # labels
+        labels = list(range(100, 100 + 7 * n, 7))
+        got = http.score(query, items, labels, delimiter=DELIM)
+        want = jax_tiny.score(query, items, labels, mode="packed", delimiter=DELIM)
+        np.testing.assert_allclose(got.scores, want.scores, rtol=1e-6, atol=1e-6)
+        assert np.shape(got.scores) == (6, n) and got.num_tokens == want.num_tokens
+        soft = http.score(query, items, labels, delimiter=DELIM, apply_softmax=True).scores
+        np.testing.assert_allclose(np.sum(soft, axis=1), 1.0, rtol=1e-5)
+    runs = [http.score(query, items, LABELS, delimiter=DELIM).scores for _ in range(3)]
+    assert runs[0] == runs[1] == runs[2]
+    http.close()
+
+
+def test_process_sglang_requests_text_and_unicode(process, jax_tiny):
+    import numpy as np
+
+    for query in ("Is this good? Is it ok", "ça va? 日本語 🙂"):  # 22 bytes each
+        status, body = post(process.url, {"query": query, "items": ["oui", "nein 🙁", "是"],
+                                          "label_token_ids": LABELS, "apply_softmax": True})
+        assert status == 200, body
+        want = jax_tiny.score(query, ["oui", "nein 🙁", "是"], LABELS, mode="packed",
+                              delimiter=DELIM, apply_softmax=True).scores
+        np.testing.assert_allclose(body["scores"], want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(np.sum(body["scores"], axis=1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("body", [b"", b"{", b"null", b'{"query": [1]}',
+                                  b'{"query": [1], "items": [[2]], "label_token_ids": "x"}'])
+def test_process_malformed_bodies_are_400_with_one_message(process, body):
+    status, error = post(process.url, body)
+    assert status == 400 and error["code"] == 400 and error["param"]
+    assert isinstance(error["message"], str) and "\n" not in error["message"].strip()
+
+
+def test_process_answers_64_concurrent_requests(process, jax_tiny, make_request):
+    import http.client
+    from concurrent.futures import ThreadPoolExecutor
+
+    query, items = make_request(20, query_len=24, num_items=6, item_len=4)  # compiled above
+    want = jax_tiny.score(query, items, LABELS, mode="packed", delimiter=DELIM).scores
+    port = int(process.url.rsplit(":", 1)[1])
+
+    def one(i):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        conn.request("POST", "/v1/score", json.dumps(
+            {"query": query, "items": items, "label_token_ids": LABELS}),
+            {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        data = resp.read()
+        conn.close()
+        return resp.status, json.loads(data)
+
+    with ThreadPoolExecutor(64) as pool:
+        answers = list(pool.map(one, range(64)))
+    assert [s for s, _ in answers] == [200] * 64
+    assert all(b["scores"] == want for _, b in answers)
+
+
+def test_process_sigint_drains_the_request_in_flight(process, make_request):
+    """Last: Ctrl-C while slow requests are in flight (one scoring, one queued): both are
+    answered 200, then the process exits 0."""
+    import signal
+    import threading
+    import time
+
+    assert ScoreClient(process.url, 10).request("GET", "/health").status == 200
+    query, items = make_request(4, query_len=300, num_items=8, item_len=10)  # new shapes
+    slow = json.dumps({"query": query, "items": items, "label_token_ids": LABELS,
+                       "mibench": {"mode": "single"}}).encode()
+    answers, done_at = [], []
+
+    def send():
+        answers.append(ScoreClient(process.url, 300).post(slow))
+        done_at.append(time.monotonic())
+
+    threads = [threading.Thread(target=send) for _ in range(2)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    signalled = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    for t in threads:
+        t.join(300)
+    assert [a.status for a in answers] == [200, 200], [a.text(200) for a in answers]
+    assert min(done_at) > signalled  # answered after the signal: drained, not dropped
+    assert process.wait(60) == 0
+    assert "stopped" in process.stdout.read().decode()
