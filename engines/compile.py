@@ -32,6 +32,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import os
 import re
 import time
 
@@ -371,7 +372,7 @@ class Recorder:
         except Exception as e:  # a lowering error, a sharding that does not fit, an OOM
             program.error = compiler_message(e)
         program.compile_s = time.perf_counter() - start
-        if program.error is None:
+        if program.error is None and os.environ.get("MIBENCH_COMPILE_UNROLLED", "1") != "0":
             program.flops_unrolled = _unrolled_flops(jitted, call_args)
         return program
 
