@@ -11,7 +11,6 @@ ratios. Scores of the first round are compared as log scores.
 from __future__ import annotations
 
 import datetime as dt
-import fnmatch
 import secrets
 import statistics
 import sys
@@ -32,19 +31,10 @@ from mibench.harness.config import CaseSpec, Config, expand
 from mibench.harness.records import CaseRecord, write_artifact
 from mibench.harness.run.case import now
 from mibench.harness.run.provenance import collect
-from mibench.harness.run.runner import run_in_worker
+from mibench.harness.run.runner import run_in_worker, select_cases
 from mibench.harness.run.worker import WorkerPool
 from mibench.harness.stats.compare import SCORE_TOL, max_log_diff
 from mibench.harness.stats.paired import paired_test
-
-
-def select(cases: list[CaseSpec], pattern: str | None) -> list[CaseSpec]:
-    chosen = [c for c in cases if pattern is None or fnmatch.fnmatchcase(c.case_id, pattern)]
-    if not chosen:
-        known = ", ".join(c.case_id for c in cases[:6])
-        raise MibenchError(f"matches no case of the config (its cases: {known}"
-                           f"{', ...' if len(cases) > 6 else ''})", field="--case")
-    return chosen
 
 
 def _sample(rec: CaseRecord, r: int, first: bool) -> RoundSample:
@@ -97,7 +87,7 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
     min_effect = paired.MIN_EFFECT if min_effect is None else min_effect
     if rounds < 1:
         raise MibenchError(f"must be at least 1, got {rounds}", field="--rounds")
-    cases = select(expand(config), case_glob)
+    cases = select_cases(expand(config), case_glob)
     base, new = checkout(repo, base_rev, cache), checkout(repo, new_rev, cache)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     record = ABRecord(
