@@ -118,7 +118,7 @@ def test_a_slower_commit_is_a_regression_with_its_interval(scratch, tmp_path, mo
     report = CliRunner().invoke(app, ["report", str(art), "--out", str(tmp_path / "ab.md")])
     assert report.exit_code == 0, report.output
     md = (tmp_path / "ab.md").read_text()
-    assert "**Verdict: regression**" in md and "paired t-test on log ratios" in md
+    assert "**Verdict: regression**" in md and "paired t-test on per-round log ratios" in md
     assert "jax/single/tp=1" in md and "<details>" in md
     bad = CliRunner().invoke(app, ["ab", "nope", shas["slow"], str(config)])
     assert bad.exit_code == 2 and "nope" in bad.output

@@ -98,3 +98,47 @@ def test_on_an_accelerator_one_jax_worker_at_a_time(tmp_path):
         assert torch.worker.proc.poll() is None and second.worker.proc.poll() is None
     finally:
         pool.close()
+
+
+def _lockstep(tmp_path, base_trouble=None):
+    """Both sides of an A/B round on fake engines, their calls paced (ab/interleave.py)."""
+    from mibench.harness.ab.interleave import lockstep
+    from mibench.harness.config import expand
+    from mibench.harness.run.worker import WorkerPool
+
+    config = load_config(write_config(tmp_path, CONFIG), ["runs.warmup=1", "runs.timed=3"])
+    case = next(c for c in expand(config) if c.mode == "single")
+    new = functools.partial(FakeEngine, on_mode={"single": testing.record_pid})
+    base = functools.partial(FakeEngine, on_mode={"single": base_trouble or
+                                                  testing.record_pid})
+    pools = {"base": WorkerPool(base), "new": WorkerPool(new)}
+    try:
+        records = lockstep(case, pools, ["base", "new"])
+        pids = {name: pool.get(case.engine_key).worker.proc.pid
+                for name, pool in pools.items()}
+        return records, pids
+    finally:
+        for pool in pools.values():
+            pool.close()
+
+
+def test_ab_sides_take_turns_call_by_call(tmp_path, monkeypatch):
+    """Each side makes one call, then the other: A B, B A, A B, ... (compile, warmup and
+    timed calls), and both records are whole."""
+    calls = tmp_path / "pids"
+    monkeypatch.setenv("MIBENCH_TEST_PIDS", str(calls))
+    records, pids = _lockstep(tmp_path)
+    for rec in records.values():
+        assert rec.status == "ok" and len(rec.timed_s) == 3 and len(rec.warmup_s) == 1
+    assert records["base"].metrics.score_digest == records["new"].metrics.score_digest
+    side = {str(pid): name for name, pid in pids.items()}
+    seen = [side[p] for p in calls.read_text().split()]
+    pairs = [("base", "new"), ("new", "base")]
+    assert seen == [x for k in range(5) for x in pairs[k % 2]], seen
+
+
+def test_ab_a_side_that_dies_fails_alone(tmp_path, monkeypatch):
+    monkeypatch.setenv("MIBENCH_TEST_PIDS", str(tmp_path / "pids"))
+    records, _ = _lockstep(tmp_path, base_trouble=testing.segfault)
+    assert records["base"].status == "failed" and "SIGSEGV" in records["base"].error.message
+    assert records["new"].status == "ok" and len(records["new"].timed_s) == 3

@@ -35,7 +35,8 @@ class RoundSample(Record):
 
 
 class Timing(Record):
-    """`mibench.harness.stats.paired.PairedVerdict` of the per-round medians."""
+    """`mibench.harness.stats.paired.PairedVerdict` of the rounds' log ratios, which it
+    keeps (`round_log_ratios`, positive: new slower)."""
 
     method: str
     rounds: int
@@ -46,11 +47,12 @@ class Timing(Record):
     alpha: float
     min_effect: float
     verdict: str
+    round_log_ratios: list[float] = []
 
     def line(self) -> str:
         from mibench.harness.stats.paired import PairedVerdict
 
-        return PairedVerdict(**self.model_dump()).line()
+        return PairedVerdict(**self.model_dump(exclude={"round_log_ratios"})).line()
 
 
 class ScoreCheck(Record):
@@ -91,7 +93,10 @@ class ABRecord(Record):
     base: Side
     new: Side
     rounds: int
-    order: list[list[str]] = []  # per round, the sides in the order they ran
+    # calls: both sides' workers alive, their calls alternating (JAX on the CPU); sides: one
+    # side after the other in each round (a GPU or TPU, owned by one process)
+    pacing: Literal["calls", "sides"] = "sides"
+    order: list[list[str]] = []  # per round, the sides in the order they ran (first call)
     cases: list[ABCase] = []
     verdict: str | None = None  # the run's: regression / no regression / nothing compared
 

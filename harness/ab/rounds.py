@@ -1,11 +1,13 @@
 """`mibench ab`: the engines of two revisions measured in interleaved rounds.
 
-For each engine group of the selected cases, round r runs both revisions one after the
-other, base first in even rounds and new first in odd ones, each in a fresh worker whose
-`mibench.engines` comes from that revision's worktree (harness/run/bootstrap.py) while the
-harness (timing loop, workloads) is the current one. A drift of the machine during the run
+For each engine group of the selected cases, round r measures both revisions, each in a
+fresh worker whose `mibench.engines` comes from that revision's worktree
+(harness/run/bootstrap.py) while the harness (timing loop, workloads) is the current one.
+Where JAX runs on the CPU both workers are alive at once and their calls alternate
+(ab/interleave.py, pacing `calls`); on a GPU or TPU the sides run one after the other, base
+first in even rounds and new first in odd ones (pacing `sides`). A drift of the machine
 falls on both sides of a round; the verdict (stats/paired.py) works on the rounds' paired
-ratios. Scores of the first round are compared as log scores.
+log ratios. Scores of the first round are compared as log scores.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mibench.errors import MibenchError
+from mibench.harness.ab.interleave import lockstep
 from mibench.harness.ab.record import (
     ABCase,
     ABRecord,
@@ -30,11 +33,11 @@ from mibench.harness.ab.revisions import Revision, checkout
 from mibench.harness.config import CaseSpec, Config, expand
 from mibench.harness.records import CaseRecord, write_artifact
 from mibench.harness.run.case import now
-from mibench.harness.run.provenance import collect
+from mibench.harness.run.provenance import collect, device_info
 from mibench.harness.run.runner import run_in_worker, select_cases
-from mibench.harness.run.worker import WorkerPool
+from mibench.harness.run.worker import WorkerPool, probe_env
 from mibench.harness.stats.compare import SCORE_TOL, max_log_diff
-from mibench.harness.stats.paired import paired_test
+from mibench.harness.stats.paired import paired_test, round_log_ratio
 
 
 def _sample(rec: CaseRecord, r: int, first: bool) -> RoundSample:
@@ -45,12 +48,14 @@ def _sample(rec: CaseRecord, r: int, first: bool) -> RoundSample:
                        score_digest=rec.metrics.score_digest)
 
 
-def judge(case: ABCase, first_scores: dict, alpha: float, min_effect: float) -> None:
+def judge(case: ABCase, first_scores: dict, alpha: float, min_effect: float,
+          interleaved: bool) -> None:
     """Fill the case's timing, scores and verdict from its rounds."""
-    pairs = [(b.median_s, n.median_s) for b, n in zip(case.base, case.new, strict=False)
-             if b.status == "ok" and n.status == "ok" and b.median_s and n.median_s]
-    test = paired_test([p[0] for p in pairs], [p[1] for p in pairs], alpha, min_effect)
-    case.timing = Timing(**test.as_dict())
+    d = [x for b, n in zip(case.base, case.new, strict=False)
+         if b.status == "ok" and n.status == "ok"
+         and (x := round_log_ratio(b.timed_s, n.timed_s, interleaved)) is not None]
+    test = paired_test(d, alpha, min_effect)
+    case.timing = Timing(**test.as_dict(), round_log_ratios=d)
     base_ok = any(s.status == "ok" for s in case.base)
     new_failed = [s for s in case.new if s.status != "ok"]
     if first_scores.get("base") is not None and first_scores.get("new") is not None:
@@ -76,11 +81,12 @@ def judge(case: ABCase, first_scores: dict, alpha: float, min_effect: float) -> 
 def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path, *,
            rounds: int = 5, case_glob: str | None = None, out: Path | None = None,
            argv: list[str] | None = None, alpha: float | None = None,
-           min_effect: float | None = None,
+           min_effect: float | None = None, interleave: bool | None = None,
            note: Callable[[str], None] = lambda line: print(line, file=sys.stderr)
            ) -> tuple[ABRecord, Path | None]:
     """Measure the selected cases of `config` at both revisions; returns the record and
-    its artifact path (written after every engine group, atomically)."""
+    its artifact path (written after every engine group, atomically). `interleave`: the
+    sides' calls alternate within a round (default: where JAX runs on the CPU)."""
     from mibench.harness.stats import paired
 
     alpha = paired.ALPHA if alpha is None else alpha
@@ -89,13 +95,15 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
         raise MibenchError(f"must be at least 1, got {rounds}", field="--rounds")
     cases = select_cases(expand(config), case_glob)
     base, new = checkout(repo, base_rev, cache), checkout(repo, new_rev, cache)
+    if interleave is None:
+        interleave = device_info(probe_env()).platform == "cpu"
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     record = ABRecord(
         run_id=f"ab-{base.commit[:8]}-{new.commit[:8]}-{stamp}-{secrets.token_hex(2)}",
         started_at=now(), config=config.resolved(), config_sha256=config.sha256(),
         provenance=collect(argv), base=Side(**base.as_dict()), new=Side(**new.as_dict()),
-        rounds=rounds, order=[["base", "new"] if r % 2 == 0 else ["new", "base"]
-                              for r in range(rounds)])
+        rounds=rounds, pacing="calls" if interleave else "sides",
+        order=[["base", "new"] if r % 2 == 0 else ["new", "base"] for r in range(rounds)])
     path = Path(out) / f"{record.run_id}.json" if out is not None else None
     sides = {"base": base, "new": new}
     groups: dict[tuple, list[CaseSpec]] = {}
@@ -107,10 +115,13 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
                                    tp=c.tp, workload=c.workload.as_dict()) for c in group}
         scores: dict[str, dict] = {c.case_id: {} for c in group}
         for r, order in enumerate(record.order):
+            if interleave:
+                _interleaved(group, sides, order, r, by_id, scores, note)
+                continue
             for position, name in enumerate(order):
                 _round(group, sides[name], name, r, position == 0, by_id, scores, note)
         for c in group:
-            judge(by_id[c.case_id], scores[c.case_id], alpha, min_effect)
+            judge(by_id[c.case_id], scores[c.case_id], alpha, min_effect, interleave)
             record.cases.append(by_id[c.case_id])
         if path is not None:
             write_artifact(record, path)
@@ -121,6 +132,16 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
     return record, path
 
 
+def _keep(rec: CaseRecord, case: CaseSpec, side: Revision, name: str, r: int, first: bool,
+          by_id: dict, scores: dict, note: Callable[[str], None]) -> None:
+    sample = _sample(rec, r, first)
+    getattr(by_id[case.case_id], name).append(sample)
+    if scores[case.case_id].get(name) is None:  # the first round that scored
+        scores[case.case_id][name] = rec.scores
+    took = f"{sample.median_s * 1e3:.1f} ms" if sample.median_s else sample.error
+    note(f"round {r + 1} {name} ({side.commit[:8]}) {case.case_id}: {took}")
+
+
 def _round(group: list[CaseSpec], side: Revision, name: str, r: int, first: bool,
            by_id: dict, scores: dict, note: Callable[[str], None]) -> None:
     """One side of one round: a fresh worker from the side's worktree runs the group."""
@@ -128,14 +149,29 @@ def _round(group: list[CaseSpec], side: Revision, name: str, r: int, first: bool
     try:
         for case in group:
             rec = run_in_worker(case, pool, lambda dtype: None, lambda label: None)
-            sample = _sample(rec, r, first)
-            getattr(by_id[case.case_id], name).append(sample)
-            if scores[case.case_id].get(name) is None:  # the first round that scored
-                scores[case.case_id][name] = rec.scores
-            took = f"{sample.median_s * 1e3:.1f} ms" if sample.median_s else sample.error
-            note(f"round {r + 1} {name} ({side.commit[:8]}) {case.case_id}: {took}")
+            _keep(rec, case, side, name, r, first, by_id, scores, note)
     finally:
         pool.close()
+
+
+def _interleaved(group: list[CaseSpec], sides: dict[str, Revision], order: list[str], r: int,
+                 by_id: dict, scores: dict, note: Callable[[str], None]) -> None:
+    """One round with both sides' fresh workers alive, their calls alternating
+    (interleave.lockstep); an http case (a server's load) runs its sides in turn."""
+    pools = {name: WorkerPool(engine_root=str(sides[name].root)) for name in order}
+    try:
+        for case in group:
+            if case.http is not None:
+                recs = {name: run_in_worker(case, pools[name], lambda dtype: None,
+                                            lambda label: None) for name in order}
+            else:
+                recs = lockstep(case, pools, order)
+            for position, name in enumerate(order):
+                _keep(recs[name], case, sides[name], name, r, position == 0, by_id, scores,
+                      note)
+    finally:
+        for pool in pools.values():
+            pool.close()
 
 
 def overall(record: ABRecord) -> str:

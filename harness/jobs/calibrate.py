@@ -96,12 +96,13 @@ def main(out: Path, trials: int = 20, rounds: int = 5, load: bool = True) -> dic
         for k in range(trials):  # kinds interleaved: a stopped calibration has each kind
             for kind in KINDS:
                 record, _ = run_ab(config, repo, shas["base"], shas[kind], cache,
-                                   rounds=rounds, note=lambda line: None)
+                                   rounds=rounds, out=out / "ab", note=lambda line: None)
                 (case,) = record.cases
                 t = case.timing
                 errors = [s.error for s in case.base + case.new if s.error]
                 rows[kind].append({"verdict": case.verdict, "change": t.change, "low": t.low,
-                                   "high": t.high, "p": t.p_value, "errors": errors})
+                                   "high": t.high, "p": t.p_value, "errors": errors,
+                                   "pacing": record.pacing, "d": t.round_log_ratios})
                 print(f"{kind} {k + 1}/{trials}: {case.verdict} {t.line()}"
                       + (f"; {len(errors)} failed sides, first: {errors[0]}" if errors else ""),
                       flush=True)

@@ -31,6 +31,13 @@ def rows(record: ABRecord) -> list[list[str]]:
     return out
 
 
+PACING = {
+    "calls": "Each round starts both revisions in fresh worker processes, alive at once, and "
+             "lets them take turns call by call (A B, B A, ...); a round's ratio is the "
+             "median of its paired calls' ratios.",
+    "sides": "Each round measures both revisions in fresh worker processes, one after the "
+             "other in alternating order; a round's ratio is that of the sides' medians.",
+}
 HEADER = ["case", "verdict", "base ms", "new ms", "change [CI]", "max |log score diff|"]
 
 
@@ -38,9 +45,10 @@ def headline(record: ABRecord) -> str:
     method = record.cases[0].timing if record.cases and record.cases[0].timing else None
     how = (f"{method.method}, alpha {method.alpha:g}, min effect {method.min_effect:.0%}"
            if method else "no timing test")
+    pacing = {"calls": "calls interleaved", "sides": "sides in turn"}[record.pacing]
     return (f"A/B: base {record.base.commit[:8]} ({record.base.subject}) vs new "
-            f"{record.new.commit[:8]} ({record.new.subject}); {record.rounds} interleaved "
-            f"rounds; {how}")
+            f"{record.new.commit[:8]} ({record.new.subject}); {record.rounds} rounds, "
+            f"{pacing}; {how}")
 
 
 def render_text(record: ABRecord, path=None) -> str:
@@ -59,9 +67,8 @@ def render_markdown(record: ABRecord) -> str:
     verdict = f"**Verdict: {record.verdict}**" + (
         ": " + "; ".join(f"`{c.case_id}` {c.why}" for c in worst) if worst else "")
     t = Table(HEADER, rows(record), ["l", "l", "r", "r", "l", "r"], title="A/B comparison",
-              note="Each round measures both revisions in fresh worker processes, in "
-                   "alternating order; the change is the geometric mean of the rounds' "
-                   "median ratios, with its confidence interval.")
+              note=PACING[record.pacing] + " The change is the geometric mean of the "
+                   "rounds' ratios, with its confidence interval.")
     samples = Table(["case", "side", "round", "first", "status", "median ms", "timed runs"],
                     [[c.case_id, side, str(s.round + 1), "yes" if s.first else "no",
                       s.status, _ms(s.median_s), str(len(s.timed_s))]

@@ -5,7 +5,8 @@ the run.
 The protocol is a pipe of tuples. The parent sends `(op, *args)`; the worker answers
 `("tick", label)` while a case runs, `("measuring",)` when its timed loop starts, then
 `("done", value)` or `("error", ErrorInfo)`. Ops: `info` (engine facts), `case`
-(measure a case in the worker: `run_case`, so the timed loop never crosses the pipe),
+(measure a case in the worker: `run_case`, so the timed loop never crosses the pipe; a
+paced case waits for `("go",)` before each call, see `_case`),
 `score`, `encode`, `resolved`, `close`. The parent watches the worker between messages: a
 worker that exits or is killed, passes `max_rss`, or runs past the case's timeout is
 killed and the request fails with `WorkerDied` naming the cause and the worker's last
@@ -67,9 +68,7 @@ def serve(conn, key: tuple, factory: Callable | None) -> None:
     pool = EnginePool(factory)
     handlers = {
         "info": lambda: _info(pool.get(key)),
-        "case": lambda case, peak: run_case(case, pool, lambda dtype: peak,
-                                            lambda label: conn.send(("tick", label)),
-                                            lambda: conn.send(("measuring",))).model_dump(),
+        "case": lambda case, peak, paced=False: _case(conn, pool, case, peak, paced),
         "score": lambda args, kwargs: dataclasses.asdict(pool.get(key).score(*args,
                                                                              **kwargs)),
         "encode": lambda text: pool.get(key).encode(text),
@@ -88,6 +87,31 @@ def serve(conn, key: tuple, factory: Callable | None) -> None:
         except Exception as e:
             conn.send(("error", ErrorInfo(type=type(e).__name__, message=str(e),
                                           traceback=traceback.format_exc())))
+
+
+def _case(conn, pool: EnginePool, case, peak: float | None, paced: bool) -> dict:
+    """Measure a case here. Paced (`mibench ab` interleaving two workers call by call), the
+    worker waits for the parent's `("go",)` before its first call and after each call, so
+    only one side runs at a time and the sides' calls alternate."""
+
+    def go() -> None:
+        if not paced:
+            return
+        message = conn.recv()
+        if message == ("close",):  # the parent gave up on this side mid-case
+            raise SystemExit(0)
+        if message != ("go",):
+            raise RuntimeError(f"paced worker: expected ('go',) from the parent, got {message}")
+
+    def tick(label: str) -> None:
+        conn.send(("tick", label))
+        go()
+
+    def measuring() -> None:
+        conn.send(("measuring",))
+        go()
+
+    return run_case(case, pool, lambda dtype: peak, tick, measuring).model_dump()
 
 
 def _info(engine) -> EngineInfo:
@@ -152,38 +176,56 @@ class Worker:
         self.conn = Connection(mine.detach())
         self.conn.send((key, factory))
         self.dead: str | None = None
+        self.timeout_s: float | None = None
+        self.deadline: float | None = None
 
     def request(self, op: str, *args, timeout_s: float | None = None,
                 on_tick: Callable[[str], None] = lambda label: None):
         """Send one request and wait for its answer, watching the worker meanwhile.
         `timeout_s` counts from the start of the case's timed loop (`measuring`)."""
+        self.send(op, *args, timeout_s=timeout_s)
+        while True:
+            kind, payload = self.next_event()
+            if kind == "done":
+                return payload
+            if kind == "tick":
+                on_tick(payload)
+
+    def send(self, op: str, *args, timeout_s: float | None = None) -> None:
         if self.dead:
             raise WorkerDied(self.dead)
         self.conn.send((op, *args))
-        deadline = None
+        self.timeout_s, self.deadline = timeout_s, None
+
+    def go(self) -> None:
+        """Let a paced worker make its next call."""
+        self.conn.send(("go",))
+
+    def next_event(self) -> tuple[str, object]:
+        """The worker's next message, ("measuring", None), ("tick", label) or ("done",
+        answer), watching the worker meanwhile; an error answer or a death is raised."""
         while True:
             if self.conn.poll(POLL_S):
                 try:
                     kind, *payload = self.conn.recv()
                 except (EOFError, OSError):
                     self._fail(_death(self._exitcode()))
-                if kind == "tick":
-                    on_tick(payload[0])
-                elif kind == "measuring":
-                    deadline = time.monotonic() + timeout_s + GRACE_S if timeout_s else None
-                elif kind == "done":
-                    return payload[0]
-                else:
-                    raise remote_error(payload[0])
-            elif self.proc.poll() is not None:
+                if kind == "measuring":
+                    t = self.timeout_s
+                    self.deadline = time.monotonic() + t + GRACE_S if t else None
+                    return kind, None
+                if kind in ("tick", "done"):
+                    return kind, payload[0]
+                raise remote_error(payload[0])
+            if self.proc.poll() is not None:
                 self._fail(_death(self.proc.returncode))
             rss = rss_of(self.proc.pid) if self.max_rss else None
             if rss is not None and rss > self.max_rss:
                 self._fail(f"the worker's resident set reached {rss / 2**20:.0f} MiB, past "
                            f"runs.max_rss = {self.max_rss / 2**20:.0f} MiB")
-            if deadline is not None and time.monotonic() > deadline:
-                self._fail(f"case exceeded runs.timeout_s={timeout_s:g} (the worker did not "
-                           "return to Python: a hang in native code)")
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                self._fail(f"case exceeded runs.timeout_s={self.timeout_s:g} (the worker did "
+                           "not return to Python: a hang in native code)")
 
     def _exitcode(self) -> int | None:
         try:

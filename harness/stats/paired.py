@@ -1,8 +1,14 @@
-"""The A/B verdict on paired rounds (pure: per-round medians in, a verdict out).
+"""The A/B verdict on paired rounds (pure: per-round log ratios in, a verdict out).
 
-Each round measures both revisions one after the other in fresh processes, so a drift of
-the machine (load, clock, caches) moves both medians of a round alike. The test works on
-the per-round log ratios d_i = ln(median_new_i / median_base_i):
+Each round measures both revisions in fresh processes. Its log ratio d_i says how much
+slower the new revision was in that round:
+
+- calls interleaved (both workers alive, taking turns call by call; harness/ab/interleave.py):
+  d_i = median over k of ln(new_k / base_k), the k-th timed calls of the two sides paired,
+  so a load that comes and goes within the round falls on both calls of a pair;
+- sides one after the other (on a GPU or TPU): d_i = ln(median new / median base).
+
+The test on the rounds' d:
 
 - **Paired t-test on log ratios** (Student 1908; one-sample t on d, two-sided, n - 1
   degrees of freedom, `scipy.stats.t`): the change is exp(mean d) - 1 (a geometric mean of
@@ -11,8 +17,8 @@ the per-round log ratios d_i = ln(median_new_i / median_base_i):
   slower (faster) than `min_effect`, so a real but tiny difference is not a failure.
 - Fewer than 3 rounds: `untested` (the interval has nothing to stand on).
 
-Defaults: alpha 0.01 (a 99% interval), min_effect 5%. Calibrated in `nox -s calibrate`
-(A/A false alarms and detection of 20% / 50% slowdowns; numbers in the closing note).
+Defaults: alpha 0.01 (a 99% interval), min_effect 5%. Calibrated by `mibench job
+calibrate` (A/A false alarms and detection of 20% / 50% slowdowns; docs/reports.md).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import dataclasses
 import math
 import statistics
 
-METHOD = "paired t-test on log ratios of per-round medians"
+METHOD = "paired t-test on per-round log ratios"
 ALPHA = 0.01
 MIN_EFFECT = 0.05
 MIN_ROUNDS = 3
@@ -55,18 +61,31 @@ class PairedVerdict:
                 f"p={self.p_value:.2g}, {self.rounds} rounds)")
 
 
-def paired_test(base: list[float], new: list[float], alpha: float = ALPHA,
+def round_log_ratio(base_s: list[float], new_s: list[float], interleaved: bool
+                    ) -> float | None:
+    """One round's d from both sides' timed calls (seconds), None without a positive
+    pair: the median of the k-th calls' log ratios when the calls were interleaved, else
+    the log ratio of the medians."""
+    if interleaved:
+        logs = [math.log(n / b) for b, n in zip(base_s, new_s, strict=False)
+                if b > 0 and n > 0]
+        return statistics.median(logs) if logs else None
+    base_pos, new_pos = [b for b in base_s if b > 0], [n for n in new_s if n > 0]
+    if not base_pos or not new_pos:
+        return None
+    return math.log(statistics.median(new_pos) / statistics.median(base_pos))
+
+
+def paired_test(d: list[float], alpha: float = ALPHA,
                 min_effect: float = MIN_EFFECT) -> PairedVerdict:
-    """Verdict on per-round medians of base and new (the same length, positive)."""
+    """Verdict on the rounds' log ratios d (positive: new slower)."""
     from scipy.stats import t as student
 
-    pairs = [(b, n) for b, n in zip(base, new, strict=True) if b > 0 and n > 0]
-    k = len(pairs)
+    k = len(d)
     base_args = dict(method=METHOD, rounds=k, alpha=alpha, min_effect=min_effect)
     if k == 0:
         return PairedVerdict(change=None, low=None, high=None, p_value=None,
                              verdict="untested", **base_args)
-    d = [math.log(n / b) for b, n in pairs]
     mean = statistics.fmean(d)
     if k < MIN_ROUNDS:
         return PairedVerdict(change=math.expm1(mean), low=None, high=None, p_value=None,

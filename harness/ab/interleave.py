@@ -1,0 +1,88 @@
+"""One A/B round measured call by call: both revisions' workers are alive at once and take
+turns, so the k-th timed call of one side runs right next to the k-th of the other.
+
+Each side's worker runs the ordinary case (`run_case`, the one timing loop) paced: before
+its first call and after each call it waits for the parent's go (harness/run/worker.py).
+The parent lets one side make one call, then the other, in the order A B, B A, A B, ...
+(so neither side is always first). A load that comes and goes on a scale of seconds (a
+neighbour's job, a frequency change) then falls on both calls of a pair, and the paired
+log ratio of the k-th calls cancels it (stats/paired.py). Only one side runs at a time;
+the other waits in a blocking read, using no CPU.
+
+Interleaving needs both engines in memory at once and two processes on the device: it is
+used where JAX runs on the CPU. On a GPU or TPU (one process owns the device) the sides of
+a round run one after the other (`rounds._sequential`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import traceback
+from collections.abc import Callable
+
+from mibench.harness.config.matrix import CaseSpec
+from mibench.harness.records import CaseRecord, ErrorInfo
+from mibench.harness.run.case import case_record
+from mibench.harness.run.worker import Worker, WorkerPool
+
+
+def _failed(case: CaseSpec, e: Exception) -> CaseRecord:
+    rec = case_record(case)
+    rec.status = "failed"
+    rec.error = ErrorInfo(type=type(e).__name__, message=str(e),
+                          traceback=traceback.format_exc())
+    return rec
+
+
+def lockstep(case: CaseSpec, pools: dict[str, WorkerPool], order: list[str],
+             note: Callable[[str], None] = lambda line: None) -> dict[str, CaseRecord]:
+    """Measure `case` on every side of `pools` (name -> pool of that revision), their calls
+    alternating; returns each side's record (a failed one where its worker failed)."""
+    runs = case.runs
+    if runs.timeout_s:  # a paced worker's clock also runs while the other side calls
+        case = dataclasses.replace(case, runs=dataclasses.replace(
+            runs, timeout_s=runs.timeout_s * len(pools)))
+    workers: dict[str, Worker] = {}
+    records: dict[str, CaseRecord] = {}
+    for name in order:
+        try:
+            engine = pools[name].get(case.engine_key)
+            workers[name] = engine.worker
+            engine.worker.max_rss = case.runs.max_rss
+            engine.worker.send("case", case, None, True, timeout_s=case.runs.timeout_s)
+        except Exception as e:
+            records[name] = _failed(case, e)
+            workers.pop(name, None)
+            pools[name].discard(case.engine_key)
+    active = [name for name in order if name in workers]
+    for name in list(active):  # each side builds its engine, then waits before its first call
+        _step(name, workers, records, active, pools, case, first=True)
+    turn = 0
+    while active:
+        for name in (active if turn % 2 == 0 else active[::-1]):
+            if name in active:
+                workers[name].go()
+                _step(name, workers, records, active, pools, case)
+        turn += 1
+    note(f"{case.case_id}: " + ", ".join(
+        f"{name} {len(records[name].timed_s)} timed calls ({records[name].status})"
+        for name in order))
+    return records
+
+
+def _step(name: str, workers: dict[str, Worker], records: dict[str, CaseRecord],
+          active: list[str], pools: dict[str, WorkerPool], case: CaseSpec,
+          first: bool = False) -> None:
+    """Wait for the side's next message: it is waiting again (a tick, or `measuring` before
+    its first call), or it finished (its record) or failed."""
+    try:
+        kind, payload = workers[name].next_event()
+        if kind == "done":
+            records[name] = CaseRecord.model_validate(payload)
+            active.remove(name)
+        elif first and kind != "measuring":
+            raise RuntimeError(f"paced worker: expected 'measuring', got {kind!r}")
+    except Exception as e:
+        records[name] = _failed(case, e)
+        active.remove(name)
+        pools[name].discard(case.engine_key)  # dead, or out of step: the next case starts anew
