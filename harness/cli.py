@@ -191,14 +191,26 @@ def ab(base_rev: Annotated[str, typer.Argument(help="The baseline revision (any 
        case: Annotated[str | None, typer.Option(help="Only cases whose id matches this "
                                                      "glob.")] = None,
        out: Annotated[Path, typer.Option(help="Artifact folder.")] = Path("artifacts"),
+       target: Annotated[str | None, typer.Option(
+           help="Also compile the JAX cases at both revisions for this TPU slice (v6e-1, "
+                "v6e-4, ...; default: the config's topology.target) and gate their "
+                "compiled cost.")] = None,
+       compile_: Annotated[bool, typer.Option(
+           "--compile/--no-compile", help="Compile for the target (when one is known).")]
+       = True,
+       cost_threshold: Annotated[str, typer.Option(
+           help="The growth of a case's compiled peak HBM, bytes accessed or FLOPs that "
+                "fails the gate.")] = "5%",
        set_: Sets = None):
     """The engines of two git revisions measured in interleaved rounds on this machine:
-    exit 0 no regression, 1 a regression (slower, moved scores, failing), 2 nothing
-    compared."""
+    exit 0 no regression, 1 a regression (slower, moved scores, failing, compiled cost
+    grown), 2 nothing compared."""
     from mibench.harness.ab.commands import ab_command
 
     raise typer.Exit(ab_command(base_rev, new_rev, config, rounds=rounds, case_glob=case,
-                                out=out, sets=set_ or [], argv=sys.argv))
+                                out=out, sets=set_ or [], argv=sys.argv,
+                                target=target, compile_=compile_,
+                                cost_threshold=cost_threshold))
 
 
 @app.command()

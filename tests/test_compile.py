@@ -37,9 +37,9 @@ cases:
 PACKED_T = 128
 
 
-def mibench(*args, timeout=900, env=None):
+def mibench(*args, timeout=900, env=None, cwd=None):
     return subprocess.run([sys.executable, "-m", "mibench.harness.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout,
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd,
                           env=None if env is None else {**os.environ, **env})
 
 
@@ -366,3 +366,59 @@ def test_shipped_tpu_configs_compile_small(tmp_path, libtpu_path, config, target
     (path,) = (tmp_path / "out").glob("*.json")
     assert mibench("compare", path, path).returncode == 0
     assert f"| case | {target} |" in mibench("report", path).stdout
+
+
+# ---- mibench ab with a TPU target --------------------------------------------------------
+
+AB = """\
+name: ab-compile
+model: {path: "embedded:tiny", dtype: bfloat16}
+workload: {query_tokens: 40, num_items: 6, item_tokens: 5, label_token_ids: [198],
+           delimiter: 151643}
+runs: {warmup: 0, timed: 2}
+cases:
+  - {engine: jax, mode: prefill_extend, extend_batch_size: 4}
+  - {engine: torch, mode: single}
+"""
+
+
+def test_ab_compiles_both_revisions_and_gates_compiled_cost(tmp_path, libtpu_path):
+    """A commit that pads items to 16 tokens instead of 4 grows the compiled extend program:
+    `mibench ab --target v6e-1` compiles each revision with its own engines and fails the
+    case on the exact cost, even with one (untested) timing round."""
+    from typer.testing import CliRunner
+
+    from mibench.harness.ab.scratch import commit, copy_project
+    from mibench.harness.cli import app
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    copy_project(Path(__file__).resolve().parents[1], repo)
+    base = commit(repo, "base")
+    layout = repo / "engines/modes/layout.py"
+    old = "return -(-n // 4) * 4 if n <= 64"
+    assert old in layout.read_text()
+    layout.write_text(layout.read_text().replace(old, "return -(-n // 16) * 16 if n <= 64"))
+    bigger = commit(repo, "items padded to 16 tokens")
+    config = write(tmp_path, AB)
+    env = {"MIBENCH_CACHE": str(tmp_path / "cache"), "MIBENCH_LIBTPU": str(libtpu_path.path)}
+    out = mibench("ab", base, bigger, config, "--rounds", "1", "--target", "v6e-1",
+                  "--out", tmp_path / "o", env=env, cwd=repo)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "Compiled cost for v6e-1" in out.stdout
+    from mibench.harness.ab.record import read_ab
+
+    (path,) = (tmp_path / "o").glob("*.json")
+    record = read_ab(path)
+    assert record.compile_target.name == "v6e-1" and record.libtpu.version
+    extend, torch = record.cases
+    assert torch.cost is None  # not a JAX program
+    assert extend.verdict == "regression" and "compiled cost" in extend.why, extend.why
+    assert extend.cost.base.status == extend.cost.new.status == "ok"
+    assert any(r.startswith("FLOPs") for r in extend.cost.regressions), \
+        extend.cost.regressions
+    a, b = extend.cost.base.compile, extend.cost.new.compile
+    assert b.flops_per_pass > 1.05 * a.flops_per_pass
+    report = CliRunner().invoke(app, ["report", str(path), "--out", str(tmp_path / "r.md")])
+    assert report.exit_code == 0, report.output
+    assert "## Compiled cost for v6e-1" in (tmp_path / "r.md").read_text()

@@ -5,18 +5,32 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mibench.errors import MibenchError
+
 
 def ab_command(base_rev: str, new_rev: str, config_path: Path, *, rounds: int,
-               case_glob: str | None, out: Path, sets: list[str], argv: list[str]) -> int:
+               case_glob: str | None, out: Path, sets: list[str], argv: list[str],
+               target: str | None = None, compile_: bool = True,
+               cost_threshold: str = "5%") -> int:
     from mibench.engines import cache_dir
     from mibench.harness.ab.revisions import repository
     from mibench.harness.ab.rounds import exit_code, run_ab
     from mibench.harness.config import load_config
     from mibench.harness.report.ab import render_text
+    from mibench.harness.report.commands import parse_threshold
+    from mibench.harness.run.compile import resolve_target
 
     config = load_config(config_path, sets)
+    try:
+        limit = parse_threshold(cost_threshold)
+    except MibenchError as e:
+        raise MibenchError(str(e).removeprefix("--threshold: "),
+                           field="--cost-threshold") from None
+    tpu = (resolve_target(target, config)
+           if compile_ and (target or config.topology.target) else None)
     record, path = run_ab(config, repository(), base_rev, new_rev, cache_dir(), rounds=rounds,
-                          case_glob=case_glob, out=out, argv=argv)
+                          case_glob=case_glob, out=out, argv=argv, target=tpu,
+                          cost_threshold=limit)
     print(render_text(record, path))
     return exit_code(record)
 

@@ -1,5 +1,6 @@
 """The A/B artifact (schema `mibench.ab/1`): both revisions, every round's samples of both
-sides, and the verdict of each case with the numbers behind it."""
+sides, each JAX case's compiled cost at both revisions when a TPU target was given, and
+the verdict of each case with the numbers behind it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pydantic import Field, ValidationError
 
 from mibench.errors import MibenchError
 from mibench.harness.records import Provenance, Record
+from mibench.harness.run.compile_records import CompileCase, CompileTarget, LibTpu
 
 AB_SCHEMA = "mibench.ab/1"
 
@@ -63,6 +65,20 @@ class ScoreCheck(Record):
     moved: bool
 
 
+class CostCheck(Record):
+    """One case compiled at both revisions for the record's `compile_target`."""
+
+    base: CompileCase
+    new: CompileCase
+    changes: list[str] = []  # every difference, exact
+    regressions: list[str] = []  # the ones that fail the gate
+
+    def line(self) -> str:
+        if self.regressions:
+            return "compiled cost: " + "; ".join(self.regressions)
+        return "compiled cost: " + ("; ".join(self.changes) if self.changes else "unchanged")
+
+
 class ABCase(Record):
     case_id: str
     engine: str
@@ -76,6 +92,7 @@ class ABCase(Record):
     new: list[RoundSample] = []
     timing: Timing | None = None
     scores: ScoreCheck | None = None
+    cost: CostCheck | None = None  # compiled for the record's compile_target (JAX cases)
     # regression (slower, moved scores, or new fails where base runs), improvement,
     # no change, untested (base failed or too few rounds)
     verdict: Literal["regression", "improvement", "no change", "untested"] | None = None
@@ -97,6 +114,8 @@ class ABRecord(Record):
     # side after the other in each round (a GPU or TPU, owned by one process)
     pacing: Literal["calls", "sides"] = "sides"
     order: list[list[str]] = []  # per round, the sides in the order they ran (first call)
+    compile_target: CompileTarget | None = None  # the TPU slice both sides compiled for
+    libtpu: LibTpu | None = None
     cases: list[ABCase] = []
     verdict: str | None = None  # the run's: regression / no regression / nothing compared
 

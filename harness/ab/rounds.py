@@ -24,6 +24,7 @@ from mibench.harness.ab.interleave import lockstep
 from mibench.harness.ab.record import (
     ABCase,
     ABRecord,
+    CostCheck,
     RoundSample,
     ScoreCheck,
     Side,
@@ -33,6 +34,7 @@ from mibench.harness.ab.revisions import Revision, checkout
 from mibench.harness.config import CaseSpec, Config, expand
 from mibench.harness.records import CaseRecord, write_artifact
 from mibench.harness.run.case import now
+from mibench.harness.run.compile_records import LibTpu
 from mibench.harness.run.provenance import collect, device_info
 from mibench.harness.run.runner import run_in_worker, select_cases
 from mibench.harness.run.worker import WorkerPool, probe_env
@@ -82,11 +84,14 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
            rounds: int = 5, case_glob: str | None = None, out: Path | None = None,
            argv: list[str] | None = None, alpha: float | None = None,
            min_effect: float | None = None, interleave: bool | None = None,
+           target=None, cost_threshold: float = 0.05,
            note: Callable[[str], None] = lambda line: print(line, file=sys.stderr)
            ) -> tuple[ABRecord, Path | None]:
     """Measure the selected cases of `config` at both revisions; returns the record and
     its artifact path (written after every engine group, atomically). `interleave`: the
-    sides' calls alternate within a round (default: where JAX runs on the CPU)."""
+    sides' calls alternate within a round (default: where JAX runs on the CPU). `target`
+    (a CompileTarget): also compile the JAX cases at both revisions for that TPU slice and
+    gate their compiled cost (ab/costs.py) at `cost_threshold`."""
     from mibench.harness.stats import paired
 
     alpha = paired.ALPHA if alpha is None else alpha
@@ -106,6 +111,7 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
         order=[["base", "new"] if r % 2 == 0 else ["new", "base"] for r in range(rounds)])
     path = Path(out) / f"{record.run_id}.json" if out is not None else None
     sides = {"base": base, "new": new}
+    costs = _compile(record, cases, target, sides, cost_threshold, note) if target else {}
     groups: dict[tuple, list[CaseSpec]] = {}
     for c in cases:
         groups.setdefault(c.engine_key, []).append(c)
@@ -122,6 +128,7 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
                 _round(group, sides[name], name, r, position == 0, by_id, scores, note)
         for c in group:
             judge(by_id[c.case_id], scores[c.case_id], alpha, min_effect, interleave)
+            with_cost(by_id[c.case_id], costs.get(c.case_id))
             record.cases.append(by_id[c.case_id])
         if path is not None:
             write_artifact(record, path)
@@ -130,6 +137,26 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
     if path is not None:
         write_artifact(record, path)
     return record, path
+
+
+def _compile(record: ABRecord, cases: list[CaseSpec], target, sides: dict,
+             threshold: float, note: Callable[[str], None]) -> dict:
+    from mibench.harness.ab.costs import compile_both
+    from mibench.harness.run import libtpu
+
+    lib = libtpu.find()
+    record.compile_target = target
+    record.libtpu = LibTpu(version=lib.version, path=str(lib.path), source=lib.source)
+    return compile_both(cases, target, lib, sides, threshold, note)
+
+
+def with_cost(case: ABCase, cost: CostCheck | None) -> None:
+    """Add the case's compiled-cost check; a cost regression makes the case a regression."""
+    case.cost = cost
+    if cost is None or not cost.regressions:
+        return
+    case.why = cost.line() if case.verdict != "regression" else f"{case.why}; {cost.line()}"
+    case.verdict = "regression"
 
 
 def _keep(rec: CaseRecord, case: CaseSpec, side: Revision, name: str, r: int, first: bool,
@@ -178,7 +205,9 @@ def overall(record: ABRecord) -> str:
     verdicts = [c.verdict for c in record.cases]
     if any(v == "regression" for v in verdicts):
         return "regression"
-    if all(v == "untested" for v in verdicts):
+    costs = any(c.cost is not None and c.cost.base.status == c.cost.new.status == "ok"
+                for c in record.cases)
+    if all(v == "untested" for v in verdicts) and not costs:
         return "nothing compared"
     return "no regression"
 

@@ -4,8 +4,9 @@ slowdown, under a background process that loads one core part of the time.
 
 A scratch repository is built from this project's engines with four commits: `base`,
 `aa` (no engine change), `slow20` and `slow50` (every `prefill_extend` call 1.2x and 1.5x
-as long). The workload is small (`prefill_extend`, a 256-token query, 64 items of 20
-tokens on `tiny`) and JAX's persistent compilation cache is on, so a trial takes seconds.
+as long). The workload is small (`prefill_extend`, a 128-token query, 24 items of 20
+tokens on `tiny`, 15 timed calls per side and round) and JAX's persistent compilation cache
+is on, so a trial takes a minute or two (mostly worker start-up).
 Reported: false regressions in `trials` A/A runs (base vs aa), detections in `trials`
 runs against each slow commit, and every trial's change and interval; then `trials` + 1
 separate `mibench run`s of the same config at the current code, each compared with the
@@ -29,9 +30,9 @@ KINDS = ("aa", "slow20", "slow50")
 CONFIG = """
 name: calibrate
 model: {path: "embedded:tiny"}
-workload: {query_tokens: 256, num_items: 64, item_tokens: 20, label_token_ids: [198],
+workload: {query_tokens: 128, num_items: 24, item_tokens: 20, label_token_ids: [198],
            delimiter: 151643}
-runs: {warmup: 1, timed: 5}
+runs: {warmup: 2, timed: 15}
 cases:
   - {engine: jax, mode: prefill_extend, extend_batch_size: 16}
 """

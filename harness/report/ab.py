@@ -51,9 +51,43 @@ def headline(record: ABRecord) -> str:
             f"{pacing}; {how}")
 
 
+def _pair(a, b, get, unit: str = "") -> str:
+    from mibench.harness.stats.compile_compare import fmt_num
+
+    return (f"{fmt_num(get(a) if a else None, unit)} -> "
+            f"{fmt_num(get(b) if b else None, unit)}")
+
+
+def cost_rows(record: ABRecord) -> list[list[str]]:
+    out = []
+    for c in record.cases:
+        if c.cost is None:
+            continue
+        a, b = c.cost.base.compile, c.cost.new.compile
+        out.append([c.case_id, f"{c.cost.base.status} -> {c.cost.new.status}",
+                    _pair(a, b, lambda x: x.hbm_peak_bytes, "B"),
+                    _pair(a, b, lambda x: x.bytes_accessed_per_pass, "B"),
+                    _pair(a, b, lambda x: x.flops_per_pass),
+                    "; ".join(c.cost.regressions) or ("; ".join(c.cost.changes)
+                                                      or "unchanged")])
+    return out
+
+
+COST_HEADER = ["case", "status", "peak HBM / chip", "bytes accessed / pass", "FLOPs / pass",
+               "verdict (regressions, else changes)"]
+
+
+def _cost_title(record: ABRecord) -> str:
+    t = record.compile_target
+    lib = record.libtpu.version if record.libtpu else None
+    return f"Compiled cost for {t.name} (libtpu {lib}), base -> new"
+
+
 def render_text(record: ABRecord, path=None) -> str:
     worst = [c for c in record.cases if c.verdict == "regression"]
+    costs = cost_rows(record)
     lines = [headline(record), table(HEADER, rows(record)),
+             *([_cost_title(record), table(COST_HEADER, costs)] if costs else []),
              f"verdict: {record.verdict}" + (f" ({len(worst)} of {len(record.cases)} cases: "
                                               + "; ".join(f"{c.case_id} {c.why}"
                                                           for c in worst) + ")" if worst else "")]
@@ -74,7 +108,13 @@ def render_markdown(record: ABRecord) -> str:
                       s.status, _ms(s.median_s), str(len(s.timed_s))]
                      for c in record.cases for side in ("base", "new")
                      for s in getattr(c, side)], ["l", "l", "r", "l", "l", "r", "r"])
+    costs = cost_rows(record)
+    cost = Table(COST_HEADER, costs, ["l", "l", "r", "r", "r", "l"], title=_cost_title(record),
+                 note="Compiled by the real TPU compiler at each revision (exact, no noise; "
+                      "a growth past the cost threshold or a case that stops compiling or "
+                      "fitting is a regression).") if costs else None
     return "\n\n".join([f"# {headline(record)}", verdict, f"## {t.title}", t.note,
                         t.markdown(),
+                        *([f"## {cost.title}", cost.note, cost.markdown()] if cost else []),
                         "<details><summary>Every round</summary>\n\n" + samples.markdown()
                         + "\n\n</details>"]) + "\n"

@@ -24,14 +24,21 @@ def use_engines_from(root: str | Path) -> None:
     spec.loader.exec_module(module)
 
 
-def main(fd: int, engine_root: str) -> None:
-    """The worker's entry point: `python -m mibench.harness.run.bootstrap FD [ROOT]`, FD
-    its end of the socket pair, ROOT the other revision's checkout (or empty)."""
+def main(fd: int, engine_root: str, role: str = "engine") -> None:
+    """The worker's entry point: `python -m mibench.harness.run.bootstrap FD [ROOT [ROLE]]`,
+    FD its end of the socket pair, ROOT the other revision's checkout (or empty), ROLE
+    `engine` (an engine worker, harness/run/worker.py) or `compile` (a compile worker,
+    harness/run/compile.py)."""
     from multiprocessing.connection import Connection
 
     conn = Connection(fd)
     if engine_root:
         use_engines_from(engine_root)  # before anything (the factory too) is unpickled
+    if role == "compile":
+        from mibench.harness.run.compile import serve as serve_compiles
+
+        serve_compiles(conn)
+        return
     key, factory = conn.recv()
     from mibench.harness.run.worker import serve
 
@@ -39,4 +46,4 @@ def main(fd: int, engine_root: str) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "")
+    main(int(sys.argv[1]), *sys.argv[2:4])

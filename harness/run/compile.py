@@ -21,10 +21,11 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from mibench.engines import MibenchError, TopologyUnavailable, tpu_target
+from mibench.errors import MibenchError, TopologyUnavailable
 from mibench.harness.config.matrix import CaseSpec, expand
 from mibench.harness.records import Devices, ErrorInfo, locked, write_artifact
 from mibench.harness.run import libtpu
@@ -59,6 +60,8 @@ def now() -> str:
 
 def resolve_target(flag: str | None, config) -> CompileTarget:
     """The target of `--target`, else of the config's `topology.target`; one is required."""
+    from mibench.engines import tpu_target
+
     name, field = (flag, "--target") if flag is not None else (config.topology.target,
                                                                "topology.target")
     if name is None:
@@ -165,9 +168,9 @@ def _one_line(text: str) -> str:
     return " ".join(part.strip() for part in str(text).splitlines() if part.strip())[:2000]
 
 
-def worker_main(fd: int) -> None:
-    """`python -m mibench.harness.run.compile FD`: answer (case, target) requests."""
-    conn = Connection(fd)
+def serve(conn: Connection) -> None:
+    """The compile worker's loop (started by `harness.run.bootstrap ... compile`, which
+    chose the engines first): answer (case, target) requests until None or EOF."""
     while True:
         try:
             request = conn.recv()
@@ -186,16 +189,17 @@ class CompileWorker:
     """A compile worker process (libtpu loaded through its environment), its output in a
     log file; `compile(case)` waits for the answer while watching the process."""
 
-    def __init__(self, env: dict[str, str]):
+    def __init__(self, env: dict[str, str], engine_root: str = ""):
         import socket
 
         fd, self.log = tempfile.mkstemp(prefix="mibench-compile-", suffix=".log")
         mine, theirs = socket.socketpair()
         with open(fd, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "mibench.harness.run.compile",
-                 str(theirs.fileno())], pass_fds=(theirs.fileno(),), env=env,
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+                [sys.executable, "-m", "mibench.harness.run.bootstrap",
+                 str(theirs.fileno()), engine_root, "compile"],
+                pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT)
         theirs.close()
         self.conn = Connection(mine.detach())
 
@@ -262,6 +266,41 @@ def new_record(config, target: CompileTarget, lib, argv: list[str]) -> CompileRe
         else LibTpu(path="", source="not needed (no JAX case)"))
 
 
+def compile_cases(cases: list[CaseSpec], target: CompileTarget, lib, *, engine_root: str = "",
+                  on_case: Callable[[CompileCase], None] = lambda rec: None
+                  ) -> list[CompileCase]:
+    """Compile every case, one worker per engine group (a fresh one after a death), with
+    the engines of `engine_root` (another revision's checkout, for `mibench ab`) or this
+    checkout's; torch cases are `skipped`. Calls `on_case` as each case finishes."""
+    done: list[CompileCase] = []
+    worker, key = None, None
+    try:
+        for case in cases:
+            if case.engine != "jax":
+                rec = case_base(case, "skipped")
+                rec.error = ErrorInfo(type="NotCompiled", traceback="",
+                                      message=f"not a JAX program ({case.engine} engine)")
+            else:
+                if worker is not None and key != case.engine_key:
+                    worker.close()
+                    worker = None
+                if worker is None:
+                    worker = CompileWorker(worker_env(lib), engine_root)
+                    key = case.engine_key
+                try:
+                    rec = worker.compile(case, target)
+                except WorkerDied as e:
+                    worker = None
+                    rec = case_base(case, "failed")
+                    rec.error = ErrorInfo(type="WorkerDied", message=str(e), traceback="")
+            done.append(rec)
+            on_case(rec)
+    finally:
+        if worker is not None:
+            worker.close()
+    return done
+
+
 def compile_config(config_path: Path, out: Path, sets: list[str], target_flag: str | None,
                    argv: list[str]) -> int:
     """Load, compile every case, write the artifact, print a table; the exit code."""
@@ -277,34 +316,16 @@ def compile_config(config_path: Path, out: Path, sets: list[str], target_flag: s
     record = new_record(config, target, lib, argv)
     path = Path(out) / f"{record.run_id}.json"
     print(header(record), flush=True)
+
+    def done(rec: CompileCase) -> None:
+        record.cases.append(rec)
+        _device_kind(record, rec)
+        write_artifact(record, path)
+        print(row(rec), flush=True)
+
     with locked(path):
         write_artifact(record, path)
-        worker, key = None, None
-        try:
-            for case in cases:
-                if case.engine != "jax":
-                    rec = case_base(case, "skipped")
-                    rec.error = ErrorInfo(type="NotCompiled", traceback="",
-                                          message=f"not a JAX program ({case.engine} engine)")
-                else:
-                    if worker is not None and key != case.engine_key:
-                        worker.close()
-                        worker = None
-                    if worker is None:
-                        worker, key = CompileWorker(worker_env(lib)), case.engine_key
-                    try:
-                        rec = worker.compile(case, target)
-                    except WorkerDied as e:
-                        worker = None
-                        rec = case_base(case, "failed")
-                        rec.error = ErrorInfo(type="WorkerDied", message=str(e), traceback="")
-                record.cases.append(rec)
-                _device_kind(record, rec)
-                write_artifact(record, path)
-                print(row(rec), flush=True)
-        finally:
-            if worker is not None:
-                worker.close()
+        compile_cases(cases, target, lib, on_case=done)
         record.finished_at = now()
         write_artifact(record, path)
     print(f"artifact: {path}")
@@ -345,7 +366,3 @@ def row(rec: CompileCase) -> str:
     tail = rec.error.message if rec.error else c.hbm_peak_program
     return (f"{rec.status:8} {gib(c.hbm_peak_bytes):>10} {fits:5} {c.compile_s:7.1f}s  "
             f"{rec.case_id}: {tail}")
-
-
-if __name__ == "__main__":
-    worker_main(int(sys.argv[1]))
