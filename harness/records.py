@@ -3,7 +3,7 @@
 `write_artifact` writes atomically (temp file + os.replace); `read_artifact` refuses any
 other schema version with a message that says what to do. The JSON Schema shipped in
 `harness/schemas/mibench.run-1.schema.json` is generated from these models
-(`python -m mibench.harness.records` rewrites it).
+(`python -m mibench.harness.artifacts` rewrites every artifact kind's).
 """
 
 from __future__ import annotations
@@ -22,11 +22,26 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from mibench.errors import MibenchError
 from mibench.harness import SCHEMA
 
-SCHEMA_FILE = Path(__file__).parent / "schemas" / "mibench.run-1.schema.json"
+SCHEMAS = Path(__file__).parent / "schemas"
+
+
+def schema_file(name: str) -> Path:
+    """The shipped JSON Schema of an artifact kind: `mibench.run/1` -> mibench.run-1.schema.json."""
+    return SCHEMAS / f"{name.replace('/', '-')}.schema.json"
+
+
+SCHEMA_FILE = schema_file(SCHEMA)
 
 
 class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Artifact(Record):
+    """The top level of an artifact file (run, A/B, compile): its `schema` names the kind."""
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=1) + "\n"
 
 
 class Summary(Record):
@@ -196,7 +211,7 @@ class Provenance(Record):
     env: dict[str, str]
 
 
-class RunRecord(Record):
+class RunRecord(Artifact):
     """A whole run: written after every case, so a partial one has `finished_at` null."""
 
     schema_: Literal["mibench.run/1"] = Field(default=SCHEMA, alias="schema")
@@ -209,9 +224,6 @@ class RunRecord(Record):
     provenance: Provenance
     cases: list[CaseRecord] = []
     parity: ParityRecord | None = None
-
-    def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=1) + "\n"
 
 
 def write_artifact(record: RunRecord, path: Path) -> None:
@@ -286,17 +298,13 @@ def _measurement_problem(record: RunRecord) -> str | None:
     return None
 
 
-def json_schema() -> dict:
-    schema = RunRecord.model_json_schema(by_alias=True)
+def json_schema(model: type[Artifact] = RunRecord, name: str = SCHEMA) -> dict:
+    """The JSON Schema of an artifact model (harness/artifacts.py lists every kind)."""
+    schema = model.model_json_schema(by_alias=True)
     schema["required"] = ["schema", *schema["required"]]  # defaulted in Python, not in files
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": "https://mibench.dev/schemas/mibench.run-1.schema.json",
-            **schema, "title": SCHEMA}
-
-
-if __name__ == "__main__":
-    SCHEMA_FILE.write_text(json.dumps(json_schema(), indent=1) + "\n")
-    print(f"wrote {SCHEMA_FILE}")
+            "$id": f"https://mibench.dev/schemas/{schema_file(name).name}",
+            **schema, "title": name}
 
 
 @contextlib.contextmanager

@@ -5,13 +5,15 @@ for an A/A run."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 from typer.testing import CliRunner
 
 from mibench.harness.ab.bisect import bisect
-from mibench.harness.ab.record import read_ab
+from mibench.harness.ab.record import AB_SCHEMA_FILE, read_ab
 from mibench.harness.ab.rounds import exit_code, run_ab
 from mibench.harness.ab.scratch import append, commit, copy_project, slower
 from mibench.harness.cli import app
@@ -24,7 +26,7 @@ name: ab
 model: {path: "embedded:tiny"}
 workload: {query_tokens: 32, num_items: 6, item_tokens: 4, label_token_ids: [198],
            delimiter: 151643}
-runs: {warmup: 1, timed: 5}
+runs: {warmup: 0, timed: 3}
 cases:
   - {engine: jax, mode: single}
   - {engine: jax, mode: packed, mask: segment}
@@ -34,8 +36,16 @@ SINGLE = "engines/modes/single.py"
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
-    """old (no engine contract), base, docs, slow (single 3x), after, scores (moved)."""
+    """old (no engine contract), base, docs, slow (single 3x), after, scores (moved). The
+    workers share a JAX compilation cache (both revisions compile the same programs)."""
     repo = tmp_path_factory.mktemp("scratch")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("JAX_COMPILATION_CACHE_DIR", str(repo.parent / "jax-cache"))
+        env.setenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+        yield _build(repo)
+
+
+def _build(repo):
     copy_project(ROOT, repo)
     contract = (repo / "engines/contract.py").read_text()
     (repo / "engines/contract.py").unlink()
@@ -56,25 +66,31 @@ def scratch(tmp_path_factory):
     return repo, shas
 
 
-def ab(scratch, tmp_path, base, new, rounds=3, case=None):
+def ab(scratch, tmp_path, base, new, rounds=3, case=None, interleave=True):
     repo, shas = scratch
     config = load_config(write_config(tmp_path, CONFIG))
     return run_ab(config, repo, shas[base], shas[new], repo.parent / "cache",
-                  rounds=rounds, case_glob=case, out=tmp_path / "out", note=lambda line: None)
+                  rounds=rounds, case_glob=case, out=tmp_path / "out", interleave=interleave,
+                  note=lambda line: None)
 
 
 def test_a_a_finds_no_regression(scratch, tmp_path):
     record, path = ab(scratch, tmp_path, "base", "docs")
     assert record.verdict == "no regression" and exit_code(record) == 0
+    assert record.pacing == "calls"
     assert [c.verdict for c in record.cases] == ["no change", "no change"]
     for c in record.cases:
         assert len(c.base) == len(c.new) == 3 and c.scores.max_log_diff == 0.0
         assert [s.first for s in c.base] == [True, False, True]  # the order alternates
     assert read_ab(path).model_dump() == record.model_dump()
+    jsonschema.validate(json.loads(path.read_text()), json.loads(AB_SCHEMA_FILE.read_text()))
 
 
 def test_moved_scores_are_a_regression(scratch, tmp_path):
-    record, _ = ab(scratch, tmp_path, "after", "scores", rounds=1, case="jax/single*")
+    """With the sides of a round one after the other (as on a GPU or TPU)."""
+    record, _ = ab(scratch, tmp_path, "after", "scores", rounds=1, case="jax/single*",
+                   interleave=False)
+    assert record.pacing == "sides"
     (single,) = record.cases
     assert single.verdict == "regression" and "scores moved" in single.why
     assert single.scores.max_log_diff == pytest.approx(0.001, rel=0.01)
@@ -94,7 +110,7 @@ def test_bisect_finds_the_slow_commit(scratch, tmp_path):
     config = load_config(write_config(tmp_path, CONFIG))
     lines = []
     found = bisect(config, repo, shas["base"], shas["after"], repo.parent / "cache",
-                   case_glob="jax/single*", rounds=4, note=lines.append)
+                   case_glob="jax/single*", rounds=3, note=lines.append)
     assert found["first_bad"] == shas["slow"] and found["candidates"] == 3
     assert "regression" in found["evidence"]["jax/single/tp=1"]
     assert any(line.startswith("step 1:") for line in lines)

@@ -59,9 +59,16 @@ def test_vendor_peaks():
     assert vendor_peak("some new chip", "bfloat16") is None
 
 
-def test_shipped_schema_matches_the_models():
-    assert json.loads(SCHEMA_FILE.read_text()) == json.loads(json.dumps(json_schema())), \
-        "run `python -m mibench.harness.records` to regenerate the schema"
+def test_shipped_schemas_match_the_models():
+    """Every artifact kind (run, A/B, compile) ships the JSON Schema its models generate."""
+    from mibench.harness.artifacts import schemas
+    from mibench.harness.records import schema_file
+
+    assert set(schemas()) == {"mibench.run/1", "mibench.ab/1", "mibench.compile/1"}
+    for name, schema in schemas().items():
+        assert json.loads(schema_file(name).read_text()) == json.loads(json.dumps(schema)), \
+            f"{name}: run `python -m mibench.harness.artifacts` to regenerate the schemas"
+    assert json_schema()["title"] == "mibench.run/1"
 
 
 def test_golden_artifact_validates_and_reads():

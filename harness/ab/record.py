@@ -11,10 +11,11 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from mibench.errors import MibenchError
-from mibench.harness.records import Provenance, Record
+from mibench.harness.records import Artifact, Provenance, Record, schema_file
 from mibench.harness.run.compile_records import CompileCase, CompileTarget, LibTpu
 
 AB_SCHEMA = "mibench.ab/1"
+AB_SCHEMA_FILE = schema_file(AB_SCHEMA)
 
 
 class Side(Record):
@@ -99,7 +100,7 @@ class ABCase(Record):
     why: str = ""
 
 
-class ABRecord(Record):
+class ABRecord(Artifact):
     schema_: Literal["mibench.ab/1"] = Field(default=AB_SCHEMA, alias="schema")
     run_id: str
     started_at: str
@@ -118,9 +119,6 @@ class ABRecord(Record):
     libtpu: LibTpu | None = None
     cases: list[ABCase] = []
     verdict: str | None = None  # the run's: regression / no regression / nothing compared
-
-    def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=1) + "\n"
 
 
 def read_ab(path: str | Path) -> ABRecord:

@@ -1,6 +1,6 @@
 """The compile artifact: schema `mibench.compile/1`, written by `mibench compile` (one file
 per config and target). Its JSON Schema, `harness/schemas/mibench.compile-1.schema.json`,
-is generated from these models: `python -m mibench.harness.run.compile_records` rewrites it.
+is generated from these models (`python -m mibench.harness.artifacts`).
 
 Bytes are per chip (what one device of the mesh holds); FLOPs and bytes accessed are XLA's
 cost analysis of one call, which counts a loop body once (see `CompileRecord.cost_loops`).
@@ -15,10 +15,10 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from mibench.errors import MibenchError
-from mibench.harness.records import ErrorInfo, Provenance, Record
+from mibench.harness.records import Artifact, ErrorInfo, Provenance, Record, schema_file
 
 COMPILE_SCHEMA = "mibench.compile/1"
-COMPILE_SCHEMA_FILE = Path(__file__).parents[1] / "schemas" / "mibench.compile-1.schema.json"
+COMPILE_SCHEMA_FILE = schema_file(COMPILE_SCHEMA)
 
 
 class ProgramMemory(Record):
@@ -123,7 +123,7 @@ class LibTpu(Record):
     source: str  # MIBENCH_LIBTPU, installed package, cache, installed now
 
 
-class CompileRecord(Record):
+class CompileRecord(Artifact):
     schema_: Literal["mibench.compile/1"] = Field(default=COMPILE_SCHEMA, alias="schema")
     run_id: str
     started_at: str
@@ -135,9 +135,6 @@ class CompileRecord(Record):
     cost_loops: str  # how XLA's cost analysis counts loops
     provenance: Provenance
     cases: list[CompileCase] = []
-
-    def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=1) + "\n"
 
 
 def read_compile_artifact(path: str | Path) -> CompileRecord:
@@ -159,16 +156,3 @@ def read_compile_artifact(path: str | Path) -> CompileRecord:
         where = ".".join(str(p) for p in first["loc"])
         raise MibenchError(f"invalid {COMPILE_SCHEMA} artifact at {where}: {first['msg']}",
                            field=str(path)) from None
-
-
-def compile_json_schema() -> dict:
-    schema = CompileRecord.model_json_schema(by_alias=True)
-    schema["required"] = ["schema", *schema["required"]]  # defaulted in Python, not in files
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": "https://mibench.dev/schemas/mibench.compile-1.schema.json",
-            **schema, "title": COMPILE_SCHEMA}
-
-
-if __name__ == "__main__":
-    COMPILE_SCHEMA_FILE.write_text(json.dumps(compile_json_schema(), indent=1) + "\n")
-    print(f"wrote {COMPILE_SCHEMA_FILE}")
