@@ -41,10 +41,10 @@ _LAZY = {
     "ScoreClient": ("http_engine", "ScoreClient"),  # the http engine's wire client
     "parse_scores": ("http_engine", "parse_scores"),
     # `mibench compile`: the engine's programs compiled for a TPU slice without a TPU
-    "TPU_TARGETS": ("compile", "TPU_TARGETS"),
+    "TPU_TARGETS": ("tpu", "TPU_TARGETS"),
     "COST_LOOPS": ("compile", "COST_LOOPS"),
-    "tpu_target": ("compile", "tpu_target"),
-    "abstract_engine": ("compile", "abstract_engine"),
+    "tpu_target": ("tpu", "tpu_target"),
+    "abstract_engine": ("tpu", "abstract_engine"),
     "compile_case": ("compile", "compile_case"),
 }
 

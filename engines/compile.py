@@ -1,17 +1,17 @@
 """The engine's programs compiled for a TPU topology without a TPU (`mibench compile`).
 
-`abstract_engine(...)` builds a JAX engine from the model's shapes alone (no weights
-generated or loaded: every parameter is a `jax.ShapeDtypeStruct` with the sharding the real
-engine gives it on the target's mesh); `compile_case(engine, ...)` scores the requests
-through the engine's own code path (`JaxEngine.score`, the mode's scorer, its host layouts
-and dense masks) twice. Every call
-of a jitted program of the modes (`prefill`, `extend`, `score_rows`, `score_last_token`,
-`packed_*_forward`, whatever a mode runs) is intercepted: its arguments become abstract,
-the program is lowered and compiled by the TPU compiler of `libtpu` for compile-only
-devices of the topology (`jax.experimental.topologies`), and the call returns a
-placeholder with the program's output shapes and shardings, which the scorer's host code
-carries on as it would a result. So the programs compiled are exactly those the mode runs,
-with the same shapes, static arguments and shardings; there is no second model.
+`abstract_engine(...)` (engines/tpu.py) builds a JAX engine from the model's shapes alone
+(no weights generated or loaded: every parameter is a `jax.ShapeDtypeStruct` with the
+sharding the real engine gives it on the target's mesh); `compile_case(engine, ...)` scores
+the requests through the engine's own code path (`JaxEngine.score`, the mode's scorer, its
+host layouts and dense masks) twice. Every call of a jitted program of the modes
+(`prefill`, `extend`, `score_rows`, `score_last_token`, `packed_*_forward`, whatever a mode
+runs) is intercepted: its arguments become abstract, the program is lowered and compiled by
+the TPU compiler of `libtpu` for compile-only devices of the topology
+(`jax.experimental.topologies`), and the call returns a placeholder with the program's
+output shapes and shardings, which the scorer's host code carries on as it would a result.
+So the programs compiled are exactly those the mode runs, with the same shapes, static
+arguments and shardings; there is no second model.
 
 The first pass is the engine's first call (it also compiles what a mode precompiles, e.g.
 every `precompile_bs` batch size); the second pass is a steady-state call and gives the
@@ -30,168 +30,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import inspect
 import os
-import re
 import time
 
-from mibench.errors import MibenchError, TopologyUnavailable
+from mibench.errors import MibenchError
 
-# chips -> topology shape, for the kinds whose compile-only topology has one device per
-# chip (v4's has one per TensorCore, not the megacore device JAX runs v4 with: not offered)
-_SHAPES_2D = {1: "1x1", 4: "2x2", 8: "2x4", 16: "4x4", 32: "4x8", 64: "8x8", 128: "8x16",
-              256: "16x16"}
-_SHAPES_3D = {4: "2x2x1", 8: "2x2x2", 16: "2x2x4", 32: "2x4x4", 64: "4x4x4", 128: "4x4x8"}
-TPU_KINDS = {"v6e": _SHAPES_2D, "v5e": _SHAPES_2D, "v5p": _SHAPES_3D}
-TPU_TARGETS = tuple(f"{kind}-{n}" for kind, shapes in TPU_KINDS.items() for n in shapes)
 COST_LOOPS = ("XLA's cost analysis counts a loop body once, not once per iteration: the "
               "layers run in one lax.scan (and attention tiles in inner loops), so flops and "
               "bytes_accessed cover one layer's body plus the code outside loops")
-
-
-@dataclasses.dataclass(frozen=True)
-class TpuTarget:
-    """A TPU slice to compile for: `v6e-4` is 4 v6e chips (N counts chips for every kind;
-    Google names v5p slices by TensorCores, so its v5p-8 is `v5p-4` here)."""
-
-    name: str
-    kind: str
-    chips: int
-    topology: str  # the topology name of jax.experimental.topologies, e.g. "v6e:2x2"
-
-
-def tpu_target(name) -> TpuTarget:
-    """The target called `name` (`KIND-CHIPS`), or a MibenchError naming `target`."""
-    m = re.fullmatch(r"(v\d+[a-z]*)-(\d+)", name) if isinstance(name, str) else None
-    if m is None or m[1] not in TPU_KINDS or int(m[2]) not in TPU_KINDS[m[1]]:
-        known = ", ".join(f"{k}-{{{','.join(map(str, s))}}}" for k, s in TPU_KINDS.items())
-        raise MibenchError(f"unknown TPU target {name!r} (known: {known}; the number counts "
-                           "chips)", field="target")
-    kind, chips = m[1], int(m[2])
-    return TpuTarget(name, kind, chips, f"{kind}:{TPU_KINDS[kind][chips]}")
-
-
-@functools.cache
-def target_devices(name: str) -> tuple:
-    """The compile-only TPU devices of a target (needs libtpu; see the module doc)."""
-    from jax.experimental import topologies
-
-    t = tpu_target(name)
-    kwargs = {"chips_per_host_bounds": (1, 1, 1)} if t.chips == 1 else {}
-    try:
-        topo = topologies.get_topology_desc(topology_name=t.topology, platform="tpu",
-                                            **kwargs)
-    except RuntimeError as e:
-        raise MibenchError(f"cannot make the {t.topology} topology: {_first_line(e)}",
-                           field="libtpu") from None
-    devices = tuple(topo.devices)
-    if len(devices) != t.chips:
-        raise MibenchError(f"{t.topology} gave {len(devices)} devices for {t.chips} chips",
-                           field="target")
-    return devices
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
-
-
-# ---- abstract parameters and the engine without weights ----------------------------------
-
-
-def abstract_params(cfg, dtype, shard, device) -> dict:
-    """The engine's parameter pytree as ShapeDtypeStructs, sharded as `place_params` places
-    the real ones (one device without a mesh, else `param_specs` on the mesh)."""
-    import jax
-    from jax.sharding import NamedSharding, SingleDeviceSharding
-
-    from mibench.engines.checkpoint import LAYER_TABLE, layer_keys
-    from mibench.engines.sharding import param_specs
-
-    shapes = {"embed": (cfg.vocab_size, cfg.hidden_size), "final_norm": (cfg.hidden_size,),
-              "layers": {k: (cfg.num_layers, *LAYER_TABLE[k][2](cfg)) for k in layer_keys(cfg)}}
-    if not cfg.tie_word_embeddings:
-        shapes["lm_head"] = (cfg.vocab_size, cfg.hidden_size)
-    is_shape = lambda x: isinstance(x, tuple)  # noqa: E731
-    bare = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s, dtype), shapes, is_leaf=is_shape)
-    specs = param_specs(bare, shard.tp)
-
-    def place(x, spec):
-        sharding = (SingleDeviceSharding(device) if shard.mesh is None
-                    else NamedSharding(shard.mesh, spec))
-        return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding)
-
-    return jax.tree.map(place, bare, specs)
-
-
-def abstract_engine(model: str, dtype: str, tp: int, target: str):
-    """A JaxEngine on the target's first `tp` devices whose weights are abstract: the real
-    engine's request checks, option checks, attention choice (platform `tpu`) and scorers."""
-    import jax.numpy as jnp
-    import numpy as np
-    from jax.sharding import Mesh
-
-    from mibench.engines.facts import model_facts
-    from mibench.engines.jax_engine import JaxEngine
-    from mibench.engines.sharding import AXIS, ShardConfig, kv_repeat
-
-    t = tpu_target(target)
-    if tp > t.chips:
-        raise TopologyUnavailable(f"tp={tp} needs {tp} chips, target {t.name} has {t.chips}",
-                                  field="topology.tp")
-    devices = target_devices(target)
-    model_config = model_facts(model)
-
-    class AbstractEngine(JaxEngine):
-        def __init__(self):  # JaxEngine.__init__ without loading: shapes and shardings only
-            self.model, self.dtype, self.tp = model, dtype, tp
-            self.shard = ShardConfig(Mesh(np.array(devices[:tp]), (AXIS,)) if tp > 1
-                                     else None)
-            self.folder = None
-            self.model_config = model_config
-            r = kv_repeat(model_config, tp)  # fit_kv_heads, on the config alone
-            self.cfg = dataclasses.replace(model_config,
-                                           num_kv_heads=model_config.num_kv_heads * r)
-            self.module = None
-            self.params = abstract_params(self.cfg, jnp.dtype(dtype), self.shard, devices[0])
-            self.compiled = set()
-            self.platform = "tpu"
-            self._tokenizer = None
-
-        @property
-        def topology(self) -> dict:
-            used = devices[:tp]
-            return {"tp": tp, "mesh_shape": {AXIS: tp},
-                    "devices": [{"id": d.id, "kind": d.device_kind} for d in used]}
-
-        @property
-        def tokenizer(self):
-            if self._tokenizer is None:
-                self._tokenizer = _tokenizer(model) or False
-            return self._tokenizer or None
-
-    return AbstractEngine()
-
-
-def _tokenizer(model: str):
-    """The model's tokenizer without its weights: a folder's own files, or an embedded
-    preset's byte-level tokenizer written to a temporary folder."""
-    import tempfile
-    from pathlib import Path
-
-    from mibench.engines.checkpoint import EMBEDDED, load_tokenizer
-
-    if not model.startswith(EMBEDDED):
-        return load_tokenizer(Path(model).expanduser())
-    from mibench.engines.presets import PRESETS, hf_config
-    from mibench.engines.tokenizer import write_tokenizer
-
-    preset = PRESETS[model[len(EMBEDDED):]]
-    with tempfile.TemporaryDirectory(prefix="mibench-tokenizer-") as folder:
-        write_tokenizer(Path(folder), preset["special"],
-                        max_length=hf_config(preset)["max_position_embeddings"])
-        return load_tokenizer(Path(folder))
 
 
 # ---- intercepting the programs -------------------------------------------------------------
