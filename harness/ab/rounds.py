@@ -38,8 +38,8 @@ from mibench.harness.run.compile_records import LibTpu
 from mibench.harness.run.provenance import collect, device_info
 from mibench.harness.run.runner import run_in_worker, select_cases
 from mibench.harness.run.worker import WorkerPool, probe_env
-from mibench.harness.stats.compare import SCORE_TOL, max_log_diff
 from mibench.harness.stats.paired import paired_test, round_log_ratio
+from mibench.harness.stats.scores import SCORE_TOL, max_log_diff
 
 
 def _sample(rec: CaseRecord, r: int, first: bool) -> RoundSample:

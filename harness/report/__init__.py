@@ -14,14 +14,9 @@ from pathlib import Path
 from mibench.harness.records import RunRecord
 from mibench.harness.report import fmt, groups, latency, plots, tables
 from mibench.harness.report.tables import Row
-from mibench.harness.stats.compare import (
-    DEFAULT_THRESHOLD,
-    MIN_RUNS,
-    SCORE_TOL,
-    Comparison,
-    compare,
-    label,
-)
+from mibench.harness.stats.comparable import label
+from mibench.harness.stats.compare import DEFAULT_THRESHOLD, MIN_RUNS, Comparison, compare
+from mibench.harness.stats.scores import SCORE_TOL
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 

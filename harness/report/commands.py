@@ -129,7 +129,7 @@ def _is_compile(path: Path) -> bool:
 def load_checked(path: Path):
     """An artifact fit for a comparison: readable, and `invalid` finds nothing (the error
     names the file and the case)."""
-    from mibench.harness.stats.compare import invalid
+    from mibench.harness.stats.comparable import invalid
 
     record = load(path)
     why = invalid(record)

@@ -11,7 +11,8 @@ from mibench.harness.records import RunRecord
 from mibench.harness.report import fmt
 from mibench.harness.report.fmt import Table
 from mibench.harness.report.tables import Row
-from mibench.harness.stats.compare import Comparison, label
+from mibench.harness.stats.comparable import label
+from mibench.harness.stats.compare import Comparison
 from mibench.harness.stats.describe import median
 
 

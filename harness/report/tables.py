@@ -9,7 +9,7 @@ from mibench.harness.records import CaseRecord, ParityCheck, RunRecord
 from mibench.harness.report import fmt
 from mibench.harness.report.fmt import Table
 from mibench.harness.report.repro import command, config_args
-from mibench.harness.stats.compare import label
+from mibench.harness.stats.comparable import label
 from mibench.harness.stats.describe import median
 
 TAIL_FACTOR = 1.5  # a timed run slower than 1.5x the case's median is a tail pause

@@ -30,12 +30,12 @@ measurement (exit 2), else `pass` (exit 0).
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import statistics
 
 from mibench.harness.records import CaseRecord, ParityCheck, RunRecord
-from mibench.harness.stats.describe import per_unit_ms, rates, summarize
+from mibench.harness.stats.comparable import differences, label, measurement
+from mibench.harness.stats.describe import rates
+from mibench.harness.stats.scores import ScoreCheck, score_check
 from mibench.harness.stats.significance import (
     DEFAULT_ALPHA,
     METHOD,
@@ -47,21 +47,6 @@ from mibench.harness.stats.significance import (
 
 DEFAULT_THRESHOLD = 0.05
 MIN_RUNS = 3
-# the largest |ln score_new - ln score_base| that is not a score change: the `modes` parity
-# tolerance (docs/parity.md), as for `mibench ab`
-SCORE_TOL = {"float32": 1e-5, "bfloat16": 1e-1}
-SUMMARY_RTOL = 1e-6  # how closely stored summaries must match the recomputed ones
-
-
-@dataclasses.dataclass(frozen=True)
-class ScoreCheck:
-    """The case's scores against the baseline's: the largest |ln new - ln base| and where,
-    or why they were not compared."""
-
-    max_log_diff: float | None  # None: not compared
-    tolerance: float | None
-    moved: bool
-    note: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,100 +149,6 @@ class Comparison:
                 f"{counts['failed']} failed, {len(apart)} not comparable)")
 
 
-def label(record: RunRecord) -> str:
-    """Short commit (with `+` when the checkout was dirty), else the run id."""
-    git = record.provenance.git
-    if git.commit:
-        return git.commit[:8] + ("+" if git.dirty else "")
-    return record.run_id
-
-
-# --- what a case measures, and whether an artifact can be compared at all ---------------
-
-
-def measurement(record: RunRecord, case: CaseRecord) -> dict[str, object]:
-    """Everything that must agree for two cases to be the same measurement, flat:
-    `workload.<field>`, model, dtype, tp, mesh, devices, and on a CPU machine, cpus, cpu."""
-    out: dict[str, object] = {}
-    root = (record.provenance.git.path or "").rstrip("/") + "/"
-    for key, value in sorted(case.workload.items()):
-        if key == "requests" and isinstance(value, str) and value.startswith(root):
-            value = value[len(root):]  # the same file in another checkout
-        out[f"workload.{key}"] = value
-    tp = case.topology.get("tp")
-    out |= {"model": case.model.get("path"), "dtype": case.model.get("dtype"), "tp": tp,
-            "mesh": case.topology.get("mesh_shape") or {"tp": tp}}
-    d, host = record.provenance.devices, record.provenance.host
-    out["devices"] = f"{d.platform} {d.kind} x{d.count}"
-    if d.platform == "cpu":
-        out |= {"machine": host.get("machine"), "cpus": host.get("cpus"),
-                "cpu": host.get("cpu_model") or host.get("processor")}
-    return out
-
-
-def differences(base: dict[str, object], new: dict[str, object]) -> list[str]:
-    """`field base vs new` for every field that differs (a CPU model recorded on one side
-    only is not a difference: older artifacts lack it)."""
-    out = []
-    for key in dict.fromkeys([*base, *new]):
-        a, b = base.get(key), new.get(key)
-        if a != b and not (key == "cpu" and (a is None or b is None)):
-            out.append(f"{key} {_short(a)} vs {_short(b)}")
-    return out
-
-
-def _short(value) -> str:
-    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
-
-
-def invalid(record: RunRecord) -> str | None:
-    """What makes an artifact unusable for a comparison, naming the case, or None: no
-    cases, a duplicate case id, a run time that is not finite and > 0, process runs that do
-    not pool into `timed_s`, stored summaries that disagree with the samples."""
-    if not record.cases:
-        return "has no cases"
-    seen: set[str] = set()
-    for c in record.cases:
-        if c.case_id in seen:
-            return f"case {c.case_id} appears twice (case ids must be unique)"
-        seen.add(c.case_id)
-        runs = [("timed_s", c.timed_s)] + [(f"process_timed_s[{i}]", p)
-                                            for i, p in enumerate(c.process_timed_s)]
-        for name, values in runs:
-            for j, v in enumerate(values):
-                if not (math.isfinite(v) and v > 0):
-                    return f"case {c.case_id}: {name}[{j}] = {v!r} is not a run time " \
-                           "(a finite number > 0)"
-        if c.process_timed_s and [t for p in c.process_timed_s for t in p] != c.timed_s:
-            return f"case {c.case_id}: process_timed_s does not pool into timed_s"
-        why = _summary_mismatch(c)
-        if why:
-            return f"case {c.case_id}: {why}"
-    return None
-
-
-def _summary_mismatch(case: CaseRecord) -> str | None:
-    """The first stored summary that differs from the one recomputed from `timed_s`."""
-    n = case.workload.get("num_items")
-    expected = {"total_s": summarize(case.timed_s)}
-    # an http case counts the items of answered requests only (harness.run.http_case)
-    if isinstance(n, int) and n > 0 and getattr(case, "http", None) is None:
-        expected |= {"throughput_items_per_s": summarize(rates(case.timed_s, n)),
-                     "latency_per_item_ms": summarize(per_unit_ms(case.timed_s, n))}
-    for name, want in expected.items():
-        have = getattr(case.metrics, name)
-        if have is None:
-            continue
-        if want is None:
-            return f"metrics.{name} summarizes {have.n} runs but timed_s is empty"
-        for key in ("n", "median", "mean", "min", "max", "stdev"):
-            a, b = getattr(have, key), getattr(want, key)
-            if not math.isclose(a, b, rel_tol=SUMMARY_RTOL, abs_tol=1e-12):
-                return (f"metrics.{name}.{key} is {a:.6g} but timed_s gives {b:.6g} "
-                        "(summaries must come from the samples)")
-    return None
-
-
 # --- one case ---------------------------------------------------------------------------
 
 
@@ -278,44 +169,6 @@ def items_per_s(case: CaseRecord) -> float | None:
 def process_runs(case: CaseRecord) -> list[list[float]]:
     """The timed runs grouped by worker process (one group without `process_timed_s`)."""
     return [list(p) for p in case.process_timed_s if p] or [list(case.timed_s)]
-
-
-def max_log_diff(base: list, new: list) -> tuple[float, tuple[int, int, int]] | None:
-    """The largest |ln new - ln base| over two score tables and its (request, item, label),
-    or None when their shapes differ. A 0 counts as the smallest float (0 against 0 is
-    equal); a NaN on either side is an infinite difference."""
-    if len(base) != len(new) or any(len(a) != len(b) or any(len(x) != len(y) for x, y in
-                                                              zip(a, b, strict=True))
-                                     for a, b in zip(base, new, strict=True)):
-        return None
-    tiny = 2.2250738585072014e-308
-    worst, where = 0.0, (0, 0, 0)
-    for r, (req_a, req_b) in enumerate(zip(base, new, strict=True)):
-        for i, (row_a, row_b) in enumerate(zip(req_a, req_b, strict=True)):
-            for j, (a, b) in enumerate(zip(row_a, row_b, strict=True)):
-                d = (math.inf if math.isnan(a) or math.isnan(b) else
-                     abs(math.log(max(a, tiny)) - math.log(max(b, tiny))))
-                if d > worst:
-                    worst, where = d, (r, i, j)
-    return worst, where
-
-
-def score_check(base: CaseRecord, new: CaseRecord) -> ScoreCheck:
-    """Scores of two ok cases as log scores against the modes tolerance of the dtype."""
-    missing = [name for name, c in (("baseline", base), ("new artifact", new))
-               if c.scores is None]
-    if missing:
-        return ScoreCheck(None, None, False,
-                          f"scores not compared: none recorded in the {' or '.join(missing)}")
-    tol = SCORE_TOL.get(new.model.get("dtype"), max(SCORE_TOL.values()))
-    found = max_log_diff(base.scores, new.scores)
-    if found is None:
-        return ScoreCheck(None, tol, True, "scores moved: the score tables differ in shape")
-    diff, (r, i, j) = found
-    if diff > tol:
-        return ScoreCheck(diff, tol, True, f"scores moved: max |ln score diff| {diff:.3g} > "
-                                           f"{tol:g} (request {r}, item {i}, label {j})")
-    return ScoreCheck(diff, tol, False, f"scores within {tol:g} (max |ln diff| {diff:.2g})")
 
 
 def _timing(base: CaseRecord, new: CaseRecord, threshold: float, alpha: float,

@@ -24,7 +24,7 @@ from mibench.harness.stats.changepoint import (
     Params,
     binary_segmentation,
 )
-from mibench.harness.stats.compare import label, measurement
+from mibench.harness.stats.comparable import label, measurement
 from mibench.harness.stats.describe import median
 from mibench.harness.stats.significance import NoiseFloor
 
@@ -175,7 +175,7 @@ def aa_noise(records: list[RunRecord], where: str) -> NoiseFloor:
     """The between-run noise floor learnt from A/A runs: artifacts of one commit that
     measured the same case as the same measurement (dirty checkouts too: what they changed
     can only widen the spread, never narrow it)
-    (harness.stats.compare.measurement). Each artifact's median run time of a case is one
+    (harness.stats.comparable.measurement). Each artifact's median run time of a case is one
     value; s2 = the sum of squared deviations of their logs from their group's mean over
     df = the sum of (group size - 1); the floor is exp(s) - 1 with s the 90% upper
     confidence limit of the standard deviation, sqrt(s2 df / chi2_0.10(df)), so a few A/A

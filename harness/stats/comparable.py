@@ -1,0 +1,110 @@
+"""Whether two artifacts' cases are the same measurement, and whether an artifact can be
+compared at all (pure functions on records; the gate is harness/stats/compare.py).
+
+A case's `measurement` is everything that must agree for a comparison to mean anything:
+the workload (every field), model, dtype, topology and hardware (on a CPU also the machine,
+core count and CPU model). `invalid` names what makes an artifact unusable: no cases, a
+duplicate case id, a run time that is not finite and > 0, summaries that disagree with the
+samples.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from mibench.harness.records import CaseRecord, RunRecord
+from mibench.harness.stats.describe import per_unit_ms, rates, summarize
+
+SUMMARY_RTOL = 1e-6  # how closely stored summaries must match the recomputed ones
+
+
+def label(record: RunRecord) -> str:
+    """Short commit (with `+` when the checkout was dirty), else the run id."""
+    git = record.provenance.git
+    if git.commit:
+        return git.commit[:8] + ("+" if git.dirty else "")
+    return record.run_id
+
+
+def measurement(record: RunRecord, case: CaseRecord) -> dict[str, object]:
+    """Everything that must agree for two cases to be the same measurement, flat:
+    `workload.<field>`, model, dtype, tp, mesh, devices, and on a CPU machine, cpus, cpu."""
+    out: dict[str, object] = {}
+    root = (record.provenance.git.path or "").rstrip("/") + "/"
+    for key, value in sorted(case.workload.items()):
+        if key == "requests" and isinstance(value, str) and value.startswith(root):
+            value = value[len(root):]  # the same file in another checkout
+        out[f"workload.{key}"] = value
+    tp = case.topology.get("tp")
+    out |= {"model": case.model.get("path"), "dtype": case.model.get("dtype"), "tp": tp,
+            "mesh": case.topology.get("mesh_shape") or {"tp": tp}}
+    d, host = record.provenance.devices, record.provenance.host
+    out["devices"] = f"{d.platform} {d.kind} x{d.count}"
+    if d.platform == "cpu":
+        out |= {"machine": host.get("machine"), "cpus": host.get("cpus"),
+                "cpu": host.get("cpu_model") or host.get("processor")}
+    return out
+
+
+def differences(base: dict[str, object], new: dict[str, object]) -> list[str]:
+    """`field base vs new` for every field that differs (a CPU model recorded on one side
+    only is not a difference: older artifacts lack it)."""
+    out = []
+    for key in dict.fromkeys([*base, *new]):
+        a, b = base.get(key), new.get(key)
+        if a != b and not (key == "cpu" and (a is None or b is None)):
+            out.append(f"{key} {_short(a)} vs {_short(b)}")
+    return out
+
+
+def _short(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def invalid(record: RunRecord) -> str | None:
+    """What makes an artifact unusable for a comparison, naming the case, or None: no
+    cases, a duplicate case id, a run time that is not finite and > 0, process runs that do
+    not pool into `timed_s`, stored summaries that disagree with the samples."""
+    if not record.cases:
+        return "has no cases"
+    seen: set[str] = set()
+    for c in record.cases:
+        if c.case_id in seen:
+            return f"case {c.case_id} appears twice (case ids must be unique)"
+        seen.add(c.case_id)
+        runs = [("timed_s", c.timed_s)] + [(f"process_timed_s[{i}]", p)
+                                            for i, p in enumerate(c.process_timed_s)]
+        for name, values in runs:
+            for j, v in enumerate(values):
+                if not (math.isfinite(v) and v > 0):
+                    return f"case {c.case_id}: {name}[{j}] = {v!r} is not a run time " \
+                           "(a finite number > 0)"
+        if c.process_timed_s and [t for p in c.process_timed_s for t in p] != c.timed_s:
+            return f"case {c.case_id}: process_timed_s does not pool into timed_s"
+        why = _summary_mismatch(c)
+        if why:
+            return f"case {c.case_id}: {why}"
+    return None
+
+
+def _summary_mismatch(case: CaseRecord) -> str | None:
+    """The first stored summary that differs from the one recomputed from `timed_s`."""
+    n = case.workload.get("num_items")
+    expected = {"total_s": summarize(case.timed_s)}
+    # an http case counts the items of answered requests only (harness.run.http_case)
+    if isinstance(n, int) and n > 0 and getattr(case, "http", None) is None:
+        expected |= {"throughput_items_per_s": summarize(rates(case.timed_s, n)),
+                     "latency_per_item_ms": summarize(per_unit_ms(case.timed_s, n))}
+    for name, want in expected.items():
+        have = getattr(case.metrics, name)
+        if have is None:
+            continue
+        if want is None:
+            return f"metrics.{name} summarizes {have.n} runs but timed_s is empty"
+        for key in ("n", "median", "mean", "min", "max", "stdev"):
+            a, b = getattr(have, key), getattr(want, key)
+            if not math.isclose(a, b, rel_tol=SUMMARY_RTOL, abs_tol=1e-12):
+                return (f"metrics.{name}.{key} is {a:.6g} but timed_s gives {b:.6g} "
+                        "(summaries must come from the samples)")
+    return None
