@@ -146,7 +146,7 @@ OTHER_LOOPS = {
     ("harness/run/http_case.py", "open_loop"): "a server's load: requests sent on a Poisson "
                                                "schedule, each one's latency (no engine call)",
     ("engines/compile.py", "compile_case"): "compile time of each TPU program (nothing runs)",
-    ("harness/run/compile.py", "serve"): "a compile worker's case wall time",
+    ("harness/run/compile_worker.py", "serve"): "a compile worker's case wall time",
     ("harness/jobs/calibrate.py", "_burn"): "a busy loop: the calibration's background load",
 }
 

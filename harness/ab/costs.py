@@ -1,7 +1,7 @@
 """Compiled cost in `mibench ab`: with a TPU target (`--target`, or the config's
 `topology.target`), the JAX cases are compiled for that target by the real TPU compiler
 once per revision, each in compile workers that import that revision's engines
-(harness/run/compile.py, bootstrapped from the revision's worktree), and the two sides are
+(harness/run/compile_worker.py, bootstrapped from the revision's worktree), and the two sides are
 compared exactly as `compare` compares two compile artifacts (stats/compile_compare.py):
 a case that stops compiling or fitting, or whose peak HBM, bytes accessed or FLOPs per pass
 grow by more than the threshold, is a regression. Compiled costs have no noise, so one

@@ -1,42 +1,40 @@
 """`mibench compile CONFIG --target v6e-4`: every JAX case of a config compiled for a TPU
 slice by the real TPU compiler (libtpu), without a TPU and without weights.
 
-The parent loads and expands the config (every bad input is exit 2 before anything
-starts), finds libtpu (`harness.run.libtpu`), then sends the JAX cases of each engine group
-(model, dtype, tp) to a compile worker, a fresh interpreter that loads libtpu and compiles
-the engine's programs for the target's compile-only devices
+The parent loads and expands the config (every bad input is exit 2 before anything starts),
+finds libtpu (`harness.run.libtpu`), then sends the JAX cases of each engine group (model,
+dtype, tp) to a compile worker (`compile_worker`), a fresh interpreter that loads libtpu
+and compiles the engine's programs for the target's compile-only devices
 (`mibench.engines.compile_case`). A worker that dies (a compiler crash, a memory kill) or
 passes `runs.timeout_s` / `runs.max_rss` fails its case, and the next case gets a fresh
 worker. Torch cases are `skipped` (not a JAX program); so is a case whose tp exceeds the
 target's chips. The artifact (`mibench.compile/1`, `compile_records`) is rewritten after
-every case. Exit 0: every case ok or skipped; 3: a case failed.
-"""
+every case. Exit 0: every case ok or skipped; 3: a case failed."""
 
 from __future__ import annotations
 
 import datetime as dt
 import secrets
-import subprocess
-import sys
-import tempfile
-import time
-import traceback
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 from pathlib import Path
 
-from mibench.errors import MibenchError, TopologyUnavailable
+from mibench.errors import MibenchError
 from mibench.harness.config.matrix import CaseSpec, expand
 from mibench.harness.records import Devices, ErrorInfo, locked, write_artifact
 from mibench.harness.run import libtpu
 from mibench.harness.run.compile_records import (
-    CaseCompile,
     CompileCase,
     CompileRecord,
     CompileTarget,
     LibTpu,
 )
-from mibench.harness.run.worker import OUTPUT_TAIL, POLL_S, WorkerDied, _death, rss_of
+from mibench.harness.run.compile_worker import (
+    CompileWorker,
+    case_base,
+    now,
+    worker_env,
+)
+from mibench.harness.run.worker import WorkerDied
 
 GIB = 1024**3
 # HBM per chip by TPU kind, from Google Cloud's TPU pages (their "GB" is binary: the
@@ -51,11 +49,6 @@ HBM_PER_CHIP: dict[str, tuple[int, str]] = {
     "v4": (32 * GIB, "Google Cloud TPU v4 page: HBM2 capacity 32 GiB per chip "
                      "(https://cloud.google.com/tpu/docs/v4)"),
 }
-OUT_OF_MEMORY = "RESOURCE_EXHAUSTED"
-
-
-def now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
 def resolve_target(flag: str | None, config) -> CompileTarget:
@@ -74,180 +67,6 @@ def resolve_target(flag: str | None, config) -> CompileTarget:
     hbm, source = HBM_PER_CHIP[t.kind]
     return CompileTarget(name=t.name, kind=t.kind, chips=t.chips, topology=t.topology,
                          hbm_per_chip_bytes=hbm, hbm_source=source)
-
-
-def case_base(case: CaseSpec, status: str = "ok") -> CompileCase:
-    return CompileCase(case_id=case.case_id, engine=case.engine, mode=case.mode,
-                       params=dict(case.params), model={"path": case.model, "dtype": case.dtype},
-                       topology={"tp": case.tp}, workload=case.workload.as_dict(),
-                       status=status, started_at=now())
-
-
-# ---- in the worker ----------------------------------------------------------------------
-
-
-def compile_one(case: CaseSpec, target: CompileTarget) -> CompileCase:
-    """Compile one case in this process (a worker with libtpu): never raises."""
-    from mibench.engines import abstract_engine, compile_case
-    from mibench.harness.stats.metrics import useful_flops
-    from mibench.workloads import materialize
-
-    rec = case_base(case)
-    start = time.perf_counter()
-    try:
-        engine = abstract_engine(case.model, case.dtype, case.tp, target.name)
-        rec.topology = {**rec.topology, **engine.topology}
-        w = case.workload
-        requests = materialize(w, engine.model_config.vocab_size, exclude=engine.special_ids,
-                               tokenize=engine.encode)
-        out = compile_case(engine, [(r.query, r.items) for r in requests],
-                           list(w.label_token_ids), case.mode, apply_softmax=w.apply_softmax,
-                           delimiter=w.delimiter, options=case.params,
-                           semantics=getattr(w, "semantics", None))
-    except TopologyUnavailable as e:
-        rec.status, rec.error = "skipped", ErrorInfo(type=type(e).__name__, message=str(e),
-                                                     traceback="")
-        return rec
-    except MibenchError as e:  # the engine refused the case: its one-line message
-        rec.status, rec.error = "failed", ErrorInfo(type=type(e).__name__, message=str(e),
-                                                    traceback="")
-        return rec
-    except Exception as e:
-        rec.status = "failed"
-        rec.error = ErrorInfo(type=type(e).__name__, message=_one_line(f"{e}"),
-                              traceback=traceback.format_exc())
-        return rec
-    rec.resolved = out["resolved"]
-    rec.compile = summarize(out, target, time.perf_counter() - start)
-    c = rec.compile
-    c.useful_flops_per_pass = useful_flops(
-        engine.model_config, requests, w.delimiter, len(w.label_token_ids), w.apply_softmax)
-    if c.flops_unrolled_per_pass and c.useful_flops_per_pass:
-        chips = len(rec.topology.get("devices") or []) or case.tp
-        c.flops_ratio = chips * c.flops_unrolled_per_pass / c.useful_flops_per_pass
-    if out["failed"]:
-        f = out["failed"]
-        rec.status = "failed"
-        rec.error = ErrorInfo(type="CompileError", message=f"{f['program']}: {f['message']}",
-                              traceback="")
-    return rec
-
-
-def summarize(out: dict, target: CompileTarget, wall_s: float) -> CaseCompile:
-    """The case's compile section from `compile_case`'s plain data."""
-    programs = out["programs"]
-    sized = [p for p in programs if p.get("memory")]
-    peak = max(sized, key=lambda p: p["memory"]["resident_bytes"], default=None)
-    hbm = target.hbm_per_chip_bytes
-    fits = None
-    if out["failed"] and OUT_OF_MEMORY in out["failed"]["message"]:
-        fits = False
-    elif peak is not None and not out["failed"]:
-        fits = peak["memory"]["resident_bytes"] <= hbm
-
-    def per_pass(key):
-        values = [p["calls_per_pass"] * p[key] for p in sized if p.get(key) is not None]
-        return float(sum(values)) if values else None
-
-    def all_per_pass(key):  # None unless every called program has it
-        called = [p for p in sized if p["calls_per_pass"]]
-        if not called or any(p.get(key) is None for p in called):
-            return None
-        return float(sum(p["calls_per_pass"] * p[key] for p in called))
-
-    return CaseCompile(
-        programs=programs, hbm_per_chip_bytes=hbm, fits=fits,
-        hbm_peak_bytes=peak["memory"]["resident_bytes"] if peak else None,
-        hbm_peak_program=f"{peak['name']}({peak['signature']})" if peak else None,
-        flops_per_pass=per_pass("flops"), bytes_accessed_per_pass=per_pass("bytes_accessed"),
-        flops_unrolled_per_pass=all_per_pass("flops_unrolled"),
-        compile_s=sum(p["compile_s"] for p in programs), wall_s=wall_s, host=out["host"])
-
-
-def _one_line(text: str) -> str:
-    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())[:2000]
-
-
-def serve(conn: Connection) -> None:
-    """The compile worker's loop (started by `harness.run.bootstrap ... compile`, which
-    chose the engines first): answer (case, target) requests until None or EOF."""
-    while True:
-        try:
-            request = conn.recv()
-        except EOFError:
-            return
-        if request is None:
-            return
-        case, target = request
-        conn.send(compile_one(case, CompileTarget.model_validate(target)).model_dump())
-
-
-# ---- the parent -------------------------------------------------------------------------
-
-
-class CompileWorker:
-    """A compile worker process (libtpu loaded through its environment), its output in a
-    log file; `compile(case)` waits for the answer while watching the process."""
-
-    def __init__(self, env: dict[str, str], engine_root: str = ""):
-        import socket
-
-        fd, self.log = tempfile.mkstemp(prefix="mibench-compile-", suffix=".log")
-        mine, theirs = socket.socketpair()
-        with open(fd, "wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "mibench.harness.run.bootstrap",
-                 str(theirs.fileno()), engine_root, "compile"],
-                pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT)
-        theirs.close()
-        self.conn = Connection(mine.detach())
-
-    def compile(self, case: CaseSpec, target: CompileTarget) -> CompileCase:
-        self.conn.send((case, target.model_dump()))
-        timeout, cap = case.runs.timeout_s, case.runs.max_rss
-        deadline = time.monotonic() + timeout if timeout else None
-        while True:
-            if self.conn.poll(POLL_S):
-                try:
-                    return CompileCase.model_validate(self.conn.recv())
-                except (EOFError, OSError):
-                    self._fail(_death(self._exitcode()))
-            if self.proc.poll() is not None:
-                self._fail(_death(self.proc.returncode))
-            rss = rss_of(self.proc.pid) if cap else None
-            if rss is not None and rss > cap:
-                self._fail(f"the compile worker's resident set reached {rss / 2**20:.0f} MiB, "
-                           f"past runs.max_rss = {cap / 2**20:.0f} MiB")
-            if deadline is not None and time.monotonic() > deadline:
-                self._fail(f"compiling exceeded runs.timeout_s={timeout:g}")
-
-    def _exitcode(self):
-        try:
-            return self.proc.wait(1.0)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def _fail(self, cause: str):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.close()
-        raise WorkerDied(cause + (f"; its last output: {self.tail}" if self.tail else ""))
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.conn.send(None)
-                self.proc.wait(10.0)
-            except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-        self.proc.wait()
-        try:
-            self.tail = Path(self.log).read_text(errors="replace").strip()[-OUTPUT_TAIL:]
-        except OSError:
-            self.tail = ""
-        self.conn.close()
-        Path(self.log).unlink(missing_ok=True)
 
 
 def new_record(config, target: CompileTarget, lib, argv: list[str]) -> CompileRecord:
@@ -330,13 +149,6 @@ def compile_config(config_path: Path, out: Path, sets: list[str], target_flag: s
         write_artifact(record, path)
     print(f"artifact: {path}")
     return 3 if any(c.status == "failed" for c in record.cases) else 0
-
-
-def worker_env(lib) -> dict[str, str]:
-    """libtpu's environment for a compile worker. Compile-only devices touch no chip, so
-    libtpu's one-process-per-host lockfile (/tmp/libtpu_lockfile) is waived: two compiles
-    at once (two terminals, the test suite) would otherwise fail every case of the second."""
-    return {"ALLOW_MULTIPLE_LIBTPU_LOAD": "1", **libtpu.worker_env(lib)}
 
 
 def _device_kind(record: CompileRecord, rec: CompileCase) -> None:

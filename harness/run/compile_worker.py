@@ -1,0 +1,206 @@
+"""The compile worker of `mibench compile` and `mibench ab --target`: a fresh interpreter
+(`python -m mibench.harness.run.bootstrap FD ROOT compile`, so it may import another
+revision's engines) with libtpu in its environment, answering (case, target) requests
+with the case's compiled programs (`mibench.engines.compile_case` on an `abstract_engine`),
+and `CompileWorker`, its parent's side, which watches it: a worker that dies (a compiler
+crash, a memory kill) or passes `runs.timeout_s` / `runs.max_rss` raises WorkerDied.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from mibench.errors import MibenchError, TopologyUnavailable
+from mibench.harness.config.matrix import CaseSpec
+from mibench.harness.records import ErrorInfo
+from mibench.harness.run import libtpu
+from mibench.harness.run.compile_records import CaseCompile, CompileCase, CompileTarget
+from mibench.harness.run.worker import OUTPUT_TAIL, POLL_S, WorkerDied, _death, rss_of
+
+OUT_OF_MEMORY = "RESOURCE_EXHAUSTED"
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def case_base(case: CaseSpec, status: str = "ok") -> CompileCase:
+    return CompileCase(case_id=case.case_id, engine=case.engine, mode=case.mode,
+                       params=dict(case.params), model={"path": case.model, "dtype": case.dtype},
+                       topology={"tp": case.tp}, workload=case.workload.as_dict(),
+                       status=status, started_at=now())
+
+
+def compile_one(case: CaseSpec, target: CompileTarget) -> CompileCase:
+    """Compile one case in this process (a worker with libtpu): never raises."""
+    from mibench.engines import abstract_engine, compile_case
+    from mibench.harness.stats.metrics import useful_flops
+    from mibench.workloads import materialize
+
+    rec = case_base(case)
+    start = time.perf_counter()
+    try:
+        engine = abstract_engine(case.model, case.dtype, case.tp, target.name)
+        rec.topology = {**rec.topology, **engine.topology}
+        w = case.workload
+        requests = materialize(w, engine.model_config.vocab_size, exclude=engine.special_ids,
+                               tokenize=engine.encode)
+        out = compile_case(engine, [(r.query, r.items) for r in requests],
+                           list(w.label_token_ids), case.mode, apply_softmax=w.apply_softmax,
+                           delimiter=w.delimiter, options=case.params,
+                           semantics=getattr(w, "semantics", None))
+    except TopologyUnavailable as e:
+        rec.status, rec.error = "skipped", ErrorInfo(type=type(e).__name__, message=str(e),
+                                                     traceback="")
+        return rec
+    except MibenchError as e:  # the engine refused the case: its one-line message
+        rec.status, rec.error = "failed", ErrorInfo(type=type(e).__name__, message=str(e),
+                                                    traceback="")
+        return rec
+    except Exception as e:
+        rec.status = "failed"
+        rec.error = ErrorInfo(type=type(e).__name__, message=_one_line(f"{e}"),
+                              traceback=traceback.format_exc())
+        return rec
+    rec.resolved = out["resolved"]
+    rec.compile = summarize(out, target, time.perf_counter() - start)
+    c = rec.compile
+    c.useful_flops_per_pass = useful_flops(
+        engine.model_config, requests, w.delimiter, len(w.label_token_ids), w.apply_softmax)
+    if c.flops_unrolled_per_pass and c.useful_flops_per_pass:
+        chips = len(rec.topology.get("devices") or []) or case.tp
+        c.flops_ratio = chips * c.flops_unrolled_per_pass / c.useful_flops_per_pass
+    if out["failed"]:
+        f = out["failed"]
+        rec.status = "failed"
+        rec.error = ErrorInfo(type="CompileError", message=f"{f['program']}: {f['message']}",
+                              traceback="")
+    return rec
+
+
+def summarize(out: dict, target: CompileTarget, wall_s: float) -> CaseCompile:
+    """The case's compile section from `compile_case`'s plain data."""
+    programs = out["programs"]
+    sized = [p for p in programs if p.get("memory")]
+    peak = max(sized, key=lambda p: p["memory"]["resident_bytes"], default=None)
+    hbm = target.hbm_per_chip_bytes
+    fits = None
+    if out["failed"] and OUT_OF_MEMORY in out["failed"]["message"]:
+        fits = False
+    elif peak is not None and not out["failed"]:
+        fits = peak["memory"]["resident_bytes"] <= hbm
+
+    def per_pass(key):
+        values = [p["calls_per_pass"] * p[key] for p in sized if p.get(key) is not None]
+        return float(sum(values)) if values else None
+
+    def all_per_pass(key):  # None unless every called program has it
+        called = [p for p in sized if p["calls_per_pass"]]
+        if not called or any(p.get(key) is None for p in called):
+            return None
+        return float(sum(p["calls_per_pass"] * p[key] for p in called))
+
+    return CaseCompile(
+        programs=programs, hbm_per_chip_bytes=hbm, fits=fits,
+        hbm_peak_bytes=peak["memory"]["resident_bytes"] if peak else None,
+        hbm_peak_program=f"{peak['name']}({peak['signature']})" if peak else None,
+        flops_per_pass=per_pass("flops"), bytes_accessed_per_pass=per_pass("bytes_accessed"),
+        flops_unrolled_per_pass=all_per_pass("flops_unrolled"),
+        compile_s=sum(p["compile_s"] for p in programs), wall_s=wall_s, host=out["host"])
+
+
+def _one_line(text: str) -> str:
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())[:2000]
+
+
+def serve(conn: Connection) -> None:
+    """The compile worker's loop (started by `harness.run.bootstrap ... compile`, which
+    chose the engines first): answer (case, target) requests until None or EOF."""
+    while True:
+        try:
+            request = conn.recv()
+        except EOFError:
+            return
+        if request is None:
+            return
+        case, target = request
+        conn.send(compile_one(case, CompileTarget.model_validate(target)).model_dump())
+
+
+class CompileWorker:
+    """A compile worker process (libtpu loaded through its environment), its output in a
+    log file; `compile(case)` waits for the answer while watching the process."""
+
+    def __init__(self, env: dict[str, str], engine_root: str = ""):
+        import socket
+
+        fd, self.log = tempfile.mkstemp(prefix="mibench-compile-", suffix=".log")
+        mine, theirs = socket.socketpair()
+        with open(fd, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "mibench.harness.run.bootstrap",
+                 str(theirs.fileno()), engine_root, "compile"],
+                pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT)
+        theirs.close()
+        self.conn = Connection(mine.detach())
+
+    def compile(self, case: CaseSpec, target: CompileTarget) -> CompileCase:
+        self.conn.send((case, target.model_dump()))
+        timeout, cap = case.runs.timeout_s, case.runs.max_rss
+        deadline = time.monotonic() + timeout if timeout else None
+        while True:
+            if self.conn.poll(POLL_S):
+                try:
+                    return CompileCase.model_validate(self.conn.recv())
+                except (EOFError, OSError):
+                    self._fail(_death(self._exitcode()))
+            if self.proc.poll() is not None:
+                self._fail(_death(self.proc.returncode))
+            rss = rss_of(self.proc.pid) if cap else None
+            if rss is not None and rss > cap:
+                self._fail(f"the compile worker's resident set reached {rss / 2**20:.0f} MiB, "
+                           f"past runs.max_rss = {cap / 2**20:.0f} MiB")
+            if deadline is not None and time.monotonic() > deadline:
+                self._fail(f"compiling exceeded runs.timeout_s={timeout:g}")
+
+    def _exitcode(self):
+        try:
+            return self.proc.wait(1.0)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _fail(self, cause: str):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.close()
+        raise WorkerDied(cause + (f"; its last output: {self.tail}" if self.tail else ""))
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.conn.send(None)
+                self.proc.wait(10.0)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+        self.proc.wait()
+        try:
+            self.tail = Path(self.log).read_text(errors="replace").strip()[-OUTPUT_TAIL:]
+        except OSError:
+            self.tail = ""
+        self.conn.close()
+        Path(self.log).unlink(missing_ok=True)
+
+
+def worker_env(lib) -> dict[str, str]:
+    """libtpu's environment for a compile worker. Compile-only devices touch no chip, so
+    libtpu's one-process-per-host lockfile (/tmp/libtpu_lockfile) is waived: two compiles
+    at once (two terminals, the test suite) would otherwise fail every case of the second."""
+    return {"ALLOW_MULTIPLE_LIBTPU_LOAD": "1", **libtpu.worker_env(lib)}
