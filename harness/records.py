@@ -242,8 +242,9 @@ def write_artifact(record: RunRecord, path: Path) -> None:
         raise
 
 
-def read_artifact(path: str | Path) -> RunRecord:
-    """Read and validate an artifact; every unreadable input is one MibenchError."""
+def read_json(path: str | Path, model: type[Artifact], schema: str, how: str = "") -> Artifact:
+    """Read and validate an artifact of kind `schema` into `model`; every unreadable input
+    is one MibenchError naming the file (`how`: what to do about another schema)."""
     path = Path(path)
     if path.is_dir():
         raise MibenchError("is a folder, not an artifact file", field=str(path))
@@ -258,18 +259,22 @@ def read_artifact(path: str | Path) -> RunRecord:
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
         raise MibenchError(f"cannot read: {reason}", field=str(path)) from None
-    schema = data.get("schema") if isinstance(data, dict) else None
-    if schema != SCHEMA:
-        raise MibenchError(f"schema {schema!r} is not {SCHEMA!r}; this mibench reads only "
-                           f"{SCHEMA} artifacts (re-run the config with this version)",
-                           field=str(path))
+    found = data.get("schema") if isinstance(data, dict) else None
+    if found != schema:
+        raise MibenchError(f"schema {found!r} is not {schema!r}{how}", field=str(path))
     try:
-        record = RunRecord.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise MibenchError(f"invalid {SCHEMA} artifact at {where}: {first['msg']}",
+        raise MibenchError(f"invalid {schema} artifact at {where}: {first['msg']}",
                            field=str(path)) from None
+
+
+def read_artifact(path: str | Path) -> RunRecord:
+    """Read and validate a run artifact; every unreadable input is one MibenchError."""
+    record = read_json(path, RunRecord, SCHEMA, f"; this mibench reads only {SCHEMA} "
+                       "artifacts (re-run the config with this version)")
     problem = _measurement_problem(record)
     if problem:
         raise MibenchError(f"invalid {SCHEMA} artifact at {problem}", field=str(path))

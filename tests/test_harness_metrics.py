@@ -77,3 +77,29 @@ def test_golden_artifact_validates_and_reads():
     record = read_artifact(GOLDEN)
     assert record.finished_at and all(c.status == "ok" for c in record.cases)
     assert record.parity.passed
+
+
+@pytest.mark.parametrize("reader", ["run", "ab", "compile"])
+def test_every_artifact_reader_refuses_bad_files_in_one_line(tmp_path, reader):
+    """The run, A/B and compile readers share one reader: not JSON, another kind, a field
+    of the wrong type, a folder, a missing file: each a MibenchError naming the file."""
+    from mibench.engines import MibenchError
+    from mibench.harness.ab.record import read_ab
+    from mibench.harness.run.compile_records import read_compile_artifact
+
+    read = {"run": read_artifact, "ab": read_ab, "compile": read_compile_artifact}[reader]
+    name = {"run": "mibench.run/1", "ab": "mibench.ab/1", "compile": "mibench.compile/1"}
+    other = "mibench.ab/1" if reader != "ab" else "mibench.run/1"
+    cases = {"not JSON": "{", f"is not '{name[reader]}'": json.dumps({"schema": other}),
+             f"invalid {name[reader]} artifact at": json.dumps({"schema": name[reader],
+                                                                 "run_id": 3})}
+    for needle, text in cases.items():
+        path = tmp_path / "a.json"
+        path.write_text(text)
+        with pytest.raises(MibenchError, match=needle) as e:
+            read(path)
+        assert str(path) in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(MibenchError, match="is a folder"):
+        read(tmp_path)
+    with pytest.raises(MibenchError, match="no such artifact"):
+        read(tmp_path / "missing.json")

@@ -4,14 +4,12 @@ the verdict of each case with the numbers behind it."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from mibench.errors import MibenchError
-from mibench.harness.records import Artifact, Provenance, Record, schema_file
+from mibench.harness.records import Artifact, Provenance, Record, read_json, schema_file
 from mibench.harness.run.compile_records import CompileCase, CompileTarget, LibTpu
 
 AB_SCHEMA = "mibench.ab/1"
@@ -122,14 +120,5 @@ class ABRecord(Artifact):
 
 
 def read_ab(path: str | Path) -> ABRecord:
-    try:
-        data = json.loads(Path(path).read_text())
-        if data.get("schema") != AB_SCHEMA:
-            raise MibenchError(f"is not an A/B artifact (schema {data.get('schema')!r}, "
-                               f"expected {AB_SCHEMA})", field=str(path))
-        return ABRecord.model_validate(data)
-    except (OSError, ValueError, ValidationError, AttributeError) as e:
-        if isinstance(e, MibenchError):
-            raise
-        raise MibenchError(f"is not a readable A/B artifact ({type(e).__name__})",
-                           field=str(path)) from None
+    """Read and validate an A/B artifact; every unreadable input is one MibenchError."""
+    return read_json(path, ABRecord, AB_SCHEMA)

@@ -8,14 +8,19 @@ cost analysis of one call, which counts a loop body once (see `CompileRecord.cos
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from mibench.errors import MibenchError
-from mibench.harness.records import Artifact, ErrorInfo, Provenance, Record, schema_file
+from mibench.harness.records import (
+    Artifact,
+    ErrorInfo,
+    Provenance,
+    Record,
+    read_json,
+    schema_file,
+)
 
 COMPILE_SCHEMA = "mibench.compile/1"
 COMPILE_SCHEMA_FILE = schema_file(COMPILE_SCHEMA)
@@ -139,20 +144,4 @@ class CompileRecord(Artifact):
 
 def read_compile_artifact(path: str | Path) -> CompileRecord:
     """Read and validate a compile artifact; every unreadable input is one MibenchError."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise MibenchError("no such artifact", field=str(path)) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise MibenchError(f"cannot read: {type(e).__name__}", field=str(path)) from None
-    schema = data.get("schema") if isinstance(data, dict) else None
-    if schema != COMPILE_SCHEMA:
-        raise MibenchError(f"schema {schema!r} is not {COMPILE_SCHEMA!r}", field=str(path))
-    try:
-        return CompileRecord.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise MibenchError(f"invalid {COMPILE_SCHEMA} artifact at {where}: {first['msg']}",
-                           field=str(path)) from None
+    return read_json(path, CompileRecord, COMPILE_SCHEMA)
