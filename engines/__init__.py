@@ -38,8 +38,8 @@ _LAZY = {
     "stage_profile": ("profile", "prefill_extend_stages"),
     "top_kernels": ("profile", "top_kernels"),
     "cudnn_check": ("profile", "cudnn_check"),
-    "ScoreClient": ("http_engine", "ScoreClient"),  # the http engine's wire client
-    "parse_scores": ("http_engine", "parse_scores"),
+    "ScoreClient": ("score_client", "ScoreClient"),  # the http engine's wire client
+    "parse_scores": ("score_client", "parse_scores"),
     # `mibench compile`: the engine's programs compiled for a TPU slice without a TPU
     "TPU_TARGETS": ("tpu", "TPU_TARGETS"),
     "COST_LOOPS": ("compile", "COST_LOOPS"),

@@ -1,6 +1,7 @@
 """A model's facts (vocabulary, shape, maximum length) without generating or loading any
 weights: an embedded preset's definition, or a checkpoint folder's `config.json` only.
-What `mibench validate` checks a config against, in milliseconds."""
+What `mibench validate` checks a config against, in milliseconds. Also the tokenizer
+alone (`tokenizer_of`), for engines that hold no weights (http, the TPU compile engine)."""
 
 from __future__ import annotations
 
@@ -55,3 +56,23 @@ def model_facts(spec: str) -> ModelConfig:
         if value < 1:
             raise ModelError(f"{key} is {value}, not a positive integer", field=str(path))
     return cfg
+
+
+def tokenizer_of(model: str):
+    """The model's tokenizer without its weights: an embedded preset's byte-level
+    tokenizer (written to a scratch folder), a checkpoint folder's own, or None where
+    `model` is neither (a name only a server knows)."""
+    import tempfile
+
+    from mibench.engines.checkpoint import load_tokenizer
+
+    if model.startswith(EMBEDDED):
+        from mibench.engines.tokenizer import write_tokenizer
+
+        preset = PRESETS[model[len(EMBEDDED):]]
+        with tempfile.TemporaryDirectory(prefix="mibench-tokenizer-") as tmp:
+            write_tokenizer(Path(tmp), preset["special"],
+                            max_length=hf_config(preset)["max_position_embeddings"])
+            return load_tokenizer(Path(tmp))
+    folder = Path(model).expanduser()
+    return load_tokenizer(folder) if folder.is_dir() else None

@@ -107,7 +107,7 @@ def abstract_engine(model: str, dtype: str, tp: int, target: str):
     import numpy as np
     from jax.sharding import Mesh
 
-    from mibench.engines.facts import model_facts
+    from mibench.engines.facts import model_facts, tokenizer_of
     from mibench.engines.jax_engine import JaxEngine
     from mibench.engines.sharding import AXIS, ShardConfig, kv_repeat
 
@@ -143,27 +143,7 @@ def abstract_engine(model: str, dtype: str, tp: int, target: str):
         @property
         def tokenizer(self):
             if self._tokenizer is None:
-                self._tokenizer = _tokenizer(model) or False
+                self._tokenizer = tokenizer_of(model) or False
             return self._tokenizer or None
 
     return AbstractEngine()
-
-
-def _tokenizer(model: str):
-    """The model's tokenizer without its weights: a folder's own files, or an embedded
-    preset's byte-level tokenizer written to a temporary folder."""
-    import tempfile
-    from pathlib import Path
-
-    from mibench.engines.checkpoint import EMBEDDED, load_tokenizer
-
-    if not model.startswith(EMBEDDED):
-        return load_tokenizer(Path(model).expanduser())
-    from mibench.engines.presets import PRESETS, hf_config
-    from mibench.engines.tokenizer import write_tokenizer
-
-    preset = PRESETS[model[len(EMBEDDED):]]
-    with tempfile.TemporaryDirectory(prefix="mibench-tokenizer-") as folder:
-        write_tokenizer(Path(folder), preset["special"],
-                        max_length=hf_config(preset)["max_position_embeddings"])
-        return load_tokenizer(Path(folder))
