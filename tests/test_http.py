@@ -20,7 +20,7 @@ from mibench.harness.config import ConfigError, load_config
 from mibench.harness.config.matrix import expand
 from mibench.harness.records import SCHEMA_FILE, read_artifact
 from mibench.harness.report import latency
-from mibench.harness.report.tables import rows_of
+from mibench.harness.report.tables import results_matrix, rows_of
 from mibench.harness.run.http_case import arrivals, nearest_rank
 from mibench.harness.run.runner import exit_code, run
 from mibench.harness.serve import Served, Settings, build_app, prepare
@@ -150,6 +150,11 @@ def test_closed_and_open_loop_record_latencies_and_parity(tmp_path, served, jax_
     assert check.status == "passed" and record.parity.passed
     # the report's latency section: a table row per http case, a CDF plot
     rows = rows_of([record])
+    matrix = results_matrix(rows)  # an http case's time is its load, not "time for N items"
+    assert "Time (s)" in matrix.header  # only http cases: no "time for N items"
+    at = matrix.header.index("Time (s)")
+    assert [r[at] for r in matrix.rows] == ["-", "-"]
+    assert "load of many requests" in matrix.note
     table = latency.latency_table(rows)
     assert [r[0] for r in table.rows] == [closed.case_id, open_.case_id]
     assert "p99 ms" in table.header and table.markdown().count("\n") == 3

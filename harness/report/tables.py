@@ -51,7 +51,9 @@ def results_matrix(rows: list[Row]) -> Table:
     items, compile time, MFU, peak memory, status (the seeds' matrix plus the harness's)."""
     many_runs = _distinct(rows, lambda r: r.run) > 1
     many_models = _distinct(rows, lambda r: fmt.model_label(r.case)) > 1
-    counts = {r.items for r in rows}
+    # an http case's time is its whole load (many requests): it has its own latency table
+    loads = [r for r in rows if r.case.http is not None]
+    counts = {r.items for r in rows if r.case.http is None}
     total = f"Time for {counts.pop()} items (s)" if len(counts) == 1 and None not in counts \
         else "Time (s)"
     header = (["Hardware"] + (["Commit"] if many_runs else []) + ["Engine", "Mode", "Options"]
@@ -68,12 +70,16 @@ def results_matrix(rows: list[Row]) -> Table:
             c.engine, c.mode, fmt.options(c)] + ([fmt.model_label(c)] if many_models else [])
         cells += [str(c.topology.get("tp", "?"))] + ([str(r.items)] if "Items" in header else [])
         cells += [fmt.num(median(m.throughput_items_per_s)),
-                  fmt.num(median(m.latency_per_item_ms)), fmt.num(median(m.total_s)),
+                  fmt.num(median(m.latency_per_item_ms)),
+                  "-" if c.http is not None else fmt.num(median(m.total_s)),
                   fmt.num(c.compile_s), "-" if m.mfu is None else f"{m.mfu:.2%}",
                   fmt.size(m.peak_memory_bytes), fmt.status(c)]
         out.append(cells)
-    return Table(header, out, align, note="Medians over the timed runs; MFU = useful FLOPs / "
-                 "(median time x peak).")
+    note = "Medians over the timed runs; MFU = useful FLOPs / (median time x peak)."
+    if loads:
+        note += (" An http case times a load of many requests, not one pass: its items/s is "
+                 "over the load, and its request latencies are in the latency table.")
+    return Table(header, out, align, note=note)
 
 
 def _parity_measures(c: ParityCheck, logs: bool) -> list[str]:
