@@ -38,11 +38,23 @@ def main(fd: int, engine_root: str, role: str = "engine") -> None:
         from mibench.harness.run.compile_worker import serve as serve_compiles
 
         serve_compiles(conn)
-        return
-    key, factory = conn.recv()
-    from mibench.harness.run.worker import serve
+    else:
+        key, factory = conn.recv()
+        from mibench.harness.run.worker import serve
 
-    serve(conn, key, factory)
+        serve(conn, key, factory)
+    _exit_now(conn)
+
+
+def _exit_now(conn) -> None:
+    """The work is done and answered: leave without the interpreter's teardown (JAX's and
+    XLA's take about a second per worker, which the parent would wait for)."""
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    conn.close()
+    os._exit(0)
 
 
 if __name__ == "__main__":

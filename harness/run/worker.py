@@ -15,7 +15,10 @@ output. The engine stays loaded (and compiled) across the group's cases.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
+import os
 import signal
 import socket
 import subprocess
@@ -314,7 +317,15 @@ class WorkerPool(EnginePool):
 
 def probe_env() -> dict:
     """JAX's devices as a fresh process sees them, so the parent never starts a backend
-    (on an accelerator the worker that scores must own the device)."""
+    (on an accelerator the worker that scores must own the device). Asked once per
+    process and device environment (`XLA_*`, `JAX_*`, `CUDA_*`, `TPU_*` variables)."""
+    device_vars = tuple(sorted((k, v) for k, v in os.environ.items()
+                               if k.startswith(("XLA_", "JAX_", "CUDA_", "TPU_"))))
+    return copy.deepcopy(_probe(device_vars))
+
+
+@functools.cache
+def _probe(device_vars: tuple) -> dict:
     worker = Worker(("probe", "", "", 1))
     try:
         return worker.request("env")
