@@ -44,6 +44,8 @@ def lockstep(case: CaseSpec, pools: dict[str, WorkerPool], order: list[str],
             runs, timeout_s=runs.timeout_s * len(pools)))
     workers: dict[str, Worker] = {}
     records: dict[str, CaseRecord] = {}
+    for name in order:  # both start side by side (untimed)
+        pools[name].spawn(case.engine_key)
     for name in order:
         try:
             engine = pools[name].get(case.engine_key)

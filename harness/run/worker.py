@@ -307,12 +307,27 @@ class WorkerPool(EnginePool):
         super().__init__(self._start)
         self.engine_factory, self.engine_root = factory, engine_root
         self.exclusive = exclusive  # one JAX worker at a time: it owns the accelerator
+        self._spawned: dict[tuple, Worker] = {}
+
+    def spawn(self, key: tuple) -> None:
+        """Start the worker of `key` without waiting for it (`get` then waits): two pools'
+        workers start side by side (`mibench ab`)."""
+        if key not in self._engines and key not in self._spawned:
+            self._spawned[key] = Worker(key, self.engine_factory, engine_root=self.engine_root)
 
     def _start(self, *key) -> RemoteEngine:
         if self.exclusive and key[0] == "jax":
             for other in [k for k in self._engines if k[0] == "jax"]:
                 self.discard(other)
-        return RemoteEngine(Worker(key, self.engine_factory, engine_root=self.engine_root))
+        worker = self._spawned.pop(key, None) or Worker(key, self.engine_factory,
+                                                        engine_root=self.engine_root)
+        return RemoteEngine(worker)
+
+    def close(self) -> None:
+        for worker in self._spawned.values():
+            worker.close()
+        self._spawned.clear()
+        super().close()
 
 
 def probe_env() -> dict:
