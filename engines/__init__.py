@@ -29,7 +29,7 @@ _LAZY = {
     "ModelConfig": ("config", "ModelConfig"),
     "model_facts": ("facts", "model_facts"),
     "make_model": ("embedded", "make_model"),
-    "cache_dir": ("embedded", "cache_dir"),
+    "cache_dir": ("model_cache", "cache_dir"),
     "verify_model": ("checkpoint", "verify_model"),
     "init_distributed": ("distributed", "initialize"),
     "is_writer": ("distributed", "is_writer"),

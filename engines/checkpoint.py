@@ -76,7 +76,7 @@ def resolve_model(spec: str) -> Path:
     if not isinstance(spec, str) or not spec:
         raise ModelError("must be a checkpoint folder or embedded:<preset>", field="model")
     if spec.startswith(EMBEDDED):
-        from mibench.engines.embedded import ensure_embedded
+        from mibench.engines.model_cache import ensure_embedded
 
         return ensure_embedded(spec[len(EMBEDDED):])
     folder = Path(spec).expanduser()
@@ -95,7 +95,7 @@ def _check_manifest(folder: Path, full: bool, preset: str | None = None,
     """A folder holding a mibench manifest (required with `preset`) must match it, else a
     ModelError naming the first file that does not; the number of files it covers (0: the
     folder has no manifest)."""
-    from mibench.engines.embedded import (
+    from mibench.engines.model_cache import (
         MANIFEST,
         describe_problems,
         manifest_problems,
@@ -328,7 +328,7 @@ def verify_model(spec: str) -> str:
     hashed against the manifest (embedded models, and folders that carry one), then
     config.json, the safetensors headers and the tensors against the config. A one-line
     summary; a ModelError naming the file otherwise, with how to repair it."""
-    from mibench.engines.embedded import MANIFEST, embedded_folder
+    from mibench.engines.model_cache import MANIFEST, embedded_folder
 
     if not isinstance(spec, str) or not spec:
         raise ModelError("must be a checkpoint folder or embedded:<preset>", field="model")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import DELIM, LABELS, random_request
 
-from mibench.engines import embedded
+from mibench.engines import embedded, model_cache
 from mibench.engines.checkpoint import load_params
 
 
@@ -29,7 +29,7 @@ def test_transformers_loads_folder_and_agrees_with_torch_engine(torch_tiny):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder = embedded.ensure_embedded("tiny")
+    folder = model_cache.ensure_embedded("tiny")
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     tok = AutoTokenizer.from_pretrained(folder)
     assert tok.decode(tok.encode("multi-item scoring")) == "multi-item scoring"

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from conftest import DELIM, LABELS
 
-from mibench.engines import ModelError, load_engine
+from mibench.engines import ModelError, load_engine, model_cache
 from mibench.engines import embedded as emb
 from mibench.engines.checkpoint import verify_model
 
@@ -30,7 +30,7 @@ WEIGHTS = "model.safetensors"
 
 def _digests(folder):
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.iterdir()) if p.name != emb.MANIFEST}
+            for p in sorted(folder.iterdir()) if p.name != model_cache.MANIFEST}
 
 
 def _scores(model="embedded:tiny", engine="jax"):
@@ -55,7 +55,7 @@ def pristine(tmp_path_factory):
     old = os.environ.get("MIBENCH_CACHE")
     os.environ["MIBENCH_CACHE"] = str(cache)
     try:
-        folder = emb.ensure_embedded("tiny")
+        folder = model_cache.ensure_embedded("tiny")
         scores = _scores()
     finally:
         if old is None:
@@ -69,7 +69,7 @@ def pristine(tmp_path_factory):
 def cache(tmp_path, monkeypatch, pristine):
     """The `tiny` folder of a copy of the pristine cache, which MIBENCH_CACHE points at."""
     monkeypatch.setenv("MIBENCH_CACHE", str(tmp_path / "cache"))
-    folder = emb.embedded_folder("tiny")
+    folder = model_cache.embedded_folder("tiny")
     shutil.copytree(pristine[0], folder)  # keeps mtimes (ctimes are new: hashed once)
     yield folder
     shutil.rmtree(tmp_path / "cache", ignore_errors=True)  # 170 MB per test
@@ -80,7 +80,7 @@ def plain(tmp_path, pristine):
     """A plain checkpoint folder (a copy of tiny without its manifest)."""
     folder = tmp_path / "plain"
     shutil.copytree(pristine[0], folder)
-    (folder / emb.MANIFEST).unlink()
+    (folder / model_cache.MANIFEST).unlink()
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
 
@@ -107,16 +107,16 @@ def _assert_one_line_error(code, out, err, needle):
 
 
 def test_intact_folder_passes_the_cheap_check_without_hashing(cache, monkeypatch):
-    emb.ensure_embedded("tiny")  # the copy's ctimes are new: hashed once, then restamped
-    manifest = (cache / emb.MANIFEST).read_text()
+    model_cache.ensure_embedded("tiny")  # the copy's ctimes are new: hashed once, then restamped
+    manifest = (cache / model_cache.MANIFEST).read_text()
 
     def no_hashing(path):
         raise AssertionError(f"hashed {path}")
 
     with monkeypatch.context() as m:
-        m.setattr(emb, "_sha256", no_hashing)
-        assert emb.ensure_embedded("tiny") == cache
-    assert (cache / emb.MANIFEST).read_text() == manifest
+        m.setattr(model_cache, "_sha256", no_hashing)
+        assert model_cache.ensure_embedded("tiny") == cache
+    assert (cache / model_cache.MANIFEST).read_text() == manifest
     code, out, _ = _verify("embedded:tiny")
     assert code == 0 and out.startswith(f"ok: {cache}: qwen3, 4 layers, 46 tensors")
     assert out.rstrip().endswith("4 files match mibench-manifest.json (sha256)")
@@ -152,7 +152,7 @@ def test_edited_copy_of_an_embedded_folder_is_refused(tmp_path, pristine):
 
 def test_same_size_overwrite_is_caught_even_with_mtime_restored(cache, pristine):
     weights = cache / WEIGHTS
-    emb.ensure_embedded("tiny")  # restamp the copy: from here on the cheap path is exact
+    model_cache.ensure_embedded("tiny")  # restamp the copy: from here on the cheap path is exact
     st = weights.stat()
     with open(weights, "r+b") as f:
         f.seek(4 * 1024**2)
@@ -172,10 +172,10 @@ def test_stat_identical_edit_is_caught_by_verify(cache):
     with open(weights, "r+b") as f:
         f.seek(4 * 1024**2)
         f.write(os.urandom(16 * 1024))
-    manifest = json.loads((cache / emb.MANIFEST).read_text())
+    manifest = json.loads((cache / model_cache.MANIFEST).read_text())
     st = weights.stat()
     manifest["files"][WEIGHTS].update(mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)
-    (cache / emb.MANIFEST).write_text(json.dumps(manifest))
+    (cache / model_cache.MANIFEST).write_text(json.dumps(manifest))
     code, out, err = _verify("embedded:tiny")
     _assert_one_line_error(code, out, err, f"{weights}: content differs from the manifest")
 
@@ -217,7 +217,7 @@ def test_truncated_checkpoint_is_one_line_naming_the_file(plain, engine):
     _assert_one_line_error(code, out, stderr, f"{plain / WEIGHTS}: truncated safetensors")
 
 
-@pytest.mark.parametrize("name", ["config.json", WEIGHTS, emb.MANIFEST])
+@pytest.mark.parametrize("name", ["config.json", WEIGHTS, model_cache.MANIFEST])
 def test_deleted_file_is_regenerated(cache, pristine, name):
     (cache / name).unlink()
     code, out, err = _verify("embedded:tiny")
@@ -227,14 +227,14 @@ def test_deleted_file_is_regenerated(cache, pristine, name):
 
 @pytest.mark.parametrize("damage", ["fingerprint", "garbage", "extra file"])
 def test_other_manifest_mismatches_regenerate(cache, pristine, damage):
-    manifest = cache / emb.MANIFEST
+    manifest = cache / model_cache.MANIFEST
     if damage == "fingerprint":  # made by another definition of the preset
         manifest.write_text(manifest.read_text().replace(emb.fingerprint("tiny"), "0" * 64))
     elif damage == "garbage":
         manifest.write_text("{not json")
     else:
         (cache / "generation_config.json").write_text("{}")
-    assert emb.manifest_problems(cache, "tiny")
+    assert model_cache.manifest_problems(cache, "tiny")
     assert _verify("embedded:tiny")[0] == 2
     _assert_repaired(cache, pristine)
 
@@ -341,14 +341,15 @@ def test_racing_regenerations_without_the_lock(cache, pristine, monkeypatch):
     threads replace the same damaged folder at once, none sees an error."""
     import contextlib
 
-    monkeypatch.setattr(emb, "_generation_lock", lambda final: contextlib.nullcontext(False))
+    monkeypatch.setattr(model_cache, "_generation_lock",
+                        lambda final: contextlib.nullcontext(False))
     (cache / "config.json").unlink()
     barrier, errors = threading.Barrier(3), []
 
     def load():
         barrier.wait()
         try:
-            assert emb.ensure_embedded("tiny") == cache
+            assert model_cache.ensure_embedded("tiny") == cache
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
@@ -358,18 +359,18 @@ def test_racing_regenerations_without_the_lock(cache, pristine, monkeypatch):
     for t in threads:
         t.join()
     assert not errors
-    assert _digests(cache) == pristine[1] and not emb.manifest_problems(cache, "tiny")
+    assert _digests(cache) == pristine[1] and not model_cache.manifest_problems(cache, "tiny")
     assert [n for n in os.listdir(cache.parent) if ".tmp-" in n] == []
 
 
 def test_install_keeps_a_good_folder_another_process_installed(cache, tmp_path):
-    emb.ensure_embedded("tiny")
+    model_cache.ensure_embedded("tiny")
     tmp = tmp_path / "cache" / "embedded" / ".tiny-g1.tmp-x"
     tmp.mkdir()
     (tmp / "config.json").write_text("{}")
-    emb._install(tmp, cache, "tiny")  # the folder there verifies: kept, tmp left to caller
-    assert tmp.exists() and not emb.manifest_problems(cache, "tiny")
+    model_cache._install(tmp, cache, "tiny")  # the folder there verifies: kept, tmp left to caller
+    assert tmp.exists() and not model_cache.manifest_problems(cache, "tiny")
     (cache / "config.json").unlink()  # now it does not verify: replaced
-    emb._install(tmp, cache, "tiny")
+    model_cache._install(tmp, cache, "tiny")
     assert sorted(os.listdir(cache)) == ["config.json"]
     assert [n for n in os.listdir(cache.parent) if ".old-" in n] == []

@@ -28,7 +28,7 @@ def _mibench(args: list[str], tmp_path) -> subprocess.CompletedProcess:
 
 
 def _cache() -> str:
-    from mibench.engines.embedded import cache_dir
+    from mibench.engines.model_cache import cache_dir
 
     return str(cache_dir())
 
