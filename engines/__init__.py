@@ -15,7 +15,14 @@ from __future__ import annotations
 import importlib
 
 from mibench.engines.contract import Engine
-from mibench.engines.modes.registry import MODES, OPTIONS, Mode, Option, engine_modes
+from mibench.engines.modes.registry import (
+    AUTO_DENSE_MAX_T,
+    MODES,
+    OPTIONS,
+    Mode,
+    Option,
+    engine_modes,
+)
 from mibench.engines.result import ScoreResult
 from mibench.errors import InputError, MibenchError, ModelError, TopologyUnavailable
 
@@ -48,8 +55,8 @@ _LAZY = {
     "compile_case": ("compile", "compile_case"),
 }
 
-__all__ = ["DTYPES", "ENGINES", "MODES", "OPTIONS", "Engine", "InputError", "MibenchError",
-           "Mode", "ModelError", "Option", "ScoreResult", "TopologyUnavailable",
+__all__ = ["AUTO_DENSE_MAX_T", "DTYPES", "ENGINES", "MODES", "OPTIONS", "Engine", "InputError",
+           "MibenchError", "Mode", "ModelError", "Option", "ScoreResult", "TopologyUnavailable",
            "engine_modes", "load_engine", *_LAZY]
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from mibench.engines.attention_paths import Paths
 from mibench.engines.jax_model import decoder, label_scores, masked_attention
 from mibench.engines.modes.layout import PackedBatch, bucket_length, pack, packed_length
-from mibench.engines.modes.registry import MODES
+from mibench.engines.modes.registry import AUTO_DENSE_MAX_T, MODES
 from mibench.engines.request import ScoreRequest
 from mibench.engines.sharding import to_host
 
@@ -22,7 +22,6 @@ from mibench.engines.sharding import to_host
 # and the two cost the same. Measured on the 2-core CPU, tiny, float32 (dense vs segment):
 # T=196 90 vs 98 ms, T=388 108 vs 105, T=776 167 vs 132, T=1796 492 vs 217,
 # T=2564 1006 vs 319, T=12.8k 43 s vs 2.4 s. Segment wins from a few hundred tokens on.
-AUTO_DENSE_MAX_T = 256
 
 
 def _scored_rows(h_btd, last_rows_r):

@@ -144,6 +144,7 @@ class Mode:
 
 CHUNK_SIZE = 32  # the seeds' chunk size
 EXTEND_BATCH_SIZE = 12  # the seeds' extend batch size on a TPU v6e-1
+AUTO_DENSE_MAX_T = 256  # mask `auto`: dense for padded sequences this short, else segment
 TORCH_EXTEND_BATCH_SIZE = 64
 
 MODES: dict[str, dict[str, Mode]] = {

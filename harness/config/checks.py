@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mibench.engines import MODES, MibenchError, Mode, model_facts
+from mibench.engines import AUTO_DENSE_MAX_T, MODES, MibenchError, Mode, model_facts
 from mibench.harness.config.matrix import CaseSpec, workload_specs
 from mibench.harness.config.spec import Config, Workload
 from mibench.harness.config.yamlsource import Key
@@ -39,7 +39,6 @@ MAX_CASES = 10_000
 TOKEN_BYTES, ITEM_BYTES = 56, 160
 # a requests file: at least 2 bytes of JSON (`7,`) per token id
 FILE_BYTES = TOKEN_BYTES // 2
-AUTO_DENSE_MAX_T = 256  # mask `auto` is dense only this short (engines/modes/packed.py)
 HARD_LIMIT = 1024**4  # 1 TiB: refused whatever the machine
 
 
