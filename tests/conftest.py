@@ -41,3 +41,15 @@ def torch_tiny():
     from mibench.engines import load_engine
 
     return load_engine("torch", model="embedded:tiny", dtype="float32")
+
+
+@pytest.fixture(scope="session")
+def served(jax_tiny):
+    """`mibench serve` of embedded:tiny (packed, the fastest mode on a CPU; delimited) on
+    127.0.0.1, a free port; stops after the tests (test_serve.py, test_http.py)."""
+    from mibench.harness.serve import Served, Settings, build_app, prepare
+
+    settings = prepare(jax_tiny, Settings(model="embedded:tiny", mode="packed",
+                                          delimiter=DELIM))
+    with Served(build_app(jax_tiny, settings)) as server:
+        yield server

@@ -23,22 +23,13 @@ from mibench.harness.report import latency
 from mibench.harness.report.tables import results_matrix, rows_of
 from mibench.harness.run.http_case import arrivals, nearest_rank
 from mibench.harness.run.runner import exit_code, run
-from mibench.harness.serve import Served, Settings, build_app, prepare
+from mibench.harness.serve import Served
 from mibench.harness.testing import fixed_peak, write_config
 from mibench.workloads import WorkloadSpec, materialize
 
 DELIM = 151643
 LABELS = [198, 9834]
 SCHEMA = json.loads(SCHEMA_FILE.read_text())
-
-
-@pytest.fixture(scope="module")
-def served(jax_tiny):
-    """embedded:tiny, packed (the fastest mode on a CPU), delimited; on 127.0.0.1."""
-    settings = prepare(jax_tiny, Settings(model="embedded:tiny", mode="packed",
-                                          delimiter=DELIM))
-    with Served(build_app(jax_tiny, settings)) as server:
-        yield server
 
 
 def dead_url() -> str:

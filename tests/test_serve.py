@@ -19,15 +19,6 @@ DELIM = 151643
 LABELS = [198, 9834]
 
 
-@pytest.fixture(scope="module")
-def served(jax_tiny):
-    """embedded:tiny (packed, delimited) on 127.0.0.1, a free port; stops after the tests."""
-    settings = prepare(jax_tiny, Settings(model="embedded:tiny", mode="packed",
-                                          delimiter=DELIM))
-    with Served(build_app(jax_tiny, settings)) as server:
-        yield server
-
-
 def post(url: str, body) -> tuple[int, dict]:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     req = urllib.request.Request(url + "/v1/score", data=data,
