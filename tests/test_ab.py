@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from mibench.harness.ab.bisect import bisect
 from mibench.harness.ab.record import AB_SCHEMA_FILE, read_ab
 from mibench.harness.ab.rounds import exit_code, run_ab
-from mibench.harness.ab.scratch import append, commit, copy_project, slower
+from mibench.harness.ab.scratch import append, commit, copy_project, git, slower
 from mibench.harness.cli import app
 from mibench.harness.config import load_config
 from mibench.harness.testing import write_config
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIG = """
 name: ab
 model: {path: "embedded:tiny"}
-workload: {query_tokens: 32, num_items: 6, item_tokens: 4, label_token_ids: [198],
+workload: {query_tokens: 32, num_items: 3, item_tokens: 4, label_token_ids: [198],
            delimiter: 151643}
 runs: {warmup: 0, timed: 3}
 cases:
@@ -36,7 +36,8 @@ SINGLE = "engines/modes/single.py"
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
-    """old (no engine contract), base, docs, slow (single 3x), after, scores (moved). The
+    """old (no engine contract), base, docs, slow (single 3x), after, scores (moved), and
+    on a side branch broken (engines without a name the workers import). The
     workers share a JAX compilation cache (both revisions compile the same programs)."""
     repo = tmp_path_factory.mktemp("scratch")
     with pytest.MonkeyPatch.context() as env:
@@ -63,6 +64,13 @@ def _build(repo):
     assert old in text
     (repo / SINGLE).write_text(text.replace(old, old + " * 1.001", 1))
     shas["scores"] = commit(repo, "scores moved")
+    git(repo, "checkout", "-q", "-b", "side")  # off the first-parent line of HEAD
+    init = (repo / "engines/__init__.py").read_text()
+    line = '    "count_compiles": ("modes.compiles", "count_compiles"),\n'
+    assert line in init
+    (repo / "engines/__init__.py").write_text(init.replace(line, ""))
+    shas["broken"] = commit(repo, "engines without count_compiles")
+    git(repo, "checkout", "-q", "-")
     return repo, shas
 
 
@@ -103,6 +111,17 @@ def test_a_revision_before_the_engine_contract_is_refused(scratch, tmp_path):
     with pytest.raises(MibenchError, match=f"oldest revision that can be measured is "
                                            f"{shas['base'][:12]}"):
         ab(scratch, tmp_path, "old", "base")
+
+
+def test_a_revision_whose_engines_the_workers_cannot_import_is_refused(scratch, tmp_path):
+    from mibench.engines import MibenchError
+
+    repo, shas = scratch
+    with pytest.raises(MibenchError, match=f"{shas['broken'][:12]} has engines this "
+                                           "harness's workers cannot import .*count_compiles"
+                                           f".*oldest revision that can be measured is "
+                                           f"{shas['base'][:12]}"):
+        ab(scratch, tmp_path, "base", "broken")
 
 
 def test_bisect_finds_the_slow_commit(scratch, tmp_path):

@@ -1,11 +1,16 @@
 """Git revisions as checkouts of their engines: a commit resolved in the current
 repository, checked out once into a cached detached worktree (`$MIBENCH_CACHE/worktrees/
-<sha>`), refused with one line when it predates the engine contract."""
+<sha>`), refused with one line when this harness cannot measure it: it predates the engine
+contract, or its engines lack a name the harness's workers import (probed by importing
+them, `bootstrap check`). The refusal names the oldest revision on the current branch's
+first-parent line that can be measured (found by binary search with the same probe)."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import subprocess
+import sys
 from pathlib import Path
 
 from mibench.errors import MibenchError
@@ -51,31 +56,68 @@ def resolve(repo: Path, rev: str) -> str:
         raise MibenchError(f"is not a commit of {repo}", field=rev) from None
 
 
-def oldest_measurable(repo: Path) -> str | None:
-    """The first commit that has the engine contract (what a revision needs to be measured)."""
-    added = git(repo, "log", "--format=%H", "--diff-filter=A", "--reverse", "--", CONTRACT)
-    return added.split()[0] if added else None
+def has_contract(repo: Path, commit: str) -> bool:
+    files = git(repo, "ls-tree", "-r", "--name-only", commit, "--", CONTRACT, "mibench")
+    return CONTRACT in files.split() and "mibench/__init__.py" in files.split()
+
+
+@functools.cache
+def cannot_import(root: Path) -> str | None:
+    """Why this harness's workers cannot run the engines in `root` (one line), or None."""
+    out = subprocess.run([sys.executable, "-m", "mibench.harness.run.bootstrap", "check",
+                          str(root)], capture_output=True, text=True, timeout=300)
+    if out.returncode == 0:
+        return None
+    lines = out.stderr.strip().splitlines()
+    return lines[-1] if lines else f"the import check exited with {out.returncode}"
+
+
+def measurable(repo: Path, commit: str, cache: Path) -> bool:
+    return has_contract(repo, commit) and cannot_import(worktree(repo, commit, cache)) is None
+
+
+def oldest_measurable(repo: Path, cache: Path) -> str | None:
+    """The oldest commit on HEAD's first-parent line that this harness can measure, taking
+    measurability as monotonic along it (binary search); None when none can be."""
+    line = git(repo, "rev-list", "--first-parent", "--reverse", "HEAD").split()
+    lo, hi = 0, len(line)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if measurable(repo, line[mid], cache):
+            hi = mid
+        else:
+            lo = mid + 1
+    return line[lo] if lo < len(line) else None
 
 
 def worktrees(cache: Path) -> Path:
     return cache / "worktrees"
 
 
-def checkout(repo: Path, rev: str, cache: Path) -> Revision:
-    """`rev`'s files in a worktree (made once per commit, then reused)."""
-    commit = resolve(repo, rev)
-    files = git(repo, "ls-tree", "-r", "--name-only", commit, "--", CONTRACT, "mibench")
-    if CONTRACT not in files.split() or "mibench/__init__.py" not in files.split():
-        oldest = oldest_measurable(repo)
-        hint = (f"the oldest revision that can be measured is {oldest[:12]}" if oldest else
-                "no commit of this repository has it")
-        raise MibenchError(f"commit {commit[:12]} predates the engine contract ({CONTRACT} "
-                           f"and the mibench namespace): {hint}", field=rev)
+def worktree(repo: Path, commit: str, cache: Path) -> Path:
+    """The cached detached worktree of `commit` (made on first use)."""
     root = worktrees(cache) / commit
-    if not (root / CONTRACT).is_file():
+    if not (root / ".git").exists():
         root.parent.mkdir(parents=True, exist_ok=True)
         git(repo, "worktree", "prune")
         git(repo, "worktree", "add", "--detach", "--force", str(root), commit)
+    return root
+
+
+def checkout(repo: Path, rev: str, cache: Path) -> Revision:
+    """`rev`'s files in a worktree (made once per commit, then reused); a MibenchError
+    naming `rev` when this harness cannot measure it."""
+    commit = resolve(repo, rev)
+    why = (None if has_contract(repo, commit) else
+           f"predates the engine contract ({CONTRACT} and the mibench namespace)")
+    root = worktree(repo, commit, cache) if why is None else None
+    if why is None and (broken := cannot_import(root)):
+        why = f"has engines this harness's workers cannot import ({broken})"
+    if why:
+        oldest = oldest_measurable(repo, cache)
+        hint = (f"the oldest revision that can be measured is {oldest[:12]}" if oldest else
+                "no commit on this branch can be")
+        raise MibenchError(f"commit {commit[:12]} {why}: {hint}", field=rev)
     return Revision(rev=rev, commit=commit, subject=git(repo, "log", "-1", "--format=%s",
                                                         commit), root=root)
 

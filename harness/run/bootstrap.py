@@ -57,5 +57,22 @@ def _exit_now(conn) -> None:
     os._exit(0)
 
 
+def check(engine_root: str) -> int:
+    """`python -m mibench.harness.run.bootstrap check ROOT`: can this harness's workers run
+    ROOT's engines? They import the harness's worker side, which imports names from
+    `mibench.engines`; an older revision may lack some. Exit 0, or 1 with the ImportError
+    as one line on stderr (`mibench ab` refuses such a revision, harness/ab/revisions.py)."""
+    use_engines_from(engine_root)
+    try:
+        import mibench.harness.run.compile_worker  # noqa: F401
+        import mibench.harness.run.worker  # noqa: F401
+    except ImportError as e:
+        print(f"{type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "check":
+        sys.exit(check(sys.argv[2]))
     main(int(sys.argv[1]), *sys.argv[2:4])
