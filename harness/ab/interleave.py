@@ -20,7 +20,7 @@ import dataclasses
 import traceback
 from collections.abc import Callable
 
-from mibench.harness.config.matrix import CaseSpec
+from mibench.harness.config.cases import CaseSpec
 from mibench.harness.records import CaseRecord, ErrorInfo
 from mibench.harness.run.case import case_record
 from mibench.harness.run.worker import Worker, WorkerPool

@@ -7,11 +7,10 @@ import datetime as dt
 import traceback
 from collections.abc import Callable
 
-from mibench.engines import TopologyUnavailable, count_compiles
-from mibench.harness.config.matrix import CaseSpec
+from mibench.errors import TopologyUnavailable
+from mibench.harness.config.cases import CaseSpec
 from mibench.harness.records import CaseRecord, ErrorInfo
 from mibench.harness.run import memory
-from mibench.harness.run.http_case import measure_http
 from mibench.harness.run.measure import Timings, measure
 from mibench.harness.run.pool import EnginePool, make_call
 from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
@@ -19,6 +18,14 @@ from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flo
 
 def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def compile_counter():
+    """The engines' `count_compiles`, or None where they lack it (an older revision
+    measured by `mibench ab`: its cases then record no compile count)."""
+    import mibench.engines
+
+    return getattr(mibench.engines, "count_compiles", None)
 
 
 def case_record(case: CaseSpec) -> CaseRecord:
@@ -38,6 +45,8 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
     """Measure one case in this process; any exception makes it `failed` with type, message
     and traceback. `measuring()` is called as the timed loop starts."""
     if case.http is not None:  # a server under load: its own measurement (run/http_case.py)
+        from mibench.harness.run.http_case import measure_http
+
         return measure_http(case, pool, case_record(case), tick, measuring)
     rec, timings, requests, engine = case_record(case), Timings(), None, None
     memory.reset_torch_peak()
@@ -50,7 +59,7 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
         measuring()
         with rss:
             measure(make_call(engine, requests, case), case.runs, timings, tick,
-                    count_compiles)
+                    compile_counter())
     except TopologyUnavailable as e:
         rec.status = "skipped"
         rec.error = ErrorInfo(type=type(e).__name__, message=str(e), traceback="")

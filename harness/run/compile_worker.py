@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from mibench.errors import MibenchError, TopologyUnavailable
-from mibench.harness.config.matrix import CaseSpec
+from mibench.harness.config.cases import CaseSpec
 from mibench.harness.records import ErrorInfo
 from mibench.harness.run import libtpu
 from mibench.harness.run.compile_records import CaseCompile, CompileCase, CompileTarget

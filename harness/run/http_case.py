@@ -44,7 +44,7 @@ from collections.abc import Callable
 import numpy as np
 
 from mibench.engines import MibenchError, ScoreClient, parse_scores
-from mibench.harness.config.matrix import CaseSpec, HttpPlan
+from mibench.harness.config.cases import CaseSpec, HttpPlan
 from mibench.harness.records import (
     CaseRecord,
     ErrorInfo,

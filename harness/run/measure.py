@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from mibench.harness.config.matrix import RunPlan
+from mibench.harness.config.cases import RunPlan
 from mibench.harness.run.memory import PeakRss
 
 

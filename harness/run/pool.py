@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mibench.harness.config.matrix import CaseSpec
+from mibench.harness.config.cases import CaseSpec
 from mibench.workloads import Request, WorkloadSpec, materialize
 
 # (engine, model, dtype, tp), and for an http case its server: ((key, value), ...) pairs

@@ -32,7 +32,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from mibench import errors
-from mibench.engines import ScoreResult
 from mibench.harness.records import CaseRecord, ErrorInfo
 from mibench.harness.run.case import run_case
 from mibench.harness.run.pool import EnginePool
@@ -283,7 +282,9 @@ class RemoteEngine:
     def resolved_options(self, mode: str, options: dict) -> dict:
         return self.worker.request("resolved", mode, options)
 
-    def score(self, *args, **kwargs) -> ScoreResult:
+    def score(self, *args, **kwargs):
+        from mibench.engines import ScoreResult
+
         return ScoreResult(**self.worker.request("score", args, kwargs))
 
     def run_case(self, case, peak: float | None, tick: Callable[[str], None]) -> CaseRecord:
