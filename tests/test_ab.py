@@ -37,7 +37,7 @@ SINGLE = "engines/modes/single.py"
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
     """old (no engine contract), base, docs, slow (single 3x), after, scores (moved), and
-    on a side branch broken (engines without a name the workers import). The
+    on a side branch broken (engines without load_engine, which the workers build with). The
     workers share a JAX compilation cache (both revisions compile the same programs)."""
     repo = tmp_path_factory.mktemp("scratch")
     with pytest.MonkeyPatch.context() as env:
@@ -66,10 +66,9 @@ def _build(repo):
     shas["scores"] = commit(repo, "scores moved")
     git(repo, "checkout", "-q", "-b", "side")  # off the first-parent line of HEAD
     init = (repo / "engines/__init__.py").read_text()
-    line = '    "count_compiles": ("modes.compiles", "count_compiles"),\n'
-    assert line in init
-    (repo / "engines/__init__.py").write_text(init.replace(line, ""))
-    shas["broken"] = commit(repo, "engines without count_compiles")
+    assert "def load_engine(" in init
+    (repo / "engines/__init__.py").write_text(init.replace("def load_engine(", "def build("))
+    shas["broken"] = commit(repo, "engines without load_engine")
     git(repo, "checkout", "-q", "-")
     return repo, shas
 
@@ -118,7 +117,7 @@ def test_a_revision_whose_engines_the_workers_cannot_import_is_refused(scratch, 
 
     repo, shas = scratch
     with pytest.raises(MibenchError, match=f"{shas['broken'][:12]} has engines this "
-                                           "harness's workers cannot import .*count_compiles"
+                                           "harness's workers cannot import .*load_engine"
                                            f".*oldest revision that can be measured is "
                                            f"{shas['base'][:12]}"):
         ab(scratch, tmp_path, "base", "broken")

@@ -142,3 +142,22 @@ def test_ab_a_side_that_dies_fails_alone(tmp_path, monkeypatch):
     records, _ = _lockstep(tmp_path, base_trouble=testing.segfault)
     assert records["base"].status == "failed" and "SIGSEGV" in records["base"].error.message
     assert records["new"].status == "ok" and len(records["new"].timed_s) == 3
+
+
+def test_the_worker_side_imports_nothing_but_load_engine_from_the_engines(tmp_path):
+    """`mibench ab` runs older revisions' engines under this harness: its worker side may
+    take from `mibench.engines` only `load_engine` at import (the rest is looked up when
+    used), or every revision without today's names would be unmeasurable."""
+    import subprocess
+    import sys
+
+    def check(text):
+        (tmp_path / "engines").mkdir(exist_ok=True)
+        (tmp_path / "engines" / "__init__.py").write_text(text)
+        return subprocess.run([sys.executable, "-m", "mibench.harness.run.bootstrap", "check",
+                               str(tmp_path)], capture_output=True, text=True, timeout=120)
+
+    ok = check("def load_engine(*args, **kwargs):\n    raise NotImplementedError\n")
+    assert ok.returncode == 0, ok.stderr
+    missing = check("")
+    assert missing.returncode == 1 and "load_engine" in missing.stderr

@@ -59,13 +59,16 @@ def _exit_now(conn) -> None:
 
 def check(engine_root: str) -> int:
     """`python -m mibench.harness.run.bootstrap check ROOT`: can this harness's workers run
-    ROOT's engines? They import the harness's worker side, which imports names from
-    `mibench.engines`; an older revision may lack some. Exit 0, or 1 with the ImportError
-    as one line on stderr (`mibench ab` refuses such a revision, harness/ab/revisions.py)."""
+    ROOT's engines? They import the harness's worker side (which takes from
+    `mibench.engines` only what every revision since the engine contract has, looking up
+    the rest when used) and build engines with `load_engine`. Exit 0, or 1 with the
+    ImportError as one line on stderr (`mibench ab` refuses such a revision,
+    harness/ab/revisions.py)."""
     use_engines_from(engine_root)
     try:
         import mibench.harness.run.compile_worker  # noqa: F401
         import mibench.harness.run.worker  # noqa: F401
+        from mibench.engines import load_engine  # noqa: F401  (what a worker builds with)
     except ImportError as e:
         print(f"{type(e).__name__}: {e}", file=sys.stderr)
         return 1
