@@ -1,5 +1,5 @@
 """Developer sessions: `nox -s tests`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
-`nox -s overhead`, `nox -s nightly`, `nox -s compile`."""
+`nox -s overhead`, `nox -s calibrate`, `nox -s nightly`, `nox -s compile`."""
 
 import nox
 
@@ -53,6 +53,18 @@ def overhead(session):
     the <= 2% budget). Extra arguments go to `mibench job overhead`, e.g. `-- --rounds 5`."""
     _install(session)
     session.run("mibench", "job", "overhead", "configs/overhead.yaml", *session.posargs,
+                env=ENV)
+
+
+@nox.session(python="3.11")
+def calibrate(session):
+    """The A/B gate's false alarms and detections on this machine (`mibench job calibrate`:
+    A/A and 1.2x / 1.5x slower prefill_extend, 20 trials each under a background load, then
+    21 separate runs compared in turn; about an hour on 2 cores). Its workers import the
+    harness from this checkout: leave the working tree alone while it runs (or run it from
+    a worktree of its own). Extra arguments go to the job, e.g. `-- --trials 5`."""
+    _install(session)
+    session.run("mibench", "job", "calibrate", "--out", "out/calibrate", *session.posargs,
                 env=ENV)
 
 
