@@ -128,27 +128,31 @@ def vocab_logsumexp(h_rd, head_vd, block: int = 2048, row_block: int = 512):
     block vocabulary entries, online max and sum), so the [R, V] logits never exist and each
     tile's exponentials are consumed while it is in cache (measured: 0.26 s for 500 rows of
     151,936 on the 2-core CPU, vs 0.53 s materialised and 0.33 s with 16k-wide blocks).
-    Accelerators take 32k-wide blocks: five matmuls instead of 75 loop steps."""
+    Accelerators take 32k-wide blocks: five matmuls instead of 75 loop steps. Each step
+    slices its block out of the head in place (the last block starts early enough to end at
+    V, its entries already counted masked out), so no padded copy of the [V, D] head exists
+    (0.31 GiB for qwen3-0.6b in bfloat16)."""
     v, d = head_vd.shape
+    block = min(block, v)
     r = h_rd.shape[0]
     nblk, nrow = -(-v // block), -(-r // min(r, row_block))
     rb = -(-r // nrow)
-    head_kbd = jnp.pad(head_vd, ((0, nblk * block - v), (0, 0))).reshape(nblk, block, d)
-    valid_kb = (jnp.arange(nblk * block) < v).reshape(nblk, block)
     h_nrd = jnp.pad(h_rd, ((0, nrow * rb - r), (0, 0))).reshape(nrow, rb, d)
 
     def rows(hr_rd):
-        def step(carry, xs):
+        def step(carry, k):
             m_r, s_r = carry
-            w_bd, valid_b = xs
+            start = jnp.minimum(k * block, v - block)
+            w_bd = jax.lax.dynamic_slice_in_dim(head_vd, start, block, axis=0)
+            fresh_b = start + jnp.arange(block) >= k * block  # not counted by block k - 1
             z_rb = jnp.einsum("rd,bd->rb", hr_rd, w_bd, preferred_element_type=F32)
-            z_rb = jnp.where(valid_b[None], z_rb, -jnp.inf)
+            z_rb = jnp.where(fresh_b[None], z_rb, -jnp.inf)
             m_new = jnp.maximum(m_r, z_rb.max(-1))
             s_r = s_r * jnp.exp(m_r - m_new) + jnp.exp(z_rb - m_new[:, None]).sum(-1)
             return (m_new, s_r), None
 
         init = (jnp.full((rb,), -jnp.inf, F32), jnp.zeros((rb,), F32))
-        (m_r, s_r), _ = jax.lax.scan(step, init, (head_kbd, valid_kb))
+        (m_r, s_r), _ = jax.lax.scan(step, init, jnp.arange(nblk))
         return m_r + jnp.log(s_r)
 
     return jax.lax.map(rows, h_nrd).reshape(-1)[:r, None]

@@ -157,3 +157,23 @@ def test_bad_options_are_clear_errors(jax_tiny, mode, opts, delimiter, field):
         jax_tiny.score([1, 2, 3], [[4, 5]], LABELS, mode=mode, delimiter=delimiter, **opts)
     assert err.value.field == field
     assert field in str(err.value)
+
+
+@pytest.mark.parametrize("v, r, block", [(1000, 7, 256), (1000, 7, 4096), (1024, 600, 256),
+                                         (5, 3, 2)])
+def test_vocab_logsumexp_matches_the_full_logits(v, r, block):
+    """Tiled over the vocabulary without a padded copy of the head: a last block that
+    overlaps the one before, one block wider than V, many row blocks."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from mibench.engines.jax_model import vocab_logsumexp
+
+    rng = np.random.default_rng(v + r)
+    h = jnp.asarray(rng.normal(size=(r, 16)), jnp.float32)
+    w = jnp.asarray(rng.normal(size=(v, 16)), jnp.float32)
+    got = np.asarray(vocab_logsumexp(h, w, block, row_block=256))
+    want = np.asarray(jax.nn.logsumexp(h @ w.T, axis=-1, keepdims=True))
+    assert got.shape == (r, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-5)
