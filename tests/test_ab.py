@@ -26,7 +26,7 @@ name: ab
 model: {path: "embedded:tiny"}
 workload: {query_tokens: 32, num_items: 3, item_tokens: 4, label_token_ids: [198],
            delimiter: 151643}
-runs: {warmup: 0, timed: 3}
+runs: {warmup: 1, timed: 5}
 cases:
   - {engine: jax, mode: single}
   - {engine: jax, mode: packed, mask: segment}

@@ -50,7 +50,9 @@ def test_a_dying_worker_fails_its_case_and_the_run_goes_on(tmp_path, trouble, ca
 
 def test_cases_measured_in_a_worker_match_in_process(tmp_path):
     """The worker runs the same measurement: same scores digest, same record shape."""
-    config = load_config(write_config(tmp_path, CONFIG))
+    # a generous timeout: a starved machine must not fail a trivial case (CONFIG's 1 s is
+    # for the hang test)
+    config = load_config(write_config(tmp_path, CONFIG), ["runs.timeout_s=60"])
     both = [run(config, tmp_path / name, progress=False, engine_factory=FakeEngine,
                 peak=fixed_peak(), workers=workers) for name, workers in (("a", True),
                                                                          ("b", False))]
@@ -64,7 +66,8 @@ def test_runs_processes_measures_each_case_in_fresh_workers(tmp_path, monkeypatc
     pids = tmp_path / "pids"
     monkeypatch.setenv("MIBENCH_TEST_PIDS", str(pids))
     factory = functools.partial(FakeEngine, on_mode={"single": testing.record_pid})
-    config = load_config(write_config(tmp_path, CONFIG), ["runs.processes=3"])
+    config = load_config(write_config(tmp_path, CONFIG), ["runs.processes=3",
+                                                          "runs.timeout_s=60"])
     record = run(config, tmp_path / "out", progress=False, engine_factory=factory,
                  peak=fixed_peak(), workers=True)
     single = next(c for c in record.cases if c.mode == "single")
