@@ -11,8 +11,6 @@ from mibench.errors import MibenchError
 from mibench.harness.ab.revisions import first_parent, git
 from mibench.harness.ab.rounds import run_ab
 from mibench.harness.config import Config
-from mibench.harness.run.provenance import device_info
-from mibench.harness.run.worker import probe_env
 
 
 def bisect(config: Config, repo: Path, good: str, bad: str, cache: Path, *,
@@ -25,11 +23,10 @@ def bisect(config: Config, repo: Path, good: str, bad: str, cache: Path, *,
         raise MibenchError(f"has no commits after {good} on its first-parent line",
                            field="BAD_REV")
     steps: list[dict] = []
-    interleave = device_info(probe_env()).platform == "cpu"  # as run_ab decides, once
 
     def regressed(commit: str) -> bool:
         record, _ = run_ab(config, repo, good, commit, cache, rounds=rounds,
-                           case_glob=case_glob, interleave=interleave, note=lambda line: None)
+                           case_glob=case_glob, note=lambda line: None)
         evidence = {c.case_id: f"{c.verdict}: {c.why}" for c in record.cases}
         step = {"commit": commit, "subject": git(repo, "log", "-1", "--format=%s", commit),
                 "verdict": record.verdict, "evidence": evidence}

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mibench.errors import MibenchError
-
 
 def ab_command(base_rev: str, new_rev: str, config_path: Path, *, rounds: int,
                case_glob: str | None, out: Path, sets: list[str], argv: list[str],
@@ -21,11 +19,7 @@ def ab_command(base_rev: str, new_rev: str, config_path: Path, *, rounds: int,
     from mibench.harness.run.compile import resolve_target
 
     config = load_config(config_path, sets)
-    try:
-        limit = parse_threshold(cost_threshold)
-    except MibenchError as e:
-        raise MibenchError(str(e).removeprefix("--threshold: "),
-                           field="--cost-threshold") from None
+    limit = parse_threshold(cost_threshold, "--cost-threshold")
     tpu = (resolve_target(target, config)
            if compile_ and (target or config.topology.target) else None)
     record, path = run_ab(config, repository(), base_rev, new_rev, cache_dir(), rounds=rounds,

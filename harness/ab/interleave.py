@@ -11,31 +11,21 @@ the other waits in a blocking read, using no CPU.
 
 Interleaving needs both engines in memory at once and two processes on the device: it is
 used where JAX runs on the CPU. On a GPU or TPU (one process owns the device) the sides of
-a round run one after the other (`rounds._sequential`).
+a round run one after the other (`rounds._round`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import traceback
-from collections.abc import Callable
 
 from mibench.harness.config.cases import CaseSpec
-from mibench.harness.records import CaseRecord, ErrorInfo
-from mibench.harness.run.case import case_record
+from mibench.harness.records import CaseRecord
+from mibench.harness.run.case import failed_record
 from mibench.harness.run.worker import Worker, WorkerPool
 
 
-def _failed(case: CaseSpec, e: Exception) -> CaseRecord:
-    rec = case_record(case)
-    rec.status = "failed"
-    rec.error = ErrorInfo(type=type(e).__name__, message=str(e),
-                          traceback=traceback.format_exc())
-    return rec
-
-
-def lockstep(case: CaseSpec, pools: dict[str, WorkerPool], order: list[str],
-             note: Callable[[str], None] = lambda line: None) -> dict[str, CaseRecord]:
+def lockstep(case: CaseSpec, pools: dict[str, WorkerPool], order: list[str]
+             ) -> dict[str, CaseRecord]:
     """Measure `case` on every side of `pools` (name -> pool of that revision), their calls
     alternating; returns each side's record (a failed one where its worker failed)."""
     runs = case.runs
@@ -53,7 +43,7 @@ def lockstep(case: CaseSpec, pools: dict[str, WorkerPool], order: list[str],
             engine.worker.max_rss = case.runs.max_rss
             engine.worker.send("case", case, None, True, timeout_s=case.runs.timeout_s)
         except Exception as e:
-            records[name] = _failed(case, e)
+            records[name] = failed_record(case, e)
             workers.pop(name, None)
             pools[name].discard(case.engine_key)
     active = [name for name in order if name in workers]
@@ -66,9 +56,6 @@ def lockstep(case: CaseSpec, pools: dict[str, WorkerPool], order: list[str],
                 workers[name].go()
                 _step(name, workers, records, active, pools, case)
         turn += 1
-    note(f"{case.case_id}: " + ", ".join(
-        f"{name} {len(records[name].timed_s)} timed calls ({records[name].status})"
-        for name in order))
     return records
 
 
@@ -85,6 +72,6 @@ def _step(name: str, workers: dict[str, Worker], records: dict[str, CaseRecord],
         elif first and kind != "measuring":
             raise RuntimeError(f"paced worker: expected 'measuring', got {kind!r}")
     except Exception as e:
-        records[name] = _failed(case, e)
+        records[name] = failed_record(case, e)
         active.remove(name)
         pools[name].discard(case.engine_key)  # dead, or out of step: the next case starts anew

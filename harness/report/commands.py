@@ -28,16 +28,17 @@ def load(path: Path):
     return read_artifact(path)
 
 
-def parse_threshold(text: str) -> float:
-    """`5%` -> 0.05; `0.05` -> 0.05; a bare number of 1 or more is taken as percent."""
+def parse_threshold(text: str, field: str = "--threshold") -> float:
+    """`5%` -> 0.05; `0.05` -> 0.05; a bare number of 1 or more is taken as percent. A bad
+    value is a MibenchError naming `field` (the option it came from)."""
     try:
         value = float(text.strip().removesuffix("%"))
     except ValueError:
-        raise MibenchError("not a number (use e.g. 5% or 0.05)", field="--threshold") from None
+        raise MibenchError("not a number (use e.g. 5% or 0.05)", field=field) from None
     if text.strip().endswith("%") or value >= 1:
         value /= 100
     if not 0 <= value < 1:
-        raise MibenchError("must be between 0% and 100%", field="--threshold")
+        raise MibenchError("must be between 0% and 100%", field=field)
     return value
 
 
@@ -146,12 +147,7 @@ def parse_floor(text: str | None, folder: Path | None):
     if text is not None and folder is not None:
         raise MibenchError("give --noise-floor or --noise-from, not both", field="--noise-floor")
     if text is not None:
-        try:
-            value = parse_threshold(text)
-        except MibenchError as e:
-            raise MibenchError(str(e).removeprefix("--threshold: "),
-                               field="--noise-floor") from None
-        return NoiseFloor(value, "--noise-floor")
+        return NoiseFloor(parse_threshold(text, "--noise-floor"), "--noise-floor")
     if folder is not None:
         from mibench.harness.stats.history import aa_noise, load_dir
 
@@ -221,11 +217,7 @@ def _compare_compile(base: Path, new: Path, cost_threshold: str, kind: str) -> i
         odd = new if _is_compile(base) else base
         raise MibenchError("is not a compile artifact; compare a compile artifact with "
                            "another", field=str(odd))
-    try:
-        limit = parse_threshold(cost_threshold)
-    except MibenchError as e:
-        raise MibenchError(str(e).removeprefix("--threshold: "),
-                           field="--cost-threshold") from None
+    limit = parse_threshold(cost_threshold, "--cost-threshold")
     result = compare_compile(read_compile_artifact(base), read_compile_artifact(new), limit)
     print(compile_compare_json(result) if kind == "json" else compile_compare_markdown(result),
           end="")

@@ -39,6 +39,15 @@ def case_record(case: CaseSpec) -> CaseRecord:
                       status="ok", started_at=now())
 
 
+def failed_record(case: CaseSpec, e: BaseException) -> CaseRecord:
+    """The case `failed` with `e` (type, message, the traceback being handled)."""
+    rec = case_record(case)
+    rec.status = "failed"
+    rec.error = ErrorInfo(type=type(e).__name__, message=str(e),
+                          traceback=traceback.format_exc())
+    return rec
+
+
 def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
              tick: Callable[[str], None], measuring: Callable[[], None] = lambda: None
              ) -> CaseRecord:

@@ -12,7 +12,6 @@ import contextlib
 import datetime as dt
 import fnmatch
 import secrets
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from mibench.harness.records import (
     write_artifact,
 )
 from mibench.harness.run import parity
-from mibench.harness.run.case import case_record, now, run_case
+from mibench.harness.run.case import case_record, failed_record, now, run_case
 from mibench.harness.run.peak import PeakTable
 from mibench.harness.run.pool import EngineKey, EnginePool
 from mibench.harness.run.progress import make_progress, style
@@ -129,10 +128,7 @@ def _in_one_worker(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float
         rec.status = "skipped"
         rec.error = ErrorInfo(type=type(e).__name__, message=str(e), traceback="")
     except Exception as e:
-        rec = case_record(case)
-        rec.status = "failed"
-        rec.error = ErrorInfo(type=type(e).__name__, message=str(e),
-                              traceback=traceback.format_exc())
+        rec = failed_record(case, e)
         if isinstance(e, WorkerDied):
             pool.discard(case.engine_key)
     return rec
