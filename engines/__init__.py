@@ -15,12 +15,14 @@ from __future__ import annotations
 import importlib
 
 from mibench.engines.contract import Engine
+from mibench.engines.modes.accounting import PART_OPTION, Shape
 from mibench.engines.modes.registry import (
     AUTO_DENSE_MAX_T,
     MODES,
     OPTIONS,
     Mode,
     Option,
+    engine_mode,
     engine_modes,
 )
 from mibench.engines.result import ScoreResult
@@ -40,7 +42,6 @@ _LAZY = {
     "verify_model": ("checkpoint", "verify_model"),
     "init_distributed": ("distributed", "initialize"),
     "is_writer": ("distributed", "is_writer"),
-    "tokens_run": ("modes.layout", "tokens_run"),
     "count_compiles": ("modes.compiles", "count_compiles"),
     "stage_profile": ("profile", "prefill_extend_stages"),
     "top_kernels": ("profile", "top_kernels"),
@@ -55,9 +56,9 @@ _LAZY = {
     "compile_case": ("compile", "compile_case"),
 }
 
-__all__ = ["AUTO_DENSE_MAX_T", "DTYPES", "ENGINES", "MODES", "OPTIONS", "Engine", "InputError",
-           "MibenchError", "Mode", "ModelError", "Option", "ScoreResult", "TopologyUnavailable",
-           "engine_modes", "load_engine", *_LAZY]
+__all__ = ["AUTO_DENSE_MAX_T", "DTYPES", "ENGINES", "MODES", "OPTIONS", "PART_OPTION", "Engine",
+           "InputError", "MibenchError", "Mode", "ModelError", "Option", "ScoreResult", "Shape",
+           "TopologyUnavailable", "engine_mode", "engine_modes", "load_engine", *_LAZY]
 
 
 def __getattr__(name: str):

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from mibench.engines.config import ModelConfig
 from mibench.engines.facts import tokenizer_of
-from mibench.engines.modes.registry import MODES, resolve_semantics
+from mibench.engines.modes.registry import MODES, engine_mode, resolve_semantics
 from mibench.engines.result import ScoreResult
 from mibench.engines.score_client import (
     DEFAULT_TIMEOUT_S,
@@ -155,10 +155,7 @@ class HttpEngine:
               semantics: str | None = None, **options) -> ScoreResult:
         """One POST /v1/score. The server's 400 is an InputError naming its field; no
         answer, or another status, is a MibenchError naming `base_url`."""
-        if not isinstance(mode, str) or mode not in MODES[self.name]:
-            raise MibenchError(f"unknown mode {mode!r} for the http engine (known: "
-                               f"{', '.join(MODES[self.name])})", field="mode")
-        MODES[self.name][mode].check(options)
+        engine_mode(self.name, mode).check(options)
         if not isinstance(items, list | tuple) and not hasattr(items, "tolist"):
             raise InputError("must be a non-empty list of items", field="items")
         self.check_server(delimiter, semantics)

@@ -15,19 +15,10 @@ from mibench.engines.checkpoint import (
     special_ids,
 )
 from mibench.engines.jax_model import Decoder
-from mibench.engines.modes.extend import score_prefill_extend
-from mibench.engines.modes.layout import tokens_run
-from mibench.engines.modes.packed import score_chunked, score_packed
-from mibench.engines.modes.registry import ATTENTIONS, CHUNK_SIZE, MODES, choice
-from mibench.engines.modes.single import score_single
+from mibench.engines.modes.registry import ATTENTIONS, MODES, choice, engine_mode
 from mibench.engines.request import make_request
 from mibench.engines.result import ScoreResult
 from mibench.engines.sharding import fit_kv_heads, make_shard_config, place_params
-from mibench.errors import MibenchError
-
-# the function of each mode the registry declares for this engine
-SCORERS = {"single": score_single, "packed": score_packed, "chunked": score_chunked,
-           "prefill_extend": score_prefill_extend}
 
 
 class JaxEngine:
@@ -65,7 +56,8 @@ class JaxEngine:
 
     def resolved_options(self, mode: str, options: dict) -> dict:
         """What a call with these options runs on this machine (for the case record)."""
-        if mode not in SCORERS or "attention" not in MODES["jax"][mode].defaults:
+        declared = MODES["jax"].get(mode)
+        if declared is None or "attention" not in declared.defaults:
             return {}
         if options.get("mask") == "dense":  # the seeds' baseline: masked attention in XLA
             return {"attention": "xla-masked"}
@@ -73,7 +65,7 @@ class JaxEngine:
 
     @property
     def modes(self) -> tuple[str, ...]:
-        return tuple(SCORERS)
+        return tuple(MODES["jax"])
 
     @property
     def special_ids(self) -> frozenset[int]:
@@ -101,13 +93,11 @@ class JaxEngine:
               semantics: str | None = None, **options) -> ScoreResult:
         """Score every item (docs/semantics.md); `semantics`: `delimited` or `plain` (None:
         delimited when a delimiter is given); the modes' options: modes/registry.py."""
-        if not isinstance(mode, str) or mode not in SCORERS:
-            raise MibenchError(f"unknown mode {mode!r} for the jax engine "
-                               f"(known: {', '.join(SCORERS)})", field="mode")
+        mode_ = engine_mode(self.name, mode)
         req = self.request(query, items, label_token_ids, apply_softmax, delimiter, semantics)
-        scores = SCORERS[mode](self, req, **options)  # validates the options and semantics
-        num_tokens = tokens_run(mode, len(req.prefix), [len(i) for i in req.items],
-                                options.get("chunk_size") or CHUNK_SIZE, req.semantics)
+        scores = mode_.score(self, req, **options)  # checks the options and semantics
+        num_tokens = mode_.num_tokens(len(req.prefix), [len(i) for i in req.items], options,
+                                      req.semantics)
         return ScoreResult(scores=np.asarray(scores, np.float64).tolist(), mode=mode,
                            num_items=len(req.items), num_tokens=num_tokens)
 

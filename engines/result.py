@@ -13,5 +13,5 @@ class ScoreResult:
     mode: str
     num_items: int
     # tokens the engine actually ran through the model (padding excluded), per mode as
-    # `modes.layout.tokens_run` counts them: a prefix run N times counts N times
+    # `Mode.num_tokens` counts them: a prefix run N times counts N times
     num_tokens: int

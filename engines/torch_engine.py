@@ -22,8 +22,7 @@ from mibench.engines.checkpoint import (
     resolve_model,
     special_ids,
 )
-from mibench.engines.modes.layout import tokens_run
-from mibench.engines.modes.registry import MODES
+from mibench.engines.modes.registry import MODES, engine_mode
 from mibench.engines.request import ScoreRequest, make_request
 from mibench.engines.result import ScoreResult
 from mibench.errors import MibenchError
@@ -120,26 +119,22 @@ class TorchEngine:
               semantics: str | None = None, **options) -> ScoreResult:
         """Both modes score either semantics: `delimited` (`query d item`) or `plain`
         (`query item`, the delimiter unused); None: delimited when a delimiter is given."""
-        if mode not in self.modes:
-            raise MibenchError(f"unknown mode {mode!r} for the torch engine "
-                               f"(known: {', '.join(self.modes)})", field="mode")
-        batch = MODES["torch"][mode].check(options).get("extend_batch_size")
+        mode_ = engine_mode(self.name, mode)
         cfg = self.model_config
         req = make_request(query, items, label_token_ids, apply_softmax=apply_softmax,
                            delimiter=delimiter, semantics=semantics, vocab_size=cfg.vocab_size,
                            max_length=cfg.max_position_embeddings, tokenizer=self.tokenizer)
-        MODES["torch"][mode].check_semantics(req.semantics, req.delimiter)
-        n = len(req.items)
-        # a custom boolean 4D mask is passed as is to attention: SDPA reads it, eager would not
-        self.hf_model.set_attn_implementation("eager" if mode == "single" else "sdpa")
-        if mode == "single":
-            scores = np.stack([self._score_one(req, i) for i in range(n)])
-        else:
-            scores = self._score_extend(req, batch)
-        return ScoreResult(scores=scores.astype(np.float64).tolist(), mode=mode, num_items=n,
-                           num_tokens=tokens_run(mode, len(req.prefix),
-                                                 [len(item) for item in req.items],
-                                                 semantics=req.semantics))
+        scores = mode_.score(self, req, **options)  # checks the options and semantics
+        return ScoreResult(scores=scores.astype(np.float64).tolist(), mode=mode,
+                           num_items=len(req.items),
+                           num_tokens=mode_.num_tokens(len(req.prefix),
+                                                       [len(item) for item in req.items],
+                                                       options, req.semantics))
+
+    def attention(self, name: str) -> None:
+        """Switch attention: eager for `single`; SDPA for `prefill_extend`, whose custom
+        boolean 4D mask SDPA reads as is (eager would not)."""
+        self.hf_model.set_attn_implementation(name)
 
     def _labels(self, req: ScoreRequest):
         import torch
@@ -175,3 +170,17 @@ class TorchEngine:
                 logits_bv = out.logits[0].float()  # only the items' last rows went to the LM head
                 rows.append(label_scores(logits_bv, self._labels(req), req.apply_softmax))
         return torch.cat(rows).cpu().numpy()
+
+
+def score_single(engine: TorchEngine, req: ScoreRequest) -> np.ndarray:
+    """Mode `single`: one forward per item (eager attention)."""
+    engine.attention("eager")
+    return np.stack([engine._score_one(req, i) for i in range(len(req.items))])
+
+
+def score_prefill_extend(engine: TorchEngine, req: ScoreRequest,
+                         extend_batch_size: int) -> np.ndarray:
+    """Mode `prefill_extend`: the prefix prefilled once, `extend_batch_size` items per
+    pass against its cache (SDPA)."""
+    engine.attention("sdpa")
+    return engine._score_extend(req, extend_batch_size)

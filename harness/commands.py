@@ -247,7 +247,7 @@ def score_request(*, query_ids=None, query_text=None, item_ids=None, item_text=N
     except MibenchError as e:  # names `semantics`, or `delimiter` for a packing mode
         raise MibenchError(str(e).removeprefix(f"{e.field}: "), field=f"--{e.field}") from None
     model_facts(model)
-    _check_memory(mode, modes[mode].defaults, opts, q, its, delimiter)
+    _check_memory(modes[mode], opts, q, its, delimiter)
     eng = load_engine(engine, model=model, dtype=dtype, tp=tp)
     extra = {} if semantics is None else {"semantics": semantics}
     result = eng.score(q, its, label_ids, mode=mode, apply_softmax=softmax,
@@ -256,17 +256,18 @@ def score_request(*, query_ids=None, query_text=None, item_ids=None, item_text=N
             "num_tokens": result.num_tokens, "scores": result.scores}
 
 
-def _check_memory(mode: str, defaults: dict, opts: dict, query, items, delimiter) -> None:
-    """Refuse a request whose host memory (harness.config.checks.host_bytes; text counted
-    a token a byte, the most a byte-level tokenizer makes) is more than this machine has."""
-    from mibench.harness.config.checks import HARD_LIMIT, gib, host_bytes, host_memory
+def _check_memory(mode, opts: dict, query, items, delimiter) -> None:
+    """Refuse a request whose host memory (`Mode.host_bytes`; text counted a token a byte,
+    the most a byte-level tokenizer makes) is more than this machine has."""
+    from mibench.engines import Shape
+    from mibench.harness.config.checks import HARD_LIMIT, gib, host_memory
 
     def length(x) -> int:
         return len(x.encode()) if isinstance(x, str) else len(x)
 
     prefix = length(query) + (delimiter is not None)
     mean = sum(map(length, items)) / len(items)
-    parts = host_bytes(mode, opts, defaults, prefix, len(items), mean)
+    parts = mode.host_bytes(Shape(prefix, len(items), mean), opts)
     ram, source = host_memory()
     limit = min(ram or HARD_LIMIT, HARD_LIMIT)
     if sum(parts.values()) > limit:

@@ -11,8 +11,8 @@ from mibench.engines import (
     MibenchError,
     ModelConfig,
     ScoreResult,
+    engine_mode,
     engine_modes,
-    tokens_run,
 )
 
 TINY = ModelConfig(architecture="qwen3", vocab_size=151936, hidden_size=256, num_layers=4,
@@ -46,18 +46,18 @@ class FakeEngine:
             raise self.fail[mode]
         if mode in self.on_mode:
             self.on_mode[mode](self)
-        if mode not in self.modes:
-            raise MibenchError(f"unknown mode {mode!r} for the {self.name} engine", field="mode")
-        options = engine_modes(self.name)[mode].check(options)
+        declared = engine_mode(self.name, mode)
+        declared.check(options)
         for t in label_token_ids:
             if not 0 <= t < TINY.vocab_size:
                 raise InputError(f"token id {t} is outside the vocabulary", field="labels")
         prefix = list(query) + ([delimiter] if delimiter is not None else [])
         scores = [[self._h(prefix + list(item) + [label]) for label in label_token_ids]
                   for item in items]
+        semantics = declared.resolve_semantics(semantics, delimiter)
         return ScoreResult(scores=scores, mode=mode, num_items=len(items),
-                           num_tokens=tokens_run(mode, len(prefix), [len(i) for i in items],
-                                                 options.get("chunk_size")))
+                           num_tokens=declared.num_tokens(len(prefix), [len(i) for i in items],
+                                                          options, semantics))
 
     @property
     def topology(self) -> dict:

@@ -24,6 +24,19 @@ def random_request(seed: int, query_len: int = 48, num_items: int = 8,
     return query, items
 
 
+def mode_examples(engine: str = "jax", skip: tuple[str, ...] = ()) -> list[tuple[str, dict]]:
+    """(mode, options) of every example the registry declares for `engine`'s modes: the
+    tests that must cover every mode loop over these, so a new mode is covered at once."""
+    from mibench.engines import MODES
+
+    return [(m.name, dict(ex)) for m in MODES[engine].values() if m.name not in skip
+            for ex in m.examples]
+
+
+def example_id(mode: str, opts: dict) -> str:
+    return mode + "".join(f"-{k}{v}" for k, v in opts.items())
+
+
 @pytest.fixture(scope="session")
 def make_request():
     return random_request

@@ -6,19 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import DELIM, LABELS
+from conftest import DELIM, LABELS, example_id, mode_examples
 
 from mibench.engines.modes.layout import pack
 from mibench.engines.request import make_request as build_request
 
-ALL_MODES = [
-    ("single", {}),
-    ("packed", {"mask": "dense"}),
-    ("packed", {"mask": "segment"}),
-    ("chunked", {"chunk_size": 3}),
-    ("prefill_extend", {"extend_batch_size": 3}),
-]
-IDS = [m + "-" + "-".join(f"{k}{v}" for k, v in o.items()) for m, o in ALL_MODES]
+ALL_MODES = mode_examples()  # every mode, every example the registry declares
+IDS = [example_id(m, o) for m, o in ALL_MODES]
 SEMANTICS = ("delimited", "plain")
 CHANGED = 3  # the item we mutate; with chunk/batch 3 it shares a chunk with items 4 and 5
 

@@ -7,26 +7,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import DELIM, LABELS
+from conftest import DELIM, LABELS, example_id, mode_examples
 
-MODE_CASES = [
-    ("packed", {"mask": "dense"}),
-    ("packed", {"mask": "segment"}),
-    ("packed", {"mask": "auto"}),
-    ("chunked", {"chunk_size": 3}),   # 7 items: chunks of 3, 3, 1
-    ("chunked", {"chunk_size": 1}),
-    ("chunked", {"chunk_size": 4, "mask": "dense"}),
-    ("prefill_extend", {"extend_batch_size": 3}),  # last batch of 1, padded to size 1
-    ("prefill_extend", {"extend_batch_size": 4, "precompile_bs": [4]}),  # last batch 3 -> 4
-    ("chunked", {"chunk_size": 3, "schedule": "sequential"}),  # one chunk after another
-    ("chunked", {"chunk_size": 3, "mask": "dense", "schedule": "sequential"}),
-    # the Pallas TPU splash kernel, in interpret mode on this CPU, end to end
+# every example the registry declares (7 items: chunks of 3 leave 1; extend batches of 3
+# leave 1, of 4 with precompile_bs [4] pad the last 3 to 4), and chunks of one item
+MODE_CASES = mode_examples(skip=("single",)) + [("chunked", {"chunk_size": 1})]
+# the Pallas TPU splash kernel, in interpret mode on this CPU, end to end (slow)
+PALLAS_CASES = [
     ("single", {"attention": "pallas"}),
     ("packed", {"mask": "segment", "attention": "pallas"}),
     ("chunked", {"chunk_size": 4, "schedule": "sequential", "attention": "pallas"}),
     ("prefill_extend", {"extend_batch_size": 3, "attention": "pallas"}),
 ]
-IDS = [m + "-" + "-".join(f"{k}{v}" for k, v in o.items()) for m, o in MODE_CASES]
+MODE_CASES += [pytest.param(m, o, marks=pytest.mark.slow) for m, o in PALLAS_CASES]
+IDS = [example_id(m, o) for m, o in mode_examples(skip=("single",))] + [
+    "chunked-chunk_size1"] + [example_id(m, o) for m, o in PALLAS_CASES]
 
 
 SEMANTICS = ("delimited", "plain")

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import DELIM, LABELS
+from conftest import DELIM, LABELS, mode_examples
 
 from mibench.engines.modes import extend as extend_mode
 from mibench.engines.modes import packed as packed_mode
@@ -94,10 +94,9 @@ def test_prefill_extend_never_copies_the_prefix_per_item(jax_tiny, make_request)
     assert copies_prefix(hlo_shapes(naive.lower(q, k_cache[0]).compile()), b, 512)
 
 
-CALLS = [("single", {}), ("packed", {"mask": "dense"}), ("packed", {"mask": "segment"}),
-         ("chunked", {"chunk_size": 2}),
-         ("prefill_extend", {"extend_batch_size": 2, "precompile_bs": [1, 2]}),
-         ("prefill_extend", {"extend_batch_size": 3, "precompile_bs": [2, 3]})]
+# every example the registry declares, and two precompiled bucket sets
+CALLS = mode_examples() + [("prefill_extend", {"extend_batch_size": 2, "precompile_bs": [1, 2]}),
+                           ("prefill_extend", {"extend_batch_size": 3, "precompile_bs": [2, 3]})]
 
 
 @pytest.mark.parametrize("semantics", ["delimited", "plain"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from conftest import DELIM, LABELS, random_request
 
-from mibench.engines.modes.layout import tokens_run
+from mibench.engines import MODES
 
 QUERY, ITEMS = random_request(21, query_len=20, num_items=7, item_len=(1, 9))
 Q, N, ITEM_TOKENS = len(QUERY), len(ITEMS), sum(map(len, ITEMS))
@@ -53,7 +53,10 @@ def test_torch_counts_what_each_mode_runs(torch_tiny, case):
 
 def test_the_counts_tell_the_modes_apart():
     """Control: a count that ignored the mode (query and items once) would fail above."""
-    counts = {mode: tokens_run(mode, P, [len(i) for i in ITEMS], 3)
+    def count(mode, lens, **options):
+        return MODES["jax"][mode].num_tokens(P, lens, options, "delimited")
+
+    counts = {mode: count(mode, [len(i) for i in ITEMS], chunk_size=3)
               for mode in ("single", "packed", "chunked", "prefill_extend")}
     assert len(set(counts.values())) == 4
-    assert tokens_run("chunked", P, [2] * 6, chunk_size=6) == tokens_run("packed", P, [2] * 6)
+    assert count("chunked", [2] * 6, chunk_size=6) == count("packed", [2] * 6)

@@ -14,27 +14,19 @@ import json
 
 import numpy as np
 import pytest
-from conftest import DELIM, LABELS, random_request
+from conftest import DELIM, LABELS, example_id, mode_examples, random_request
 from typer.testing import CliRunner
 
 from mibench.engines import MODES, InputError, MibenchError
-from mibench.engines.modes.layout import pack, tokens_run
+from mibench.engines.modes.layout import pack
 from mibench.engines.request import make_request as build_request
 
 SEMANTICS = ("delimited", "plain")
 # 7 ragged items of 1..11 tokens (band 12): chunks of 3 leave one item, of 2 leave one
 QUERY, ITEMS = random_request(41, query_len=37, num_items=7, item_len=(1, 12))
 Q, N = len(QUERY), len(ITEMS)
-JAX_CASES = [
-    ("packed", {"mask": "dense"}),
-    ("packed", {"mask": "segment"}),
-    ("chunked", {"chunk_size": 3}),  # 7 items: chunks of 3, 3, 1
-    ("chunked", {"chunk_size": 2, "mask": "dense", "schedule": "sequential"}),
-    ("chunked", {"chunk_size": 4, "schedule": "sequential"}),
-    ("prefill_extend", {"extend_batch_size": 3}),  # last batch of 1
-    ("prefill_extend", {"extend_batch_size": 4, "precompile_bs": [4]}),  # last 3 -> 4
-]
-IDS = [m + "-" + "-".join(f"{k}{v}" for k, v in o.items()) for m, o in JAX_CASES]
+JAX_CASES = mode_examples(skip=("single",))  # every example the registry declares
+IDS = [example_id(m, o) for m, o in JAX_CASES]
 LOG_TOL = 1e-5  # a mode against single of the same engine, float32
 ENGINE_TOL = 1e-4  # jax against the torch reference
 
@@ -200,7 +192,7 @@ def test_num_tokens_under_plain(jax_tiny, torch_tiny):
                              semantics=semantics, **opts).num_tokens
         assert got == want, (mode, semantics)
         prefix = Q + (semantics == "delimited")
-        assert tokens_run(mode, prefix, lens, 3, semantics) == want
+        assert MODES["jax"][mode].num_tokens(prefix, lens, opts, semantics) == want
         if mode in MODES["torch"]:
             assert torch_tiny.score(QUERY, ITEMS, LABELS, mode=mode, delimiter=DELIM,
                                     semantics=semantics).num_tokens == want
@@ -216,8 +208,8 @@ def test_every_mode_declares_both_semantics():
             for semantics in SEMANTICS:
                 assert mode.check_semantics(semantics, DELIM) == semantics
             assert mode.check_semantics(None, DELIM) == "delimited"
-            assert mode.separator == (mode.name in ("packed", "chunked"))
-            if not mode.separator:
+            assert mode.needs_delimiter == (mode.name in ("packed", "chunked"))
+            if not mode.needs_delimiter:
                 assert mode.check_semantics(None, None) == "plain"
                 assert mode.check_semantics("plain", None) == "plain"
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from mibench.engines.jax_model import decoder, label_scores
 from mibench.engines.modes.layout import bucket_length, extend_batches, prefix_tokens
-from mibench.engines.modes.registry import MODES, batch_sizes
+from mibench.engines.modes.registry import batch_sizes
 from mibench.engines.request import ScoreRequest
 from mibench.engines.sharding import to_host
 
@@ -79,9 +79,6 @@ def score_prefill_extend(engine, req: ScoreRequest, **options) -> np.ndarray:
     `precompile_bs`
     (the batch sizes a short last batch may be padded to, all compiled on first use;
     default: powers of two below B and B, compiled when used) and `attention`."""
-    mode = MODES["jax"]["prefill_extend"]
-    options = mode.check(options)
-    mode.check_semantics(req.semantics, req.delimiter)
     attn = engine.attention(options)
     b, sizes = batch_sizes(options["extend_batch_size"], options["precompile_bs"])
     cfg, params = engine.cfg, engine.params

@@ -19,7 +19,6 @@ are never attended to by an item; each is its own one-token segment.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 
 import numpy as np
 
@@ -37,25 +36,6 @@ def item_bucket(n: int) -> int:
     """Padded item length: multiples of 4 up to 64 (little waste on short items), then
     `bucket_length`."""
     return -(-n // 4) * 4 if n <= 64 else bucket_length(n)
-
-
-def tokens_run(mode: str, prefix_len: int, item_lens: Sequence[int],
-               chunk_size: int | None = None, semantics: str = "delimited") -> int:
-    """Tokens a mode runs through the model for one request, padding excluded (what
-    `ScoreResult.num_tokens` reports, for every engine), with `prefix_len` the length of
-    what every item follows (`query d` delimited, `query` plain): `single` every
-    `prefix + item`; `packed` the prefix once and each item with its delimiter, and under
-    plain the delimiter after the query too (the packed sequence is `query d item1 d ...`
-    either way); `chunked` the same per chunk of `chunk_size` items, so one prefix per
-    chunk; `prefill_extend` the prefix once and each item."""
-    n, items = len(item_lens), sum(item_lens)
-    if mode == "single":
-        return n * prefix_len + items
-    if mode == "prefill_extend":
-        return prefix_len + items
-    chunks = -(-n // chunk_size) if mode == "chunked" else 1
-    lead = 1 if semantics == "plain" else 0
-    return chunks * (prefix_len + lead) + items + n
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,7 +14,7 @@ import numpy as np
 from mibench.engines.attention_paths import Paths
 from mibench.engines.jax_model import decoder, label_scores, masked_attention
 from mibench.engines.modes.layout import PackedBatch, bucket_length, pack, packed_length
-from mibench.engines.modes.registry import AUTO_DENSE_MAX_T, MODES
+from mibench.engines.modes.registry import AUTO_DENSE_MAX_T
 from mibench.engines.request import ScoreRequest
 from mibench.engines.sharding import to_host
 
@@ -88,9 +88,6 @@ def score_packed(engine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `packed`: `query d item1 d ... itemN d` as one sequence, under either semantics
     (plain: items see the query only, their positions continue from it; `layout.pack`).
     Options `mask` (dense, segment or auto, the default) and `attention`."""
-    mode = MODES["jax"]["packed"]
-    options = mode.check(options)
-    mode.check_semantics(req.semantics, req.delimiter)
     mask, attn = options["mask"], engine.attention(options)
     batch = pack(req, [list(range(len(req.items)))])
     return run_packed(engine, req, batch, resolve_mask(mask, batch), attn)
@@ -100,12 +97,9 @@ def score_chunked(engine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `chunked`: ceil(N / chunk_size) packed sequences, each with its own copy of the
     query. Options `chunk_size` (default 32), `mask` (default segment; dense and
     auto as in `packed`), `schedule`: `parallel` (default; every chunk in one padded batch,
-    the seeds' 141 items/s path) or `sequential` (one chunk after another, sglang-jax's
-    default; every chunk padded to the longest one's shape, so one program serves them
+    the seeds' 141 items/s path) or `sequential` (one chunk after another, every chunk
+    padded to the longest one's shape, so one program serves them
     all), and `attention`."""
-    mode = MODES["jax"]["chunked"]
-    options = mode.check(options)
-    mode.check_semantics(req.semantics, req.delimiter)
     k, mask, schedule = options["chunk_size"], options["mask"], options["schedule"]
     attn = engine.attention(options)
     n = len(req.items)

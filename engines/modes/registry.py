@@ -1,16 +1,23 @@
-"""The mode registry: every engine's modes, each declared once with its typed options.
+"""The mode registry: every engine's modes, each one `Mode` object declared once here.
 
-The engines check every call against it (`Mode.check`), the config validator builds a
-case's option fields from `OPTIONS`, the matrix expands and names cases from it, the fake
-engine and `mibench validate` list modes from it, and the README's mode table is checked
-against it. Plain data, no jax: `mibench validate` stays fast.
+A mode holds its typed options and defaults, the semantics it scores, its scorer, its
+token accounting and host-memory estimate, and the option sets its tests run. The engines
+dispatch every call through it (`Mode.score`, `Mode.num_tokens`), the config validator
+builds a case's option fields from `OPTIONS` and estimates memory with `Mode.host_bytes`,
+the matrix expands and names cases from it, the tests loop over it, and the README's mode
+table is checked against it. Adding a mode: its scorer module, and one `Mode(...)` here.
+Plain data, no jax (scorers load on first use): `mibench validate` stays fast.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib
 import numbers
+from collections.abc import Callable, Sequence
 
+from mibench.engines.modes import accounting
 from mibench.errors import MibenchError
 
 MASKS = ("dense", "segment", "auto")
@@ -48,14 +55,14 @@ def positive_ints(value, field: str) -> list[int]:
 @dataclasses.dataclass(frozen=True)
 class Option:
     """A mode option. `kind`: `choice` (one of `choices`), `int` (>= 1) or `ints` (a list
-    of ints >= 1). A value equal to `quiet` stays out of case ids (options added after case
-    ids were published, so existing ids keep their meaning)."""
+    of ints >= 1). A value equal to `id_omits` stays out of case ids (options added after
+    case ids were published, so existing ids keep their meaning)."""
 
     name: str
     kind: str
     doc: str
     choices: tuple[str, ...] = ()
-    quiet: object = None
+    id_omits: object = None
 
     def check(self, value):
         if self.kind == "choice":
@@ -72,13 +79,13 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            MASKS),
     Option("chunk_size", "int", "items per packed chunk"),
     Option("schedule", "choice", "chunks as one batch (parallel) or one after another "
-           "(sequential)", SCHEDULES, quiet="parallel"),
+           "(sequential)", SCHEDULES, id_omits="parallel"),
     Option("extend_batch_size", "int", "items extended against the cached prefix per call"),
     Option("precompile_bs", "ints", "batch sizes a short last batch is padded to, all "
            "compiled on first use (default: powers of two below the batch size, and it)"),
     Option("attention", "choice", "the attention kernels: by backend (auto), the tiled XLA "
            "kernels, Pallas splash (TPU) or cuDNN flash (GPU, bfloat16)", ATTENTIONS,
-           quiet="auto"),
+           id_omits="auto"),
 )}
 
 
@@ -97,18 +104,29 @@ def resolve_semantics(semantics, delimiter) -> str:
     return semantics
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Mode:
-    """One mode of one engine: its options with their defaults (None: the mode derives
-    it), the semantics it scores, whether it needs the delimiter token as a separator
-    between items whatever the semantics (the modes that pack items into one sequence),
-    and a one-line doc."""
+    """One mode of one engine, everything about it in one place: its options with their
+    defaults (None: the mode derives it), the semantics it scores, whether it needs the
+    delimiter token between items whatever the semantics (the modes that pack items into
+    one sequence), its scorer, its token accounting and host-memory estimate
+    (modes/accounting.py), the option sets its tests run (`examples`), and a one-line doc.
+
+    `scorer` is `"module:function"` under `mibench.engines` (imported on the first call, so
+    the registry stays free of jax) or the function itself: `scorer(engine, req, **options)`
+    with the options checked and complete, returning scores [items, labels]. None: the
+    engine scores the mode itself (the http engine sends the request on).
+    """
 
     name: str
     doc: str
     defaults: dict[str, object]
+    scorer: str | Callable | None = None
+    tokens: Callable[..., int] = accounting.tokens_serial
+    memory: Callable[..., dict[str, float]] = accounting.memory_none
     semantics: tuple[str, ...] = SEMANTICS
-    separator: bool = False
+    needs_delimiter: bool = False
+    examples: tuple[dict, ...] = ({},)
 
     resolve_semantics = staticmethod(resolve_semantics)  # for the harness (public: Mode)
 
@@ -135,46 +153,104 @@ class Mode:
         if semantics not in self.semantics:
             raise MibenchError(f"mode {self.name!r} does not score {semantics} semantics "
                                f"(it scores: {', '.join(self.semantics)})", field="semantics")
-        if self.separator and delimiter is None:
+        if self.needs_delimiter and delimiter is None:
             raise MibenchError(f"mode {self.name!r} packs items into one sequence and needs a "
                                "delimiter token to separate them, under plain semantics too "
                                "(where items attend to no delimiter)", field="delimiter")
         return semantics
 
+    def score(self, engine, req, **options):
+        """Scores [items, labels] of a validated request (engines/request.py): the options
+        and the request's semantics checked, then the scorer."""
+        options = self.check(options)
+        self.check_semantics(req.semantics, req.delimiter)
+        if self.scorer is None:
+            raise MibenchError(f"mode {self.name!r} has no scorer here", field="mode")
+        return self._scorer()(engine, req, **options)
+
+    def _scorer(self) -> Callable:
+        if callable(self.scorer):
+            return self.scorer
+        module, _, attr = self.scorer.partition(":")
+        return getattr(importlib.import_module(f"mibench.engines.{module}"), attr)
+
+    def num_tokens(self, prefix_len: int, item_lens: Sequence[int], options: dict,
+                   semantics: str) -> int:
+        """Tokens one request runs through the model, padding excluded
+        (`ScoreResult.num_tokens`, for every engine)."""
+        return self.tokens(prefix_len, list(item_lens), self._over_defaults(options),
+                           semantics)
+
+    def host_bytes(self, shape: accounting.Shape, options: dict) -> dict[str, float]:
+        """Host bytes one request of `shape` needs at least, by part: its token lists, then
+        what the mode itself builds (a dense mask, an extend batch)."""
+        return {"token lists": accounting.token_list_bytes(shape),
+                **self.memory(shape, self._over_defaults(options))}
+
+    def _over_defaults(self, options: dict) -> dict:
+        """The options this mode takes (others ignored), over its defaults."""
+        return {**self.defaults, **{k: v for k, v in options.items()
+                                    if k in self.defaults and v is not None}}
+
 
 CHUNK_SIZE = 32  # the seeds' chunk size
 EXTEND_BATCH_SIZE = 12  # the seeds' extend batch size on a TPU v6e-1
-AUTO_DENSE_MAX_T = 256  # mask `auto`: dense for padded sequences this short, else segment
+# mask `auto`: dense for padded sequences this short, else segment (measured:
+# modes/packed.py)
+AUTO_DENSE_MAX_T = 256
 TORCH_EXTEND_BATCH_SIZE = 64
 
+
+def _modes(*modes: Mode) -> dict[str, Mode]:
+    return {m.name: m for m in modes}
+
+
 MODES: dict[str, dict[str, Mode]] = {
-    "jax": {m.name: m for m in (
-        Mode("single", "one forward per item, batch 1, in order: the baseline",
-             {"attention": "auto"}),
-        Mode("packed", "every item in one sequence after the query, items kept apart by the "
-             "mask", {"mask": "auto", "attention": "auto"}, separator=True),
-        Mode("chunked", "items in chunks of chunk_size, each chunk a packed sequence with "
-             "its own copy of the query",
-             {"chunk_size": CHUNK_SIZE, "mask": "segment", "schedule": "parallel",
-              "attention": "auto"}, separator=True),
-        Mode("prefill_extend", "the query prefilled once, items extended in batches against "
-             "its cached KV (shared, never copied per item)",
-             {"extend_batch_size": EXTEND_BATCH_SIZE, "precompile_bs": None,
-              "attention": "auto"}),
-    )},
-    "torch": {m.name: m for m in (
-        Mode("single", "one transformers forward per item (eager attention): the oracle", {}),
-        Mode("prefill_extend", "the query prefilled once, items extended in batches with a "
-             "4D mask over the cached KV (SDPA)",
-             {"extend_batch_size": TORCH_EXTEND_BATCH_SIZE}),
-    )},
+    "jax": _modes(
+        Mode(name="single", doc="one forward per item, batch 1, in order: the baseline",
+             defaults={"attention": "auto"}, scorer="modes.single:score_single"),
+        Mode(name="packed", doc="every item in one sequence after the query, items kept "
+             "apart by the mask", defaults={"mask": "auto", "attention": "auto"},
+             scorer="modes.packed:score_packed", tokens=accounting.tokens_packed,
+             memory=functools.partial(accounting.memory_packed, dense_max_t=AUTO_DENSE_MAX_T),
+             needs_delimiter=True,
+             examples=({"mask": "dense"}, {"mask": "segment"}, {"mask": "auto"})),
+        Mode(name="chunked", doc="items in chunks of chunk_size, each chunk a packed sequence "
+             "with its own copy of the query",
+             defaults={"chunk_size": CHUNK_SIZE, "mask": "segment", "schedule": "parallel",
+                       "attention": "auto"},
+             scorer="modes.packed:score_chunked", tokens=accounting.tokens_chunked,
+             memory=functools.partial(accounting.memory_chunked,
+                                      dense_max_t=AUTO_DENSE_MAX_T),
+             needs_delimiter=True,
+             examples=({"chunk_size": 3}, {"chunk_size": 4, "mask": "dense"},
+                       {"chunk_size": 3, "schedule": "sequential"},
+                       {"chunk_size": 2, "mask": "dense", "schedule": "sequential"})),
+        Mode(name="prefill_extend", doc="the query prefilled once, items extended in batches "
+             "against its cached KV (shared, never copied per item)",
+             defaults={"extend_batch_size": EXTEND_BATCH_SIZE, "precompile_bs": None,
+                       "attention": "auto"},
+             scorer="modes.extend:score_prefill_extend", tokens=accounting.tokens_prefix_once,
+             memory=accounting.memory_extend,
+             examples=({"extend_batch_size": 3},
+                       {"extend_batch_size": 4, "precompile_bs": [4]})),
+    ),
+    "torch": _modes(
+        Mode(name="single", doc="one transformers forward per item (eager attention): the "
+             "oracle", defaults={}, scorer="torch_engine:score_single"),
+        Mode(name="prefill_extend", doc="the query prefilled once, items extended in batches "
+             "with a 4D mask over the cached KV (SDPA)",
+             defaults={"extend_batch_size": TORCH_EXTEND_BATCH_SIZE},
+             scorer="torch_engine:score_prefill_extend", tokens=accounting.tokens_prefix_once,
+             memory=accounting.memory_extend, examples=({"extend_batch_size": 3},)),
+    ),
     # a server speaking SGLang's /v1/score (engines/http_engine.py): one request per call;
     # how the server scores is its own (mibench serve --mode); `single` so that parity's
     # `engines` check, which scores each engine's single mode, reaches it
-    "http": {m.name: m for m in (
-        Mode("single", "one POST /v1/score per request (query and all its items); the "
-             "server's own mode scores them", {}),
-    )},
+    "http": _modes(
+        Mode(name="single", doc="one POST /v1/score per request (query and all its items); "
+             "the server's own mode scores them", defaults={}),
+    ),
 }
 
 
@@ -184,6 +260,15 @@ def engine_modes(engine: str) -> dict[str, Mode]:
         raise MibenchError(f"unknown engine {engine!r} (known: {', '.join(MODES)})",
                            field="engine")
     return MODES[engine]
+
+
+def engine_mode(engine: str, mode) -> Mode:
+    """The mode `mode` of `engine`, or a MibenchError naming `mode` (or `engine`)."""
+    modes = engine_modes(engine)
+    if not isinstance(mode, str) or mode not in modes:
+        raise MibenchError(f"unknown mode {mode!r} for the {engine} engine (known: "
+                           f"{', '.join(modes)})", field="mode")
+    return modes[mode]
 
 
 def batch_sizes(extend_batch_size, precompile_bs) -> tuple[int, list[int]]:

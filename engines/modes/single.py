@@ -13,7 +13,6 @@ import numpy as np
 from mibench.engines.attention_paths import Paths
 from mibench.engines.jax_model import decoder, label_scores
 from mibench.engines.modes.layout import bucket_length
-from mibench.engines.modes.registry import MODES
 from mibench.engines.request import ScoreRequest
 from mibench.engines.sharding import to_host
 
@@ -34,9 +33,7 @@ def score_last_token(params, tokens_1t, last, labels, cfg, apply_softmax: bool, 
 
 def score_single(engine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `single`: one forward per item, batch 1, in order. Option: `attention`."""
-    mode = MODES["jax"]["single"]
-    attn = engine.attention(mode.check(options))
-    mode.check_semantics(req.semantics, req.delimiter)
+    attn = engine.attention(options)
     labels = np.asarray(req.labels, np.int32)
     rows = []
     for i in range(len(req.items)):

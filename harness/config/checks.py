@@ -20,25 +20,21 @@ Every failure is a ConfigError naming `file:line: key`.
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from mibench.engines import AUTO_DENSE_MAX_T, MODES, MibenchError, Mode, model_facts
+from mibench.engines import MODES, PART_OPTION, MibenchError, Mode, Shape, model_facts
 from mibench.harness.config.matrix import CaseSpec, workload_specs
 from mibench.harness.config.spec import Config, Workload
 from mibench.harness.config.yamlsource import Key
 from mibench.workloads.jsonl import scan_requests
 
 MAX_CASES = 10_000
-# host bytes per token id and per item while a case runs, measured (tracemalloc) on the
-# generated workload: the numpy draw, the Python ints and tuples of the request, the lists
-# of the prepared call and the engine's validated request
-TOKEN_BYTES, ITEM_BYTES = 56, 160
-# a requests file: at least 2 bytes of JSON (`7,`) per token id
-FILE_BYTES = TOKEN_BYTES // 2
+# a requests file: at least 2 bytes of JSON (`7,`) per token id, each held as a Python int
+# in a list (56 bytes per token id, engines/modes/accounting.py)
+FILE_BYTES = 28
 HARD_LIMIT = 1024**4  # 1 TiB: refused whatever the machine
 
 
@@ -72,33 +68,6 @@ def gib(n: float) -> str:
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n / 1024:.1f} KiB"
-
-
-def host_bytes(mode: str, params: dict, defaults: dict, prefix_len: int, num_items: int,
-               item_len: float, requests_bytes: int | None = None) -> dict[str, float]:
-    """Host bytes one case needs at least, by part: `token lists` (a generated workload, or
-    a requests file of `requests_bytes`), `dense mask` (B x T x T booleans of `packed` and
-    `chunked` with mask dense, or auto when that is dense), `extend batch` (the padded
-    token arrays of prefill_extend)."""
-    opts = {**defaults, **{k: v for k, v in params.items() if v is not None}}
-    if requests_bytes is not None:
-        return {"token lists": requests_bytes * FILE_BYTES}
-    tokens = prefix_len + num_items * item_len
-    parts = {"token lists": tokens * TOKEN_BYTES + num_items * ITEM_BYTES}
-    if mode in ("packed", "chunked"):
-        per = num_items if mode == "packed" else min(opts.get("chunk_size") or 1, num_items)
-        batch = 1
-        if mode == "chunked" and opts.get("schedule", "parallel") == "parallel":
-            batch = math.ceil(num_items / max(per, 1))
-        t = prefix_len + per * (item_len + 1)
-        mask = opts.get("mask", "auto")
-        if mask == "dense" or (mask == "auto" and t <= AUTO_DENSE_MAX_T):
-            parts["dense mask"] = batch * t * t
-    if mode == "prefill_extend" and opts.get("extend_batch_size"):
-        b = min(int(opts["extend_batch_size"]), num_items)
-        sizes = [s for s in (opts.get("precompile_bs") or [b]) if s >= b] or [b]
-        parts["extend batch"] = min(sizes) * math.ceil(item_len) * 8
-    return parts
 
 
 def _axis_key(config: Config, base: Key, value) -> Key:
@@ -235,27 +204,27 @@ def _check_requests(config, case, spec, facts, model: str, parity: bool = False)
 
 
 def _check_memory(config: Config, case: CaseSpec, memory: tuple[int | None, str]) -> None:
+    """The host memory of the case's requests (`Mode.host_bytes`; a requests file: its size
+    as token lists) fits this machine and HARD_LIMIT; the error names the key that decides
+    the largest part (the workload's size, or the mode option behind a dense mask ...)."""
     spec, mode = case.workload, MODES[case.engine][case.mode]
     if spec.requests is not None:
         try:
             size = Path(spec.requests).stat().st_size
         except OSError:
             return  # _check_requests names it
-        parts = host_bytes(case.mode, case.params, mode.defaults, 0, 0, 0, size)
+        parts = {"token lists": size * FILE_BYTES}
         key = _where(config, case, "requests")
     else:
         it = spec.item_tokens
         mean = (it[0] + it[1]) / 2 if isinstance(it, tuple) else it
         prefix = spec.query_tokens + (spec.delimiter is not None)
-        parts = host_bytes(case.mode, case.params, mode.defaults, prefix, spec.num_items,
-                           mean)
-        key = _where(config, case, "num_items")
-        key = _axis_key(config, key, spec.num_items)
-        if parts.get("dense mask", 0) > parts["token lists"]:
-            key = ("cases", case.index, "mask") if "mask" in case.params else \
-                ("cases", case.index, "mode")
-        elif parts.get("extend batch", 0) > parts["token lists"]:
-            key = ("cases", case.index, "precompile_bs")
+        parts = mode.host_bytes(Shape(prefix, spec.num_items, mean), case.params)
+        key = _axis_key(config, _where(config, case, "num_items"), spec.num_items)
+        part = max(parts, key=parts.get)
+        if part != "token lists":
+            option = PART_OPTION.get(part)
+            key = ("cases", case.index, option if option in case.params else "mode")
     need = sum(parts.values())
     ram, source = memory
     limit, what = (ram, f"this machine's {gib(ram)} of {source}") if ram else (None, "")

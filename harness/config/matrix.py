@@ -114,7 +114,7 @@ def workload_specs(w: Workload) -> list[tuple[dict, WorkloadSpec]]:
 def _case_id(case: Case, params: dict, tp: int, axes: dict, config: Config, patch: dict,
              extra: tuple[str, ...] = ()) -> str:
     parts = [case.engine, case.mode] + [f"{k}={short(v)}" for k, v in params.items()
-                                        if OPTIONS[k].quiet != v]
+                                        if OPTIONS[k].id_omits != v]
     parts += extra
     parts.append(f"tp={tp}")
     m = config.model
