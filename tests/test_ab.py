@@ -13,11 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from mibench.harness.ab.bisect import bisect
-from mibench.harness.ab.record import AB_SCHEMA_FILE, read_ab
 from mibench.harness.ab.rounds import exit_code, run_ab
 from mibench.harness.ab.scratch import append, commit, copy_project, git, slower
 from mibench.harness.cli import app
 from mibench.harness.config import load_config
+from mibench.harness.records.ab import AB_SCHEMA_FILE, read_ab
 from mibench.harness.testing import write_config
 
 ROOT = Path(__file__).resolve().parents[1]

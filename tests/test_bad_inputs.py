@@ -659,7 +659,8 @@ def test_run_whose_folder_becomes_unwritable(tmp_path, cfg, monkeypatch):
     """The artifact folder turns unwritable after the run started: one line, exit 2."""
     import mibench.harness.run.runner as runner_module
 
-    def failing_run(config, out, **kwargs):
+    def failing_run(plan):
+        out = plan.options.out
         shutil.rmtree(out)
         Path(out).write_text("")  # the folder is gone; a file took its place
         raise PermissionError(13, "Permission denied", str(Path(out) / "run.json"))

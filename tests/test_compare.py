@@ -14,9 +14,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from mibench.harness.commands.common import parse_threshold
+from mibench.harness.commands.compare import compare as compare_cmd
 from mibench.harness.records import ErrorInfo, RunRecord, read_artifact, write_artifact
-from mibench.harness.report.commands import compare as compare_cmd
-from mibench.harness.report.commands import parse_threshold
 from mibench.harness.stats.compare import METHOD, compare
 from mibench.harness.stats.history import aa_noise
 from mibench.harness.stats.significance import NoiseFloor, between_runs

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from mibench.engines import MibenchError, tpu_target
-from mibench.harness.run.compile_records import (
+from mibench.harness.records.compile import (
     COMPILE_SCHEMA_FILE,
     read_compile_artifact,
 )
@@ -399,7 +399,7 @@ def test_ab_compiles_both_revisions_and_gates_compiled_cost(tmp_path, libtpu_pat
                   "--out", tmp_path / "o", env=env, cwd=repo)
     assert out.returncode == 1, out.stdout + out.stderr
     assert "Compiled cost for v6e-1" in out.stdout
-    from mibench.harness.ab.record import read_ab
+    from mibench.harness.records.ab import read_ab
 
     (path,) = (tmp_path / "o").glob("*.json")
     record = read_ab(path)

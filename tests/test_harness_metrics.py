@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mibench.harness.records import SCHEMA_FILE, json_schema, read_artifact
+from mibench.harness.records import SCHEMA, SCHEMA_FILE, RunRecord, json_schema, read_artifact
 from mibench.harness.run.peak import vendor_peak
 from mibench.harness.stats.describe import summarize
 from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
@@ -61,14 +61,13 @@ def test_vendor_peaks():
 
 def test_shipped_schemas_match_the_models():
     """Every artifact kind (run, A/B, compile) ships the JSON Schema its models generate."""
-    from mibench.harness.artifacts import schemas
-    from mibench.harness.records import schema_file
+    from mibench.harness.records import schema_file, schemas
 
     assert set(schemas()) == {"mibench.run/1", "mibench.ab/1", "mibench.compile/1"}
     for name, schema in schemas().items():
         assert json.loads(schema_file(name).read_text()) == json.loads(json.dumps(schema)), \
-            f"{name}: run `python -m mibench.harness.artifacts` to regenerate the schemas"
-    assert json_schema()["title"] == "mibench.run/1"
+            f"{name}: run `python -m mibench.harness.records` to regenerate the schemas"
+    assert json_schema(RunRecord, SCHEMA)["title"] == "mibench.run/1"
 
 
 def test_golden_artifact_validates_and_reads():
@@ -84,8 +83,8 @@ def test_every_artifact_reader_refuses_bad_files_in_one_line(tmp_path, reader):
     """The run, A/B and compile readers share one reader: not JSON, another kind, a field
     of the wrong type, a folder, a missing file: each a MibenchError naming the file."""
     from mibench.engines import MibenchError
-    from mibench.harness.ab.record import read_ab
-    from mibench.harness.run.compile_records import read_compile_artifact
+    from mibench.harness.records.ab import read_ab
+    from mibench.harness.records.compile import read_compile_artifact
 
     read = {"run": read_artifact, "ab": read_ab, "compile": read_compile_artifact}[reader]
     name = {"run": "mibench.run/1", "ab": "mibench.ab/1", "compile": "mibench.compile/1"}

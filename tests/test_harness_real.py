@@ -62,12 +62,13 @@ def test_case_failing_inside_the_engine_is_recorded(tmp_path):
 DRIVER = """
 import sys, time
 from mibench.harness.config import load_config
+from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import run
 from mibench.harness.testing import fake_factory, fixed_peak
 def slow(engine, n):
     time.sleep(0.3)
-run(load_config(sys.argv[1]), sys.argv[2], progress=False,
-    engine_factory=fake_factory(on_call=slow), peak=fixed_peak())
+run(plan_of(load_config(sys.argv[1]), out=sys.argv[2], progress=False,
+            engine_factory=fake_factory(on_call=slow), peak=fixed_peak()))
 """
 
 

@@ -12,6 +12,7 @@ import pytest
 from mibench.engines import MibenchError
 from mibench.harness.config import load_config
 from mibench.harness.records import SCHEMA_FILE, read_artifact
+from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import artifact_path, exit_code, run
 from mibench.harness.testing import fake_factory, fixed_peak, write_config
 
@@ -31,8 +32,10 @@ SCHEMA = json.loads(SCHEMA_FILE.read_text())
 
 def go(tmp_path, factory=None, text=CONFIG, sets=(), **kw):
     config = load_config(write_config(tmp_path, text), list(sets))
-    return run(config, tmp_path / "out", progress=False, engine_factory=factory or fake_factory(),
-               peak=fixed_peak(), **kw)
+    if "case" in kw:
+        kw["cases"] = kw.pop("case")
+    return run(plan_of(config, out=tmp_path / "out", **{"progress": False, **kw},
+                       engine_factory=factory or fake_factory(), peak=fixed_peak()))
 
 
 def artifact(tmp_path):
@@ -91,8 +94,8 @@ def test_interrupted_run_keeps_finished_cases_and_resumes(tmp_path, monkeypatch)
     assert data["finished_at"] is None
     factory = fake_factory()
     config = load_config(tmp_path / "c.yaml")
-    record = run(config, tmp_path / "elsewhere", resume=path, progress=False,
-                 engine_factory=factory, peak=fixed_peak())
+    record = run(plan_of(config, out=tmp_path / "elsewhere", resume=path, progress=False,
+                         engine_factory=factory, peak=fixed_peak()))
     _, data2 = artifact(tmp_path)  # the same file, completed
     assert data2["run_id"] == data["run_id"] and data2["finished_at"]
     assert [c["status"] for c in data2["cases"]] == ["ok"] * 3
@@ -106,8 +109,8 @@ def test_resume_reruns_failed_cases_only(tmp_path, monkeypatch):
     go(tmp_path, fake_factory(fail={"packed": RuntimeError("boom")}))
     path, _ = artifact(tmp_path)
     factory = fake_factory()
-    record = run(load_config(tmp_path / "c.yaml"), tmp_path / "out", resume=path,
-                 progress=False, engine_factory=factory, peak=fixed_peak())
+    record = run(plan_of(load_config(tmp_path / "c.yaml"), out=tmp_path / "out", resume=path,
+                         progress=False, engine_factory=factory, peak=fixed_peak()))
     assert [c.status for c in record.cases] == ["ok"] * 3
     assert sum(e.calls for e in factory.made) == 1 + 1 + 3
 
@@ -117,7 +120,8 @@ def test_resume_refuses_another_config(tmp_path):
     path, _ = artifact(tmp_path)
     other = load_config(tmp_path / "c.yaml", ["runs.timed=2"])
     with pytest.raises(MibenchError, match="different config"):
-        run(other, tmp_path / "out", resume=path, progress=False, engine_factory=fake_factory())
+        run(plan_of(other, out=tmp_path / "out", resume=path, progress=False,
+                    engine_factory=fake_factory()))
 
 
 def git(repo, *args):
@@ -144,14 +148,14 @@ def test_resume_at_another_commit_or_dirty_is_refused_unless_allowed(tmp_path, m
     config = load_config(tmp_path / "c.yaml")
     (repo / "f").write_text("2")  # uncommitted change
     with pytest.raises(MibenchError, match="continued with uncommitted changes"):
-        run(config, tmp_path / "out", resume=path, progress=False,
-            engine_factory=fake_factory(), peak=fixed_peak())
+        run(plan_of(config, out=tmp_path / "out", resume=path, progress=False,
+                    engine_factory=fake_factory(), peak=fixed_peak()))
     git(repo, "commit", "-qam", "two")
     with pytest.raises(MibenchError, match=f"measured at commit {first[:12]}.*--allow-mixed"):
-        run(config, tmp_path / "out", resume=path, progress=False,
-            engine_factory=fake_factory(), peak=fixed_peak())
-    record = run(config, tmp_path / "out", resume=path, progress=False,
-                 engine_factory=fake_factory(), peak=fixed_peak(), allow_mixed=True)
+        run(plan_of(config, out=tmp_path / "out", resume=path, progress=False,
+                    engine_factory=fake_factory(), peak=fixed_peak()))
+    record = run(plan_of(config, out=tmp_path / "out", resume=path, progress=False,
+                         engine_factory=fake_factory(), peak=fixed_peak(), allow_mixed=True))
     commits = [c.commit for c in record.cases]
     assert commits[0] == first and commits[1] != first  # packed re-run at the new commit
     assert case_commits(record).startswith("MIXED: ")
@@ -166,10 +170,10 @@ def test_an_artifact_being_written_is_locked(tmp_path, monkeypatch):
     path, _ = artifact(tmp_path)
     with locked(path):  # another process writing it
         with pytest.raises(MibenchError, match="being written by another mibench process"):
-            run(load_config(tmp_path / "c.yaml"), tmp_path / "out", resume=path,
-                progress=False, engine_factory=fake_factory(), peak=fixed_peak())
-    record = run(load_config(tmp_path / "c.yaml"), tmp_path / "out", resume=path,
-                 progress=False, engine_factory=fake_factory(), peak=fixed_peak())
+            run(plan_of(load_config(tmp_path / "c.yaml"), out=tmp_path / "out", resume=path,
+                        progress=False, engine_factory=fake_factory(), peak=fixed_peak()))
+    record = run(plan_of(load_config(tmp_path / "c.yaml"), out=tmp_path / "out", resume=path,
+                         progress=False, engine_factory=fake_factory(), peak=fixed_peak()))
     assert [c.status for c in record.cases] == ["ok"] * 3
     assert not path.with_name(path.name + ".lock").exists()
 

@@ -13,8 +13,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from mibench.harness.commands.history import history as history_cmd
 from mibench.harness.records import write_artifact
-from mibench.harness.report.commands import history as history_cmd
 from mibench.harness.report.export import history_json
 from mibench.harness.stats.changepoint import Params, binary_segmentation
 from mibench.harness.stats.history import build_history, load_dir

@@ -22,6 +22,7 @@ from mibench.harness.records import SCHEMA_FILE, read_artifact
 from mibench.harness.report import latency
 from mibench.harness.report.tables import results_matrix, rows_of
 from mibench.harness.run.http_case import arrivals, nearest_rank
+from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import exit_code, run
 from mibench.harness.serve import Served
 from mibench.harness.testing import fixed_peak, write_config
@@ -53,8 +54,8 @@ def config(tmp_path, cases: str, parity: str = "", sets=()):
 
 
 def go(tmp_path, cases: str, parity: str = "", workers: bool = False):
-    record = run(config(tmp_path, cases, parity), tmp_path / "out", progress=False,
-                 peak=fixed_peak(), workers=workers)
+    record = run(plan_of(config(tmp_path, cases, parity), out=tmp_path / "out", progress=False,
+                         peak=fixed_peak(), workers=workers))
     (path,) = (tmp_path / "out").glob("*.json")
     jsonschema.validate(json.loads(path.read_text()), SCHEMA)
     assert read_artifact(path).cases == record.cases

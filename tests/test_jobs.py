@@ -108,6 +108,7 @@ BENCH_CASES = [("single", {}), ("packed", {"mask": "dense"}), ("packed", {"mask"
 
 
 def test_bench_modes_config_runs_every_case_through_the_one_loop(tmp_path, monkeypatch):
+    from mibench.harness.run.plan import plan_of
     from mibench.harness.run.runner import run
 
     path = ROOT / "configs" / "bench-modes.yaml"
@@ -125,8 +126,8 @@ def test_bench_modes_config_runs_every_case_through_the_one_loop(tmp_path, monke
     calls = counting_loop(monkeypatch)
     small = load_config(path, ["workload.query_tokens=8", "cases.2.workload.num_items=3",
                                "workload.num_items=6", "cases.0.workload.num_items=2"])
-    record = run(small, tmp_path / "out", progress=False, engine_factory=fake_factory(),
-                 peak=fixed_peak())
+    record = run(plan_of(small, out=tmp_path / "out", progress=False,
+                         engine_factory=fake_factory(), peak=fixed_peak()))
     assert [c.status for c in record.cases] == ["ok"] * 10
     assert sum(calls.values()) == 10 and "mibench.harness.jobs.overhead" not in calls
     for c in record.cases:

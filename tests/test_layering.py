@@ -179,3 +179,45 @@ def test_every_package_folder_is_installed():
             rel = init.parent.relative_to(ROOT).parts
             found.add(".".join(("mibench",) + rel))
     assert found == listed
+
+
+# the harness's own layers, lowest first: a module imports only its own layer and those
+# below it (a lazy import inside a function counts), so the folders show the flow
+HARNESS_LAYERS = ("util", "records", "stats", "config", "run", "serve", "report", "ab", "jobs",
+                  "testing", "commands", "cli")
+
+
+def harness_layer(module: str) -> int | None:
+    """The layer index of a `mibench.harness...` module (None: not the harness's)."""
+    parts = module.split(".")
+    if parts[:2] != ["mibench", "harness"]:
+        return None
+    if len(parts) == 2:
+        return -1  # the package itself
+    return HARNESS_LAYERS.index(parts[2]) if parts[2] in HARNESS_LAYERS else len(HARNESS_LAYERS)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Module -> the harness modules it imports from a higher layer."""
+    out = {}
+    for name, imports in graph.items():
+        mine = harness_layer(name)
+        if mine is None:
+            continue
+        up = sorted(m for m in imports if (harness_layer(m) or -1) > mine)
+        if up:
+            out[name] = up
+    return out
+
+
+def test_harness_packages_import_only_layers_below():
+    graph = modules("harness")
+    layers = {harness_layer(name) for name in graph}
+    assert len(HARNESS_LAYERS) not in layers, "a harness module outside HARNESS_LAYERS: " + \
+        str(sorted(n for n in graph if harness_layer(n) == len(HARNESS_LAYERS)))
+    assert upward_imports(graph) == {}
+    # control: the old back-edges are found
+    for a, b in (("mibench.harness.report.repro", "mibench.harness.cli"),
+                 ("mibench.harness.stats.history", "mibench.harness.run.provenance"),
+                 ("mibench.harness.run.compile", "mibench.harness.commands.common")):
+        assert upward_imports({a: {b}}) == {a: [b]}

@@ -16,6 +16,7 @@ from mibench.harness.records import SCHEMA_FILE, CaseRecord, Metrics, Summary, r
 from mibench.harness.report.console import render_summary
 from mibench.harness.report.tables import parity_table
 from mibench.harness.run.parity import speedup_checks
+from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import exit_code, run
 from mibench.harness.testing import FakeEngine, fixed_peak, write_config
 
@@ -46,8 +47,8 @@ def go(tmp_path, text=CONFIG, sets=(), **engine_kw):
     config = load_config(write_config(tmp_path, text), list(sets))
     factory = lambda name, model, dtype, tp: SleepyEngine(name, model, dtype, tp,  # noqa: E731
                                                           **engine_kw)
-    record = run(config, tmp_path / "out", progress=False, engine_factory=factory,
-                 peak=fixed_peak())
+    record = run(plan_of(config, out=tmp_path / "out", progress=False, engine_factory=factory,
+                         peak=fixed_peak()))
     (path,) = (tmp_path / "out").glob("*.json")
     jsonschema.validate(json.loads(path.read_text()), json.loads(SCHEMA_FILE.read_text()))
     return record

@@ -14,6 +14,7 @@ from mibench.engines import MibenchError
 from mibench.harness.cli import app
 from mibench.harness.config import load_config
 from mibench.harness.run import peak as peak_mod
+from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import run
 from mibench.harness.testing import fake_factory, fixed_peak, write_config
 
@@ -36,8 +37,10 @@ LINE = re.compile(r"^\[(\d)/(\d)\] (\S+) (ok|failed|skipped)(?: \(\w+\))? "
 
 def go(tmp_path, factory=None, **kw):
     config = load_config(write_config(tmp_path, CONFIG), [])
-    return run(config, tmp_path / "out", engine_factory=factory or fake_factory(),
-               peak=fixed_peak(), **kw)
+    if "case" in kw:
+        kw["cases"] = kw.pop("case")
+    return run(plan_of(config, out=tmp_path / "out", engine_factory=factory or fake_factory(),
+                       peak=fixed_peak(), **kw))
 
 
 @pytest.mark.parametrize("style", ["auto", "lines", True])
@@ -60,8 +63,8 @@ def test_one_line_per_case_on_a_stderr_that_is_not_a_terminal(tmp_path, capsys, 
 def test_parity_groups_get_a_line_too(tmp_path, capsys):
     text = CONFIG + "    parity: {checks: [modes]}\n"
     config = load_config(write_config(tmp_path, text), [])
-    run(config, tmp_path / "out", engine_factory=fake_factory(), peak=fixed_peak(),
-        progress="lines")
+    run(plan_of(config, out=tmp_path / "out", engine_factory=fake_factory(), peak=fixed_peak(),
+                progress="lines"))
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 5 and err[-1].startswith("parity ('embedded:tiny', 'float32', 1)")
 
@@ -82,12 +85,12 @@ def test_case_glob_selects(tmp_path):
     assert [c["case_id"] for c in json.loads(path.read_text())["cases"]] == IDS[1:3]
     # resuming without --case runs the rest and keeps the config's order
     config = load_config(write_config(tmp_path, CONFIG), [])
-    record = run(config, resume=path, progress=False, engine_factory=fake_factory(),
-                 peak=fixed_peak(), allow_mixed=True)
+    record = run(plan_of(config, resume=path, progress=False, engine_factory=fake_factory(),
+                         peak=fixed_peak(), allow_mixed=True))
     assert [c.case_id for c in record.cases] == IDS
     # a resume with --case keeps the cases it does not select
-    record = run(config, resume=path, progress=False, engine_factory=fake_factory(),
-                 peak=fixed_peak(), allow_mixed=True, case="*single*")
+    record = run(plan_of(config, resume=path, progress=False, engine_factory=fake_factory(),
+                         peak=fixed_peak(), allow_mixed=True, cases="*single*"))
     assert [c.case_id for c in record.cases] == IDS
 
 

@@ -16,11 +16,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from mibench.harness.commands.report import report as report_cmd
 from mibench.harness.config import load_config
-from mibench.harness.config.matrix import expand
+from mibench.harness.config.matrix import expand, select_cases
 from mibench.harness.records import read_artifact
 from mibench.harness.report import build_context, write_report
-from mibench.harness.report.commands import report as report_cmd
 from mibench.harness.report.repro import command
 
 DATA = Path(__file__).parent / "data" / "reports"
@@ -163,7 +163,9 @@ def test_reproduce_commands_select_exactly_their_case(artifact):
         assert words[:3] == ["mibench", "run", "tests/data/reports/" + artifact.replace(
             "new.json", "demo.yaml").replace("models.json", "models.yaml")]
         sets = [words[i + 1] for i, w in enumerate(words) if w == "--set"]
-        (spec,) = expand(load_config(Path(__file__).parent.parent / words[2], sets))
+        globs = [words[i + 1] for i, w in enumerate(words) if w == "--case"]
+        (spec,) = select_cases(expand(load_config(Path(__file__).parent.parent / words[2],
+                                                  sets)), globs)
         assert (spec.engine, spec.mode, spec.params, spec.tp, spec.model, spec.dtype) == (
             case.engine, case.mode, case.params, case.topology["tp"], case.model["path"],
             case.model["dtype"])
@@ -198,7 +200,9 @@ def test_real_artifact_report(tmp_path):
         words = shlex.split(command(rec, case))
         assert words[2] == "configs/cpu-smoke.yaml"
         sets = [words[i + 1] for i, w in enumerate(words) if w == "--set"]
-        (spec,) = expand(load_config(Path(__file__).parent.parent / words[2], sets))
+        globs = [words[i + 1] for i, w in enumerate(words) if w == "--case"]
+        (spec,) = select_cases(expand(load_config(Path(__file__).parent.parent / words[2],
+                                                  sets)), globs)
         assert spec.case_id == case.case_id
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from mibench.harness import testing
 from mibench.harness.config import load_config
+from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import run
 from mibench.harness.testing import FakeEngine, fixed_peak, write_config
 
@@ -28,8 +29,8 @@ cases:
 def run_with(tmp_path, trouble):
     factory = functools.partial(FakeEngine, on_mode={"packed": trouble})
     config = load_config(write_config(tmp_path, CONFIG))
-    record = run(config, tmp_path / "out", progress=False, engine_factory=factory,
-                 peak=fixed_peak(), workers=True)
+    record = run(plan_of(config, out=tmp_path / "out", progress=False, engine_factory=factory,
+                         peak=fixed_peak(), workers=True))
     return {c.mode: c for c in record.cases}
 
 
@@ -53,8 +54,8 @@ def test_cases_measured_in_a_worker_match_in_process(tmp_path):
     # a generous timeout: a starved machine must not fail a trivial case (CONFIG's 1 s is
     # for the hang test)
     config = load_config(write_config(tmp_path, CONFIG), ["runs.timeout_s=60"])
-    both = [run(config, tmp_path / name, progress=False, engine_factory=FakeEngine,
-                peak=fixed_peak(), workers=workers) for name, workers in (("a", True),
+    both = [run(plan_of(config, out=tmp_path / name, progress=False, engine_factory=FakeEngine,
+                        peak=fixed_peak(), workers=workers)) for name, workers in (("a", True),
                                                                          ("b", False))]
     for a, b in zip(*(r.cases for r in both), strict=True):
         assert a.status == b.status == "ok"
@@ -68,8 +69,8 @@ def test_runs_processes_measures_each_case_in_fresh_workers(tmp_path, monkeypatc
     factory = functools.partial(FakeEngine, on_mode={"single": testing.record_pid})
     config = load_config(write_config(tmp_path, CONFIG), ["runs.processes=3",
                                                           "runs.timeout_s=60"])
-    record = run(config, tmp_path / "out", progress=False, engine_factory=factory,
-                 peak=fixed_peak(), workers=True)
+    record = run(plan_of(config, out=tmp_path / "out", progress=False, engine_factory=factory,
+                         peak=fixed_peak(), workers=True))
     single = next(c for c in record.cases if c.mode == "single")
     assert single.status == "ok" and single.runs["processes"] == 3
     assert [len(t) for t in single.process_timed_s] == [2, 2, 2]
@@ -84,8 +85,8 @@ def test_runs_processes_needs_workers(tmp_path):
 
     config = load_config(write_config(tmp_path, CONFIG), ["runs.processes=2"])
     with pytest.raises(MibenchError, match="runs.processes"):
-        run(config, tmp_path / "out", progress=False, engine_factory=FakeEngine,
-            peak=fixed_peak(), workers=False)
+        run(plan_of(config, out=tmp_path / "out", progress=False, engine_factory=FakeEngine,
+                    peak=fixed_peak(), workers=False))
 
 
 def test_on_an_accelerator_one_jax_worker_at_a_time(tmp_path):

@@ -8,13 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mibench.errors import MibenchError
-from mibench.harness.ab.revisions import first_parent, git
+from mibench.harness.ab.revisions import first_parent
 from mibench.harness.ab.rounds import run_ab
 from mibench.harness.config import Config
+from mibench.harness.util import git
 
 
 def bisect(config: Config, repo: Path, good: str, bad: str, cache: Path, *,
-           case_glob: str | None, rounds: int = 5,
+           case_glob: list[str] | str | None, rounds: int = 5,
            note: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> dict:
     """{first_bad, subject, steps: [{commit, subject, verdict, evidence}]}; a MibenchError
     when BAD shows no regression against GOOD (nothing to search)."""

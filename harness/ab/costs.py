@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mibench.harness.ab.record import CostCheck
 from mibench.harness.ab.revisions import Revision
 from mibench.harness.config.matrix import CaseSpec
+from mibench.harness.records.ab import CostCheck
+from mibench.harness.records.compile import CompileCase
 from mibench.harness.run.compile import compile_cases, row
-from mibench.harness.run.compile_records import CompileCase
 from mibench.harness.stats.compile_compare import diff_case
 
 

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from mibench.errors import MibenchError
+from mibench.harness.util import git
 
 CONTRACT = "engines/contract.py"  # the engine contract a worker's harness talks to
 
@@ -29,14 +30,6 @@ class Revision:
 
     def as_dict(self) -> dict:
         return {"rev": self.rev, "commit": self.commit, "subject": self.subject}
-
-
-def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise MibenchError(out.stderr.strip().splitlines()[-1] if out.stderr.strip() else
-                           f"git {' '.join(args)} failed", field="git")
-    return out.stdout.strip()
 
 
 def repository(start: Path | None = None) -> Path:

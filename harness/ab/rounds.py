@@ -21,7 +21,11 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 from mibench.harness.ab.interleave import lockstep
-from mibench.harness.ab.record import (
+from mibench.harness.ab.revisions import Revision, checkout
+from mibench.harness.config import CaseSpec, Config, expand
+from mibench.harness.config.matrix import select_cases
+from mibench.harness.records import CaseRecord, write_artifact
+from mibench.harness.records.ab import (
     ABCase,
     ABRecord,
     CostCheck,
@@ -30,16 +34,13 @@ from mibench.harness.ab.record import (
     Side,
     Timing,
 )
-from mibench.harness.ab.revisions import Revision, checkout
-from mibench.harness.config import CaseSpec, Config, expand
-from mibench.harness.records import CaseRecord, write_artifact
-from mibench.harness.run.case import now
-from mibench.harness.run.compile_records import LibTpu
+from mibench.harness.records.compile import LibTpu
 from mibench.harness.run.provenance import collect, device_info
-from mibench.harness.run.runner import run_in_worker, select_cases
+from mibench.harness.run.runner import run_in_worker
 from mibench.harness.run.worker import WorkerPool, probe_env
 from mibench.harness.stats.paired import paired_test, round_log_ratio
 from mibench.harness.stats.scores import SCORE_TOL, max_log_diff
+from mibench.harness.util import now
 
 
 def _sample(rec: CaseRecord, r: int, first: bool) -> RoundSample:
@@ -81,7 +82,7 @@ def judge(case: ABCase, first_scores: dict, alpha: float, min_effect: float,
 
 
 def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path, *,
-           rounds: int = 5, case_glob: str | None = None, out: Path | None = None,
+           rounds: int = 5, case_glob: list[str] | str | None = None, out: Path | None = None,
            argv: list[str] | None = None, alpha: float | None = None,
            min_effect: float | None = None, interleave: bool | None = None,
            target=None, cost_threshold: float = 0.05,

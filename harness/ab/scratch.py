@@ -8,13 +8,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from mibench.harness import util
+
 SOURCES = ("engines", "mibench", "pyproject.toml")  # what a revision's worker imports
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=mibench", "-c",
-                           "user.email=mibench@localhost", *args], check=True,
-                          capture_output=True, text=True).stdout.strip()
+    """git in the scratch repository, as a committer of its own."""
+    return util.git(repo, "-c", "user.name=mibench", "-c", "user.email=mibench@localhost",
+                    *args)
 
 
 def commit(repo: Path, message: str) -> str:

@@ -29,6 +29,7 @@ from mibench.engines import MODES, PART_OPTION, MibenchError, Mode, Shape, model
 from mibench.harness.config.matrix import CaseSpec, workload_specs
 from mibench.harness.config.spec import Config, Workload
 from mibench.harness.config.yamlsource import Key
+from mibench.harness.util import gib
 from mibench.workloads.jsonl import scan_requests
 
 MAX_CASES = 10_000
@@ -61,13 +62,6 @@ def host_memory() -> tuple[int | None, str]:
     except OSError:
         pass
     return min(found) if found else (None, "unknown")
-
-
-def gib(n: float) -> str:
-    for unit, size in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n / 1024:.1f} KiB"
 
 
 def _axis_key(config: Config, base: Key, value) -> Key:

@@ -13,6 +13,7 @@ An http case (`engine: http`) has its load after its mode: `clients=N` or `rate=
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import itertools
 
 from pydantic import ValidationError
@@ -193,7 +194,14 @@ def check_reference(config: Config) -> None:
 
 
 def expand(config: Config) -> list[CaseSpec]:
-    """All cases of a config, in run order; raises ConfigError on a bad case or duplicate id."""
+    """All cases of a config, in run order; raises ConfigError on a bad case or duplicate id.
+    Expanded once per config object (a frozen model) and kept."""
+    if config._cases is None:
+        config._cases = tuple(_expand(config))
+    return list(config._cases)
+
+
+def _expand(config: Config) -> list[CaseSpec]:
     for i, case in enumerate(config.cases):
         check_case(config, i, case)
     check_reference(config)
@@ -209,3 +217,19 @@ def expand(config: Config) -> list[CaseSpec]:
                 seen[spec.case_id] = i
                 cases.append(spec)
     return cases
+
+
+def select_cases(cases: list, patterns: list[str] | str | None, what: str = "the config"
+                 ) -> list:
+    """The cases whose `case_id` matches any of the globs (fnmatch; None or []: all of
+    them), in their order; a glob that matches nothing is a MibenchError naming --case."""
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    if not patterns:
+        return list(cases)
+    for pattern in patterns:
+        if not any(fnmatch.fnmatchcase(c.case_id, pattern) for c in cases):
+            known = ", ".join(c.case_id for c in cases[:5])
+            raise MibenchError(f"{pattern!r} matches no case of {what} (its cases: {known}"
+                               f"{', ...' if len(cases) > 5 else ''})", field="--case")
+    return [c for c in cases if any(fnmatch.fnmatchcase(c.case_id, p) for p in patterns)]

@@ -238,6 +238,7 @@ class Config(Strict):
 
     _locations: Locations = PrivateAttr(default_factory=Locations)
     _source: str = PrivateAttr(default="")
+    _cases: tuple | None = PrivateAttr(default=None)  # its expansion, made once (`expand`)
 
     def resolved(self) -> dict:
         """The fully resolved config (includes and overrides applied), JSON-ready."""

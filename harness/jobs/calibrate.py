@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from mibench.harness.ab.scratch import append, commit, copy_project, slower
+from mibench.harness.stats.paired import timing_line
 
 EXTEND = "engines/modes/extend.py"
 KINDS = ("aa", "slow20", "slow50")
@@ -104,7 +105,7 @@ def main(out: Path, trials: int = 20, rounds: int = 5, load: bool = True) -> dic
                 rows[kind].append({"verdict": case.verdict, "change": t.change, "low": t.low,
                                    "high": t.high, "p": t.p_value, "errors": errors,
                                    "pacing": record.pacing, "d": t.round_log_ratios})
-                print(f"{kind} {k + 1}/{trials}: {case.verdict} {t.line()}"
+                print(f"{kind} {k + 1}/{trials}: {case.verdict} {timing_line(t)}"
                       + (f"; {len(errors)} failed sides, first: {errors[0]}" if errors else ""),
                       flush=True)
                 flagged = sum(r["verdict"] == "regression" for r in rows[kind])
@@ -122,12 +123,13 @@ def main(out: Path, trials: int = 20, rounds: int = 5, load: bool = True) -> dic
 
 def separate_runs(config, folder: Path, trials: int) -> dict:
     """`trials` + 1 runs, each compared with the previous one: regressions flagged."""
+    from mibench.harness.run.plan import plan_of
     from mibench.harness.run.runner import run
     from mibench.harness.stats.compare import compare
 
     records = []
     for k in range(trials + 1):
-        records.append(run(config, folder, progress=False))
+        records.append(run(plan_of(config, out=folder, progress=False)))
         print(f"run {k + 1}/{trials + 1}", flush=True)
     rows = []
     for base, new in zip(records, records[1:], strict=False):

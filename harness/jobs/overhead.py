@@ -79,6 +79,7 @@ def main(config_path: Path = CONFIG, rounds: int = 3, sets: list[str] | tuple = 
         raise MibenchError(f"must be at least 1, got {rounds}", field="--rounds")
     from mibench.engines import load_engine
     from mibench.harness.run.peak import PeakTable
+    from mibench.harness.run.plan import plan_of
     from mibench.harness.run.pool import EnginePool
     from mibench.harness.run.runner import run
 
@@ -95,14 +96,16 @@ def main(config_path: Path = CONFIG, rounds: int = 3, sets: list[str] | tuple = 
         for _ in range(rounds):
             d, d_wall = direct(engine, requests, case)
             t0 = time.perf_counter()
-            record = run(config, Path(tmp), progress=False, engine_factory=factory, peak=peak)
+            record = run(plan_of(config, out=Path(tmp), progress=False, engine_factory=factory,
+                                 peak=peak))
             h_wall = time.perf_counter() - t0
             (c,) = record.cases
             if c.status != "ok":
                 raise RuntimeError(f"the harness side's case {c.status}: {c.error.message}")
             added = h_wall - (c.compile_s + sum(c.warmup_s) + sum(c.timed_s))
             t0 = time.perf_counter()
-            (w,) = run(config, Path(tmp), progress=False, peak=peak).cases  # in a worker
+            # in a worker
+            (w,) = run(plan_of(config, out=Path(tmp), progress=False, peak=peak)).cases
             w_wall = time.perf_counter() - t0
             if w.status != "ok":
                 raise RuntimeError(f"the worker side's case {w.status}: {w.error.message}")

@@ -4,9 +4,10 @@ interval in percent, then every case with the numbers behind its verdict)."""
 
 from __future__ import annotations
 
-from mibench.harness.ab.record import ABRecord
+from mibench.harness.records.ab import ABRecord
 from mibench.harness.report.console import table
 from mibench.harness.report.fmt import Table
+from mibench.harness.stats.paired import timing_line
 
 
 def _ms(x: float | None) -> str:
@@ -27,7 +28,7 @@ def rows(record: ABRecord) -> list[list[str]]:
         scores = "-" if c.scores is None else (
             f"{c.scores.max_log_diff:.2g}" if c.scores.max_log_diff is not None else "shape")
         out.append([c.case_id, c.verdict or "-", _ms(_median(c.base)), _ms(_median(c.new)),
-                    t.line() if t else "-", scores])
+                    timing_line(t) if t else "-", scores])
     return out
 
 

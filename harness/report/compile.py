@@ -4,7 +4,7 @@ per chip over the chip's HBM, and its status; then each artifact's per-case cost
 
 from __future__ import annotations
 
-from mibench.harness.run.compile_records import CompileCase, CompileRecord
+from mibench.harness.records.compile import CompileCase, CompileRecord
 from mibench.harness.stats.compile_compare import fmt_num
 
 GIB = 1024**3

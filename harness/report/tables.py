@@ -205,8 +205,7 @@ def repro_table(rows: list[Row]) -> Table:
     many = _distinct(rows, lambda r: r.run) > 1
     body = [([r.run] if many else []) + [r.case.case_id, f"`{command(r.record, r.case)}`"]
             for r in rows]
-    note = ("Each command runs one case of the config (parity checks off); the pinned matrix "
-            "axes may shorten its case id.")
+    note = "Each command runs one case of the config, selected by its id (parity checks off)."
     records = {id(r.record): r.record for r in rows}.values()
     if any(config_args(rec)[2] for rec in records):  # the run's multi-process options
         note += " A multi-process run: start its command on every host, each with its own " \

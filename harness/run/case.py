@@ -3,7 +3,6 @@ engine from the pool, its workload, the one timing loop, metrics and peak memory
 
 from __future__ import annotations
 
-import datetime as dt
 import traceback
 from collections.abc import Callable
 
@@ -14,10 +13,7 @@ from mibench.harness.run import memory
 from mibench.harness.run.measure import Timings, measure
 from mibench.harness.run.pool import EnginePool, make_call
 from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
-
-
-def now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+from mibench.harness.util import now
 
 
 def compile_counter():

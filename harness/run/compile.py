@@ -16,13 +16,11 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 from collections.abc import Callable
-from pathlib import Path
 
 from mibench.errors import MibenchError
-from mibench.harness.config.matrix import CaseSpec, expand
-from mibench.harness.records import Devices, ErrorInfo, locked, write_artifact
-from mibench.harness.run import libtpu
-from mibench.harness.run.compile_records import (
+from mibench.harness.config.matrix import CaseSpec
+from mibench.harness.records import Devices, ErrorInfo
+from mibench.harness.records.compile import (
     CompileCase,
     CompileRecord,
     CompileTarget,
@@ -31,10 +29,10 @@ from mibench.harness.run.compile_records import (
 from mibench.harness.run.compile_worker import (
     CompileWorker,
     case_base,
-    now,
     worker_env,
 )
 from mibench.harness.run.worker import WorkerDied
+from mibench.harness.util import now
 
 GIB = 1024**3
 # HBM per chip by TPU kind, from Google Cloud's TPU pages (their "GB" is binary: the
@@ -120,45 +118,16 @@ def compile_cases(cases: list[CaseSpec], target: CompileTarget, lib, *, engine_r
     return done
 
 
-def compile_config(config_path: Path, out: Path, sets: list[str], target_flag: str | None,
-                   argv: list[str]) -> int:
-    """Load, compile every case, write the artifact, print a table; the exit code."""
-    from mibench.harness.commands import writable_folder
-    from mibench.harness.config import load_config
-
-    config = load_config(config_path, sets)
-    target = resolve_target(target_flag, config)
-    cases = expand(config)
-    writable_folder(out, "--out")
-    jax_cases = [c for c in cases if c.engine == "jax"]
-    lib = libtpu.find() if jax_cases else None
-    record = new_record(config, target, lib, argv)
-    path = Path(out) / f"{record.run_id}.json"
-    print(header(record), flush=True)
-
-    def done(rec: CompileCase) -> None:
-        record.cases.append(rec)
-        _device_kind(record, rec)
-        write_artifact(record, path)
-        print(row(rec), flush=True)
-
-    with locked(path):
-        write_artifact(record, path)
-        compile_cases(cases, target, lib, on_case=done)
-        record.finished_at = now()
-        write_artifact(record, path)
-    print(f"artifact: {path}")
-    return 3 if any(c.status == "failed" for c in record.cases) else 0
-
-
-def _device_kind(record: CompileRecord, rec: CompileCase) -> None:
+def note_device_kind(record: CompileRecord, rec: CompileCase) -> None:
+    """The chip's name as the compiler gives it (the first case's devices), kept once."""
     devices = rec.topology.get("devices") or []
     if devices and record.target.device_kind is None:
         record.target.device_kind = devices[0].get("kind")
         record.provenance.devices.kind = record.target.device_kind
 
 
-def gib(n: float | None) -> str:
+def hbm(n: float | None) -> str:
+    """A column of HBM sizes: always GiB, two decimals."""
     return "-" if n is None else f"{n / GIB:.2f} GiB"
 
 
@@ -166,7 +135,7 @@ def header(record: CompileRecord) -> str:
     t = record.target
     lib = f"libtpu {record.libtpu.version}" if record.libtpu.version else record.libtpu.source
     return (f"compiling {record.config.get('name')} for {t.name} ({t.topology}, "
-            f"{gib(t.hbm_per_chip_bytes)} HBM per chip; {lib})\n"
+            f"{hbm(t.hbm_per_chip_bytes)} HBM per chip; {lib})\n"
             f"{'status':8} {'HBM/chip':>10} {'fits':5} {'compile':>8}  case: peak program")
 
 
@@ -176,5 +145,5 @@ def row(rec: CompileCase) -> str:
         return f"{rec.status:8} {'-':>10} {'-':5} {'-':>8}  {rec.case_id}: {rec.error.message}"
     fits = {True: "yes", False: "NO", None: "-"}[c.fits]
     tail = rec.error.message if rec.error else c.hbm_peak_program
-    return (f"{rec.status:8} {gib(c.hbm_peak_bytes):>10} {fits:5} {c.compile_s:7.1f}s  "
+    return (f"{rec.status:8} {hbm(c.hbm_peak_bytes):>10} {fits:5} {c.compile_s:7.1f}s  "
             f"{rec.case_id}: {tail}")

@@ -8,7 +8,6 @@ crash, a memory kill) or passes `runs.timeout_s` / `runs.max_rss` raises WorkerD
 
 from __future__ import annotations
 
-import datetime as dt
 import subprocess
 import sys
 import tempfile
@@ -20,15 +19,12 @@ from pathlib import Path
 from mibench.errors import MibenchError, TopologyUnavailable
 from mibench.harness.config.cases import CaseSpec
 from mibench.harness.records import ErrorInfo
+from mibench.harness.records.compile import CaseCompile, CompileCase, CompileTarget
 from mibench.harness.run import libtpu
-from mibench.harness.run.compile_records import CaseCompile, CompileCase, CompileTarget
 from mibench.harness.run.worker import OUTPUT_TAIL, POLL_S, WorkerDied, _death, rss_of
+from mibench.harness.util import now
 
 OUT_OF_MEMORY = "RESOURCE_EXHAUSTED"
-
-
-def now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
 def case_base(case: CaseSpec, status: str = "ok") -> CompileCase:

@@ -6,26 +6,15 @@ import functools
 import os
 import platform
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 from mibench.harness.records import Devices, GitInfo, Provenance
 from mibench.harness.run.peak import cpu_model
+from mibench.harness.util import git_output
 
 ENV_PATTERN = re.compile(r"^(XLA_FLAGS|LIBTPU_INIT_ARGS|CUDA_VISIBLE_DEVICES|TPU_.*|JAX_.*|"
                          r"MIBENCH_.*|HF_HUB_OFFLINE)$")
-
-
-def git_output(path: str | Path, *args: str) -> str | None:
-    """Stripped stdout of `git -C path ARGS` ("" when it prints nothing); None when git
-    fails or is missing. Never cached: a long-lived process must see new commits."""
-    try:
-        out = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
-                             timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
 
 
 def git_info(path: str | Path) -> GitInfo:
@@ -38,6 +27,20 @@ def git_info(path: str | Path) -> GitInfo:
     return GitInfo(path=git_output(path, "rev-parse", "--show-toplevel") or str(path),
                    commit=commit, branch=git_output(path, "rev-parse", "--abbrev-ref", "HEAD"),
                    dirty=bool(status) if status is not None else None)
+
+
+def mibench_version() -> str:
+    """The installed version, and the commit of the checkout mibench runs from (with
+    `-dirty` when it has uncommitted changes), e.g. `0.1.0 (a7c4c24)`."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        text = version("mibench")
+    except PackageNotFoundError:
+        text = "unknown"
+    here = Path(__file__).resolve().parents[2]
+    commit = git_output(here, "describe", "--always", "--dirty", "--abbrev=7")
+    return f"{text} ({commit})" if commit else text
 
 
 def package_versions() -> dict[str, str | None]:

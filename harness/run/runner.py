@@ -1,4 +1,5 @@
-"""Run every case of a config and keep every measurement: `run(config, out_dir) -> RunRecord`.
+"""Run every case of a plan and keep every measurement: `run(plan) -> RunRecord` (the plan:
+harness/run/plan.py).
 
 Neither prints (except the progress bar on a terminal) nor exits. The artifact is rewritten
 atomically after every case and every parity group, so an interrupted or killed run keeps
@@ -10,43 +11,60 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import fnmatch
 import secrets
 from collections.abc import Callable
 from pathlib import Path
 
 from mibench.engines import MibenchError, TopologyUnavailable
-from mibench.harness.config.matrix import CaseSpec, expand
+from mibench.harness.config.cases import CaseSpec
 from mibench.harness.config.spec import Config
 from mibench.harness.records import (
     CaseRecord,
     ErrorInfo,
+    Invocation,
     RunRecord,
     locked,
     read_artifact,
     write_artifact,
 )
 from mibench.harness.run import parity
-from mibench.harness.run.case import case_record, failed_record, now, run_case
+from mibench.harness.run.case import case_record, failed_record, run_case
 from mibench.harness.run.peak import PeakTable
+from mibench.harness.run.plan import Plan, group_of
 from mibench.harness.run.pool import EngineKey, EnginePool
-from mibench.harness.run.progress import make_progress, style
+from mibench.harness.run.progress import make_progress
 from mibench.harness.run.provenance import collect, device_info, git_info
 from mibench.harness.run.worker import WorkerDied, WorkerPool, probe_env
 from mibench.harness.stats.metrics import case_metrics, useful_flops
+from mibench.harness.util import now
 
 
 def artifact_path(record: RunRecord, out_dir: str | Path) -> Path:
     return Path(out_dir) / f"{record.run_id}.json"
 
 
-def new_record(config: Config, argv: list[str] | None, engine_repo,
-               env: dict | None = None) -> RunRecord:
+def new_record(plan: Plan, env: dict | None = None) -> RunRecord:
+    config, options = plan.config, plan.options
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     devices = device_info(env) if env is not None else None
+    provenance = collect(list(options.argv) or None, options.engine_repo, devices)
+    provenance.invocation = invocation(plan)
     return RunRecord(run_id=f"{config.name}-{stamp}-{secrets.token_hex(2)}", started_at=now(),
                      config=config.resolved(), config_sha256=config.sha256(),
-                     provenance=collect(argv, engine_repo, devices))
+                     provenance=provenance)
+
+
+def invocation(plan: Plan) -> Invocation | None:
+    """How `mibench run` was asked for this run, when it came from a config file: what a
+    report's reproduce commands start from."""
+    if plan.config_path is None:
+        return None
+    coordinator, processes, process_id = plan.options.distributed
+    extra = [w for flag, value in (("--coordinator", coordinator),
+                                   ("--num-processes", processes),
+                                   ("--process-id", process_id)) if value is not None
+             for w in (flag, str(value))]
+    return Invocation(config=plan.config_path, sets=list(plan.options.sets), options=extra)
 
 
 def resume_record(config: Config, path: Path, allow_mixed: bool = False) -> RunRecord:
@@ -134,25 +152,25 @@ def _in_one_worker(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float
     return rec
 
 
-class Session:
-    """The state of one run: cases, finished records, engines, the artifact path."""
+class RunState:
+    """What a run has so far: its plan, the finished records, the engines, the artifact."""
 
-    def __init__(self, config: Config, record: RunRecord, path: Path, pool: EnginePool,
-                 peak: PeakTable, progress, writer: bool = True,
-                 cases: list[CaseSpec] | None = None):
-        self.config, self.record, self.path, self.pool = config, record, path, pool
-        self.peak, self.progress = peak, progress
-        self.cases = expand(config) if cases is None else cases
-        self.writer = writer  # in a multi-process run only process 0 writes
+    def __init__(self, plan: Plan, record: RunRecord, path: Path, pool: EnginePool,
+                 peak: PeakTable, progress):
+        self.plan, self.config, self.record, self.path = plan, plan.config, record, path
+        self.pool, self.peak, self.progress = pool, peak, progress
+        self.cases = list(plan.cases)
         self.done: dict[str, CaseRecord] = {c.case_id: c for c in record.cases}
-        self.groups = _groups(self.cases)
+        self.groups = plan.groups
 
     def save(self) -> None:
-        order = [c.case_id for c in expand(self.config)]  # all: a --case run keeps the rest
+        """The artifact with every finished case, in the config's order (a --case run
+        keeps the others' records)."""
+        order = [c.case_id for c in self.plan.all_cases]
         self.record.cases = [self.done[i] for i in order if i in self.done]
         self.record.provenance.devices.peak_flops = dict(self.peak.values)
         self.record.provenance.devices.peak_source = self.peak.source
-        if self.writer:
+        if self.plan.writer:
             write_artifact(self.record, self.path)
 
     def needed_after(self, i: int, group_done: bool) -> set[EngineKey]:
@@ -160,7 +178,7 @@ class Session:
         later = self.cases[i + 1:]
         keys = {c.engine_key for c in later} | parity.reference_keys(self.config, later)
         if self.parity_checks and not group_done:
-            group = self.groups[_group(self.cases[i])]
+            group = self.groups[group_of(self.cases[i])]
             keys |= {c.engine_key for c in group} | parity.reference_keys(self.config, group)
         return keys
 
@@ -170,93 +188,58 @@ class Session:
 
     def finish_group(self, case: CaseSpec) -> None:
         """After a group's last case: its parity checks (artifact saved after them)."""
-        group = self.groups[_group(case)]
+        group = self.groups[group_of(case)]
         if self.parity_checks:
             if self.record.parity is None:
                 self.record.parity = parity.new_record(self.config)
             ok = [c for c in group if self.done[c.case_id].status == "ok"]
-            self.progress.note(f"parity {_group(case)}")
+            self.progress.note(f"parity {group_of(case)}")
             parity.check_group(self.config, self.pool, ok, self.record.parity,
                                [self.done[c.case_id] for c in ok])
             self.save()
 
 
-def _group(case: CaseSpec) -> tuple[str, str, int]:
-    return (case.model, case.dtype, case.tp)
-
-
-def _groups(cases: list[CaseSpec]) -> dict[tuple, list[CaseSpec]]:
-    out: dict[tuple, list[CaseSpec]] = {}
-    for c in cases:
-        out.setdefault(_group(c), []).append(c)
-    return out
-
-
-def select_cases(cases: list[CaseSpec], pattern: str | None) -> list[CaseSpec]:
-    """The cases whose id matches the glob `pattern` (fnmatch; None: all of them)."""
-    chosen = [c for c in cases if pattern is None or fnmatch.fnmatchcase(c.case_id, pattern)]
-    if not chosen:
-        known = ", ".join(c.case_id for c in cases[:5])
-        raise MibenchError(f"{pattern!r} matches no case of the config (its cases: {known}"
-                           f"{', ...' if len(cases) > 5 else ''})", field="--case")
-    return chosen
-
-
-def run(config: Config, out_dir: str | Path = "artifacts", resume: str | Path | None = None,
-        progress: bool | str = True, *, engine_repo: str | Path | None = None,
-        argv: list[str] | None = None, engine_factory: Callable | None = None,
-        peak: PeakTable | None = None, writer: bool = True,
-        workers: bool | None = None, allow_mixed: bool = False,
-        case: str | None = None) -> RunRecord:
-    """Run every case (or, with `resume`, every missing or failed one) and the parity checks.
-
-    Returns the final record; the artifact is `out_dir/<run_id>.json`, or the resumed file.
-    In a multi-process run every process runs every case (the mesh spans all processes'
-    devices) and only the `writer` (process 0) writes the artifact.
-
-    `workers`: measure each engine group in a worker process (harness/run/worker.py).
-    Default: on, except with an `engine_factory` (the tests' in-process fakes; a picklable
-    factory may still ask for workers). A multi-process run passes False.
-
-    `progress`: auto, bar, lines or none (True: auto, False: none; harness/run/progress.py).
-    `case`: a glob on case ids (fnmatch): only the matching cases run.
-    """
-    cases, progress = select_cases(expand(config), case), style(progress)
-    if workers is None:
-        workers = engine_factory is None
-    env = probe_env() if workers and not resume else None
-    record = (resume_record(config, Path(resume), allow_mixed) if resume
-              else new_record(config, argv, engine_repo, env))
-    path = Path(resume) if resume else artifact_path(record, out_dir)
+def run(plan: Plan) -> RunRecord:
+    """Run every case of the plan (or, resuming, every missing or failed one) and the
+    parity checks; returns the final record. The artifact is `out/<run_id>.json`, or the
+    resumed file. In a multi-process run every process runs every case (the mesh spans all
+    processes' devices) and only the writer (process 0) writes the artifact. Measured in
+    worker processes (harness/run/worker.py) unless the plan says in-process."""
+    options = plan.options
+    env = probe_env() if plan.workers and not options.resume else None
+    record = (resume_record(plan.config, Path(options.resume), options.allow_mixed)
+              if options.resume else new_record(plan, env))
+    path = Path(options.resume) if options.resume else artifact_path(record, options.out)
     devices = record.provenance.devices
+    peak = plan.peak
     if peak is None:
         peak = PeakTable(devices.platform, devices.kind)
         peak.values.update(devices.peak_flops)  # a resumed run keeps its measured peak
         peak.kept = devices.peak_source
     finished = {c.case_id for c in record.cases}
-    todo = [c for c in cases if c.case_id not in finished]
+    todo = [c for c in plan.cases if c.case_id not in finished]
     runs = sum(c.runs.processes * (1 + c.runs.warmup + c.runs.timed) for c in todo)
-    if not workers and any(c.runs.processes > 1 for c in todo):
+    if not plan.workers and any(c.runs.processes > 1 for c in todo):
         raise MibenchError("needs worker processes, and this run scores in-process (a "
                            "multi-process run)", field="runs.processes")
     # on a GPU or TPU one JAX worker at a time owns the device (a TPU opens in one process)
     accelerator = devices.platform not in (None, "cpu")
-    pool = (WorkerPool(engine_factory, exclusive=accelerator) if workers
-            else EnginePool(engine_factory))
-    measure_case = run_in_worker if workers else run_case
-    s = Session(config, record, path, pool, peak,
-                make_progress(progress if writer else "none", runs), writer=writer, cases=cases)
+    pool = (WorkerPool(plan.engine_factory, exclusive=accelerator) if plan.workers
+            else EnginePool(plan.engine_factory))
+    measure_case = run_in_worker if plan.workers else run_case
+    state = RunState(plan, record, path, pool, peak,
+                     make_progress(options.progress if plan.writer else "none", runs))
     here = git_info(Path.cwd())
     with contextlib.ExitStack() as stack:
-        if writer:
+        if plan.writer:
             stack.enter_context(locked(path))
-        _run_cases(s, todo, measure_case, here)
+        _run_cases(state, todo, measure_case, here)
         record.finished_at = now()
-        s.save()
+        state.save()
     return record
 
 
-def _run_cases(s: Session, todo: list[CaseSpec], measure_case: Callable, here) -> None:
+def _run_cases(s: RunState, todo: list[CaseSpec], measure_case: Callable, here) -> None:
     """Measure every case still to do, in order, with each group's parity after its last
     case; the artifact is saved after each."""
     try:
@@ -271,7 +254,7 @@ def _run_cases(s: Session, todo: list[CaseSpec], measure_case: Callable, here) -
                 s.done[case.case_id] = rec
                 s.save()
                 s.progress.end_case(rec)
-            group_done = i + 1 == len(s.cases) or _group(s.cases[i + 1]) != _group(case)
+            group_done = i + 1 == len(s.cases) or group_of(s.cases[i + 1]) != group_of(case)
             if group_done:
                 s.finish_group(case)
             s.pool.release_unneeded(s.needed_after(i, group_done))

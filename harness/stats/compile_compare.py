@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mibench.errors import MibenchError
-from mibench.harness.run.compile_records import CompileCase, CompileRecord
+from mibench.harness.records.compile import CompileCase, CompileRecord
 
 # (label, getter) of the gated costs; each is per chip (HBM) or per steady-state pass
 GATED = (

@@ -8,6 +8,7 @@ commit is known there; otherwise the artifact's `started_at` stands in for it.
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import json
 import math
 import statistics
@@ -16,7 +17,6 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 from mibench.harness.records import RunRecord, read_artifact
-from mibench.harness.run.provenance import git_output
 from mibench.harness.stats.changepoint import (
     DEFAULT,
     METHOD,
@@ -27,6 +27,7 @@ from mibench.harness.stats.changepoint import (
 from mibench.harness.stats.comparable import label, measurement
 from mibench.harness.stats.describe import median
 from mibench.harness.stats.significance import NoiseFloor
+from mibench.harness.util import git_output
 
 AA_CONFIDENCE = 0.90  # the learnt floor is this one-sided upper confidence limit
 
@@ -133,10 +134,12 @@ def _sortable(iso: str) -> str:
         return iso
 
 
-def build_history(records: list[RunRecord], case: str | None = None,
+def build_history(records: list[RunRecord], case: list[str] | str | None = None,
                   params: Params = DEFAULT) -> History:
-    """The series of every case (or only `case`) of every config, in commit order. Cases
-    of different configs are different series even when their ids agree."""
+    """The series of every case (or only those whose id matches one of the globs `case`)
+    of every config, in commit order. Cases of different configs are different series
+    even when their ids agree."""
+    globs = [case] if isinstance(case, str) else list(case or [])
     configs: dict[str, list[tuple[str, RunRecord]]] = {}
     for time, r in ordered(records):
         configs.setdefault(str(r.config.get("name", "?")), []).append((time, r))
@@ -147,11 +150,12 @@ def build_history(records: list[RunRecord], case: str | None = None,
             ids += [c.case_id for c in r.cases if c.case_id not in ids]
         known += ids
         series += [_series(name, cid, timeline, params) for cid in ids
-                   if case is None or cid == case]
-    if not series:
-        shown = ", ".join(known[:5]) + (", ..." if len(known) > 5 else "")
-        raise MibenchError(f"no such case in these artifacts (known: {shown})",
-                           field=f"--case {case}")
+                   if not globs or any(fnmatch.fnmatchcase(cid, g) for g in globs)]
+    for glob in globs:
+        if not any(fnmatch.fnmatchcase(cid, glob) for cid in known):
+            shown = ", ".join(known[:5]) + (", ..." if len(known) > 5 else "")
+            raise MibenchError(f"{glob!r} matches no case of these artifacts (known: "
+                               f"{shown})", field="--case")
     return History(series=series, artifacts=len(records), params=params,
                    configs=list(configs))
 

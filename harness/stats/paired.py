@@ -61,6 +61,11 @@ class PairedVerdict:
                 f"p={self.p_value:.2g}, {self.rounds} rounds)")
 
 
+def timing_line(timing) -> str:
+    """`PairedVerdict.line` of a stored verdict (an A/B artifact's `Timing` record)."""
+    return PairedVerdict(**timing.model_dump(exclude={"round_log_ratios"})).line()
+
+
 def round_log_ratio(base_s: list[float], new_s: list[float], interleaved: bool
                     ) -> float | None:
     """One round's d from both sides' timed calls (seconds), None without a positive

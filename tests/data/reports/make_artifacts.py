@@ -24,6 +24,7 @@ from mibench.harness.records import (
     Devices,
     ErrorInfo,
     GitInfo,
+    Invocation,
     ParityCheck,
     ParityRecord,
     Provenance,
@@ -144,6 +145,7 @@ def provenance(config_file: str, commit: str) -> Provenance:
         host={"hostname": "mi-tpu-v6e4", "system": "Linux", "machine": "x86_64", "cpus": 180},
         python="3.11.9 (/home/ci/.venv/bin/python)",
         argv=["/home/ci/.venv/bin/mibench", "run", f"{REL}/{config_file}", "--out", "artifacts"],
+        invocation=Invocation(config=f"{REL}/{config_file}"),
         env={"XLA_FLAGS": "--xla_tpu_enable_latency_hiding_scheduler=true"})
 
 

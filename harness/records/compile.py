@@ -1,6 +1,6 @@
 """The compile artifact: schema `mibench.compile/1`, written by `mibench compile` (one file
-per config and target). Its JSON Schema, `harness/schemas/mibench.compile-1.schema.json`,
-is generated from these models (`python -m mibench.harness.artifacts`).
+per config and target). Its JSON Schema, `harness/records/schemas/mibench.compile-1.schema.json`,
+is generated from these models (`python -m mibench.harness.records`).
 
 Bytes are per chip (what one device of the mesh holds); FLOPs and bytes accessed are XLA's
 cost analysis of one call, which counts a loop body once (see `CompileRecord.cost_loops`).
@@ -13,14 +13,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from mibench.harness.records import (
-    Artifact,
-    ErrorInfo,
-    Provenance,
-    Record,
-    read_json,
-    schema_file,
-)
+from mibench.harness.records.base import ErrorInfo, Header, Record
+from mibench.harness.records.io import read_json, schema_file
 
 COMPILE_SCHEMA = "mibench.compile/1"
 COMPILE_SCHEMA_FILE = schema_file(COMPILE_SCHEMA)
@@ -128,17 +122,11 @@ class LibTpu(Record):
     source: str  # MIBENCH_LIBTPU, installed package, cache, installed now
 
 
-class CompileRecord(Artifact):
+class CompileRecord(Header):
     schema_: Literal["mibench.compile/1"] = Field(default=COMPILE_SCHEMA, alias="schema")
-    run_id: str
-    started_at: str
-    finished_at: str | None = None
-    config: dict
-    config_sha256: str
     target: CompileTarget
     libtpu: LibTpu
     cost_loops: str  # how XLA's cost analysis counts loops
-    provenance: Provenance
     cases: list[CompileCase] = []
 
 

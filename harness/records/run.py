@@ -1,47 +1,20 @@
-"""The artifact: one typed record per run, schema `mibench.run/1` (docs/artifacts.md).
-
-`write_artifact` writes atomically (temp file + os.replace); `read_artifact` refuses any
-other schema version with a message that says what to do. The JSON Schema shipped in
-`harness/schemas/mibench.run-1.schema.json` is generated from these models
-(`python -m mibench.harness.artifacts` rewrites every artifact kind's).
-"""
+"""The run artifact (schema `mibench.run/1`): one typed record per run, its cases and their
+measurements, and the parity checks (docs/artifacts.md)."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
 from mibench.errors import MibenchError
-from mibench.harness import SCHEMA
+from mibench.harness.records.base import ErrorInfo, Header, Record
+from mibench.harness.records.io import read_json, schema_file
 
-SCHEMAS = Path(__file__).parent / "schemas"
-
-
-def schema_file(name: str) -> Path:
-    """The shipped JSON Schema of an artifact kind: `mibench.run/1` -> mibench.run-1.schema.json."""
-    return SCHEMAS / f"{name.replace('/', '-')}.schema.json"
-
-
+SCHEMA = "mibench.run/1"
 SCHEMA_FILE = schema_file(SCHEMA)
-
-
-class Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class Artifact(Record):
-    """The top level of an artifact file (run, A/B, compile): its `schema` names the kind."""
-
-    def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=1) + "\n"
 
 
 class Summary(Record):
@@ -72,12 +45,6 @@ class Metrics(Record):
     # before the call (what the call itself allocates on the host)
     peak_rss_rise_bytes: int | None = None
     timed_compiles: int | None = None  # XLA compilations during the timed runs (0 expected)
-
-
-class ErrorInfo(Record):
-    type: str
-    message: str
-    traceback: str
 
 
 class HttpRequest(Record):
@@ -185,90 +152,13 @@ class ParityRecord(Record):
     passed: bool
 
 
-class GitInfo(Record):
-    path: str
-    commit: str | None = None
-    branch: str | None = None
-    dirty: bool | None = None
-
-
-class Devices(Record):
-    platform: str | None = None
-    kind: str | None = None
-    count: int | None = None
-    peak_flops: dict[str, float] = {}  # dtype -> per-chip FLOP/s
-    peak_source: str | None = None  # "calibrated" (CPU matmul) or "vendor"
-
-
-class Provenance(Record):
-    git: GitInfo
-    engine_repo: GitInfo | None = None
-    packages: dict[str, str | None]
-    devices: Devices
-    host: dict
-    python: str
-    argv: list[str]
-    env: dict[str, str]
-
-
-class RunRecord(Artifact):
+class RunRecord(Header):
     """A whole run: written after every case, so a partial one has `finished_at` null."""
 
     schema_: Literal["mibench.run/1"] = Field(default=SCHEMA, alias="schema")
-    run_id: str
-    started_at: str
-    finished_at: str | None = None
     resumed_at: list[str] = []
-    config: dict
-    config_sha256: str
-    provenance: Provenance
     cases: list[CaseRecord] = []
     parity: ParityRecord | None = None
-
-
-def write_artifact(record: RunRecord, path: Path) -> None:
-    """Atomic: a reader (or a crash) never sees a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; artifacts are ordinary files
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(record.to_json())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def read_json(path: str | Path, model: type[Artifact], schema: str, how: str = "") -> Artifact:
-    """Read and validate an artifact of kind `schema` into `model`; every unreadable input
-    is one MibenchError naming the file (`how`: what to do about another schema)."""
-    path = Path(path)
-    if path.is_dir():
-        raise MibenchError("is a folder, not an artifact file", field=str(path))
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise MibenchError("no such artifact", field=str(path)) from None
-    except json.JSONDecodeError as e:
-        raise MibenchError(f"not JSON: {e.msg}", field=str(path)) from None
-    except RecursionError:
-        raise MibenchError("not an artifact: JSON nested too deeply", field=str(path)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
-        raise MibenchError(f"cannot read: {reason}", field=str(path)) from None
-    found = data.get("schema") if isinstance(data, dict) else None
-    if found != schema:
-        raise MibenchError(f"schema {found!r} is not {schema!r}{how}", field=str(path))
-    try:
-        return model.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise MibenchError(f"invalid {schema} artifact at {where}: {first['msg']}",
-                           field=str(path)) from None
 
 
 def read_artifact(path: str | Path) -> RunRecord:
@@ -303,32 +193,3 @@ def _measurement_problem(record: RunRecord) -> str | None:
     return None
 
 
-def json_schema(model: type[Artifact] = RunRecord, name: str = SCHEMA) -> dict:
-    """The JSON Schema of an artifact model (harness/artifacts.py lists every kind)."""
-    schema = model.model_json_schema(by_alias=True)
-    schema["required"] = ["schema", *schema["required"]]  # defaulted in Python, not in files
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": f"https://mibench.dev/schemas/{schema_file(name).name}",
-            **schema, "title": name}
-
-
-@contextlib.contextmanager
-def locked(path: Path):
-    """Hold `PATH.lock` (an advisory flock, released by the kernel if this process dies)
-    while an artifact is being written: a second run or resume of it is a MibenchError."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = path.with_name(path.name + ".lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise MibenchError("is being written by another mibench process (it holds "
-                           f"{lock.name}); wait for it to finish", field=str(path)) from None
-    try:
-        yield
-    finally:
-        lock.unlink(missing_ok=True)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)

@@ -9,8 +9,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from mibench.harness.records import Artifact, Provenance, Record, read_json, schema_file
-from mibench.harness.run.compile_records import CompileCase, CompileTarget, LibTpu
+from mibench.harness.records.base import Header, Record
+from mibench.harness.records.compile import CompileCase, CompileTarget, LibTpu
+from mibench.harness.records.io import read_json, schema_file
 
 AB_SCHEMA = "mibench.ab/1"
 AB_SCHEMA_FILE = schema_file(AB_SCHEMA)
@@ -49,11 +50,6 @@ class Timing(Record):
     min_effect: float
     verdict: str
     round_log_ratios: list[float] = []
-
-    def line(self) -> str:
-        from mibench.harness.stats.paired import PairedVerdict
-
-        return PairedVerdict(**self.model_dump(exclude={"round_log_ratios"})).line()
 
 
 class ScoreCheck(Record):
@@ -98,14 +94,8 @@ class ABCase(Record):
     why: str = ""
 
 
-class ABRecord(Artifact):
+class ABRecord(Header):
     schema_: Literal["mibench.ab/1"] = Field(default=AB_SCHEMA, alias="schema")
-    run_id: str
-    started_at: str
-    finished_at: str | None = None
-    config: dict
-    config_sha256: str
-    provenance: Provenance
     base: Side
     new: Side
     rounds: int

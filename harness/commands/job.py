@@ -1,6 +1,5 @@
-"""`mibench job ...`: the prepared jobs' commands, added to the main app in harness/cli.py.
-Each only parses arguments and calls the job's plain function (imported on call, so
-`mibench --help` stays light); a MibenchError is one line on stderr and exit 2.
+"""`mibench job ...`: the prepared jobs (harness/jobs/). Each only parses arguments and
+calls the job's plain function (imported on call, so `mibench --help` stays light).
 
     mibench job gpu --out DIR [--budget-s 420] [--dry-run]
     mibench job overhead [CONFIG] [--rounds 3] [--set key=value] [--out FILE.json]
@@ -16,10 +15,10 @@ from typing import Annotated
 
 import typer
 
-from mibench.harness.run.guard import guarded
+from mibench.harness.commands.common import Sets, guarded
 
-job_app = typer.Typer(no_args_is_help=True, help="Prepared jobs: the GPU job and the harness "
-                      "overhead benchmark.")
+job_app = typer.Typer(no_args_is_help=True, help="Prepared jobs: the GPU job, the harness "
+                      "overhead benchmark and the A/B gate's calibration.")
 
 
 @job_app.command("gpu")
@@ -47,9 +46,7 @@ def overhead(config: Annotated[Path | None, typer.Argument(
                       "configs/overhead.yaml).")] = None,
              rounds: Annotated[int, typer.Option(help="Rounds of direct and harness "
                                                       "sides.")] = 3,
-             set_: Annotated[list[str] | None, typer.Option(
-                 "--set", help="Override a config key: a.b=value (value parsed as YAML).")]
-             = None,
+             set_: Sets = None,
              out: Annotated[Path | None, typer.Option(help="Also write the JSON result to "
                                                           "FILE.")] = None):
     """What the harness adds to a direct timed loop of the same call; JSON on stdout."""

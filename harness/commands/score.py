@@ -1,126 +1,49 @@
-"""Plain functions behind the CLI commands: they return values and raise MibenchError."""
+"""`mibench score`: one request scored from the command line, JSON out. Token ids and text
+are separate flags, so a typo in an id list is an error, not text; everything that can be
+checked without the model's weights is checked before they load."""
 
 from __future__ import annotations
 
 import json
-import os
-import sys
-import tempfile
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from mibench.errors import MibenchError
+from mibench.harness.commands.common import guarded, parse_options
 
 
-def run_config(config_path: Path, out: Path, sets: list[str], resume: Path | None,
-               engine_repo: Path | None, argv: list[str],
-               distributed: tuple = (None, None, None), allow_mixed: bool = False,
-               progress: str = "auto", case: str | None = None) -> int:
-    """Load, run, print a summary; returns the exit code (0 ok, 3 failures).
-    `distributed` is (coordinator, num_processes, process_id) of a multi-process run;
-    `progress` the style on stderr (auto, bar, lines, none); `case` a glob on case ids."""
-    from mibench.engines import init_distributed, is_writer
-    from mibench.harness.config import load_config
-    from mibench.harness.config.matrix import expand
-    from mibench.harness.report.console import render_summary
-    from mibench.harness.run.progress import style
-    from mibench.harness.run.runner import artifact_path, exit_code, run, select_cases
-
-    style(progress)  # a bad --progress or --case is exit 2 before anything starts
-    config = load_config(config_path, sets)
-    select_cases(expand(config), case)
-    check_distributed(*distributed)
-    try:
-        multi_process = init_distributed(*distributed)
-    except (RuntimeError, ValueError) as e:  # jax could not join the run
-        if isinstance(e, MibenchError):
-            raise
-        raise MibenchError(f"cannot join the multi-process run: {e}",
-                           field="--coordinator") from None
-    writer = is_writer()
-    folder = Path(resume).parent if resume else Path(out)
-    if writer and (resume is None or Path(resume).is_file()):  # else: "no such artifact"
-        writable_folder(folder, "--resume" if resume else "--out")
-    try:  # a multi-process run's processes score in-process: the mesh spans them
-        record = run(config, out, resume=resume, engine_repo=engine_repo, argv=argv,
-                     writer=writer, workers=not multi_process, allow_mixed=allow_mixed,
-                     progress=progress, case=case)
-    except KeyboardInterrupt:
-        print("interrupted: the finished cases are in the artifact under "
-              f"{resume or out}; continue with --resume ARTIFACT", file=sys.stderr)
-        raise
-    except OSError as e:  # the artifact's folder went away or became unwritable mid-run
-        if not _under(e.filename, folder):
-            raise
-        raise MibenchError(f"cannot write the artifact ({e.strerror or e}); the run stopped, "
-                           "the cases finished before are in the last artifact written",
-                           field="--resume" if resume else "--out") from None
-    path = Path(resume) if resume else artifact_path(record, out)
-    if writer:
-        print(render_summary(record, path))
-    return exit_code(record)
-
-
-def writable_folder(folder: Path, flag: str) -> Path:
-    """`folder`, made if needed, after proving a file can be written in it; else a
-    MibenchError naming `flag` (a file, a folder under a file, no permission)."""
-    folder = Path(folder)
-    try:
-        if folder.exists() and not folder.is_dir():
-            raise MibenchError(f"{folder} is a file, not a folder", field=flag)
-        parent = folder
-        while not parent.exists() and parent.parent != parent:
-            parent = parent.parent
-        if parent.exists() and not parent.is_dir():
-            raise MibenchError(f"{parent} is a file, so {folder} cannot be a folder under it",
-                               field=flag)
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as e:
-        raise MibenchError(f"cannot write in {folder}: {e.strerror or e}", field=flag) from None
-    return folder
-
-
-def _under(name, folder: Path) -> bool:
-    if name is None:
-        return False
-    try:
-        return Path(os.fsdecode(name)).resolve().is_relative_to(folder.resolve())
-    except (OSError, ValueError, TypeError):
-        return False
-
-
-def check_distributed(coordinator: str | None, num_processes: int | None,
-                      process_id: int | None) -> None:
-    """--coordinator HOST:PORT with --num-processes N and --process-id I in [0, N), or none
-    of them; else a MibenchError naming the flag."""
-    if coordinator is None:
-        for flag, value in (("--num-processes", num_processes), ("--process-id", process_id)):
-            if value is not None:
-                raise MibenchError("goes with --coordinator HOST:PORT", field=flag)
-        return
-    host, sep, port = coordinator.strip().rpartition(":")
-    host = host.removeprefix("[").removesuffix("]")  # [::1]:1234
-    if (not sep or not host or any(c.isspace() or c in "/@?#" for c in host)
-            or not (port.isascii() and port.isdigit() and len(port) <= 5)
-            or not 0 < int(port) < 65536):
-        raise MibenchError(f"expected HOST:PORT with a port in 1..65535 (e.g. 10.0.0.1:8476), "
-                           f"got {coordinator!r}", field="--coordinator")
-    if num_processes is None or num_processes < 1:
-        raise MibenchError(f"must be a positive integer with --coordinator, got {num_processes}",
-                           field="--num-processes")
-    if process_id is None or not 0 <= process_id < num_processes:
-        raise MibenchError(f"must be in [0, {num_processes}) with --coordinator, got "
-                           f"{process_id}", field="--process-id")
-
-
-def validate_config(config_path: Path, sets: list[str]) -> str:
-    from mibench.harness.config import load_config
-    from mibench.harness.config.matrix import expand
-    from mibench.harness.report.console import render_cases
-
-    config = load_config(config_path, sets)
-    return render_cases(config, expand(config))
+@guarded
+def score(
+    query_ids: Annotated[str | None, typer.Option(help="Query token ids: 1,2,3.")] = None,
+    query_text: Annotated[str | None, typer.Option(
+        help="Query text (the model's tokenizer).")] = None,
+    item_ids: Annotated[list[str] | None, typer.Option(
+        help="One item's token ids: 4,5 (repeat per item).")] = None,
+    item_text: Annotated[list[str] | None, typer.Option(
+        help="One item's text (repeat per item; not mixed with --item-ids).")] = None,
+    request: Annotated[Path | None, typer.Option(
+        help='JSON file {"query": ..., "items": ...}: query a list of token ids or a string, '
+             'items a list of id lists or a list of strings.')] = None,
+    labels: Annotated[str, typer.Option(help="Label token ids, e.g. 198,9834.")] = "198",
+    model: str = "embedded:tiny", engine: str = "jax", mode: str = "single",
+    dtype: str = "float32", tp: int = 1,
+    delimiter: Annotated[int | None, typer.Option(help="Delimiter token id.")] = None,
+    semantics: Annotated[str | None, typer.Option(
+        help="delimited (items after query + delimiter) or plain (after the query); "
+             "default: delimited with --delimiter, else plain.")] = None,
+    softmax: Annotated[bool, typer.Option(help="Softmax over the labels only.")] = False,
+    option: Annotated[list[str] | None, typer.Option(
+        help="Mode option key=value, e.g. mask=segment (repeat).")] = None,
+):
+    """Score one request; JSON scores on stdout."""
+    result = score_request(query_ids=query_ids, query_text=query_text, item_ids=item_ids,
+                           item_text=item_text, request=request, labels=labels,
+                           model=model, engine=engine, mode=mode, dtype=dtype, tp=tp,
+                           delimiter=delimiter, softmax=softmax, options=option or [],
+                           semantics=semantics)
+    print(json.dumps(result))
 
 
 MAX_REQUEST_BYTES = 64 * 1024**2
@@ -147,18 +70,6 @@ def parse_ids(text: str, flag: str, text_flag: str | None = None) -> list[int]:
                                f" expected ids like 1,2,3{hint}", field=flag)
         ids.append(int(part))
     return ids
-
-
-def _options(options: list[str]) -> dict:
-    from mibench.harness.config.yamlsource import load_yaml
-
-    out = {}
-    for opt in options:
-        key, eq, value = opt.partition("=")
-        if not eq or not key.strip():
-            raise MibenchError(f"expected key=value, got {opt!r}", field="--option")
-        out[key.strip()] = load_yaml(value, f"--option {key.strip()}")[0]
-    return out
 
 
 def read_request_file(path: Path) -> tuple:
@@ -233,7 +144,7 @@ def score_request(*, query_ids=None, query_text=None, item_ids=None, item_text=N
 
     q, its = _request(query_ids, query_text, item_ids, item_text, request)
     label_ids = parse_ids(labels, "--labels")
-    opts = _options(options)
+    opts = parse_options(options)
     modes = engine_modes_or_error(engine)
     if mode not in modes:
         raise MibenchError(f"unknown mode {mode!r} for engine {engine} (known: "
@@ -285,17 +196,3 @@ def engine_modes_or_error(engine: str) -> dict:
     return MODES[engine]
 
 
-def environment(with_peak: bool) -> dict:
-    from mibench.engines import env_info
-    from mibench.harness.run.peak import PeakTable
-    from mibench.harness.run.provenance import host_info, package_versions
-
-    info = env_info()
-    info["packages"] = package_versions()
-    info["host"] = host_info()
-    if with_peak:
-        d = info.get("devices", {})
-        table = PeakTable(d.get("platform"), d.get("kind"))
-        info["peak_flops"] = {dt: table(dt) for dt in ("float32", "bfloat16")}
-        info["peak_source"] = table.source
-    return info

@@ -1,0 +1,44 @@
+"""`mibench bisect GOOD_REV BAD_REV CONFIG --case GLOB`: the first commit on BAD_REV's
+first-parent line whose A/B run against GOOD_REV is a regression (harness/ab/bisect.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mibench.harness.commands.common import Sets, guarded
+
+
+@guarded
+def bisect(good_rev: Annotated[str, typer.Argument(help="A revision without the regression.")],
+           bad_rev: Annotated[str, typer.Argument(help="A revision with it.")],
+           config: Path,
+           case: Annotated[list[str], typer.Option(
+               "--case", help="The cases (glob on case ids) that regressed; repeatable: "
+                              "the union.")],
+           rounds: Annotated[int, typer.Option(help="Rounds of each A/B step.")] = 5,
+           set_: Sets = None):
+    """The first commit on BAD_REV's first-parent line after GOOD_REV whose A/B run against
+    GOOD_REV is a regression; prints each step with its evidence."""
+    raise typer.Exit(bisect_command(good_rev, bad_rev, config, case_globs=case, rounds=rounds,
+                                    sets=set_ or []))
+
+
+def bisect_command(good: str, bad: str, config_path: Path, *, case_globs: list[str],
+                   rounds: int, sets: list[str]) -> int:
+    """Bisect, print the first bad commit and the evidence; the exit code (0)."""
+    from mibench.engines import cache_dir
+    from mibench.harness.ab.bisect import bisect as find_first_bad
+    from mibench.harness.ab.revisions import repository
+    from mibench.harness.config import load_config
+
+    config = load_config(config_path, sets)
+    found = find_first_bad(config, repository(), good, bad, cache_dir(), case_glob=case_globs,
+                           rounds=rounds)
+    print(f"first bad commit: {found['first_bad']} {found['subject']!r} "
+          f"({len(found['steps'])} A/B runs over {found['candidates']} commits)")
+    for case_id, line in found["evidence"].items():
+        print(f"  {case_id}: {line}")
+    return 0

@@ -1,0 +1,211 @@
+"""What several commands share, in one place.
+
+- The CLI's one rule for expected failures: one `error: ...` line on stderr and exit 2,
+  never a traceback. `guarded` wraps each command (MibenchError, and OSError: a file or
+  folder the command cannot read or write); `OneLineErrors`, the app's group class, does
+  the same for Click's usage errors (an unknown option, a value of the wrong type), which
+  Typer would print as a box of several lines.
+- Option types every command spells the same way (`Sets`, `CaseGlobs`, `Threshold`,
+  `Format`), and their parsers: `parse_threshold`, `parse_format`, `parse_options`.
+- Files: `writable_folder` (an artifact folder), `out_file` (a report file), and the
+  artifact readers `load` / `load_checked` / `schema_of`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from typer.core import TyperGroup
+
+try:  # typer >= 0.20 carries its own copy of click
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - older typer on the click package
+    from click import exceptions as click_errors
+
+from mibench.errors import MibenchError
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: its lines joined with spaces, blank ones dropped."""
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
+def fail(message: str, code: int = 2):
+    print(f"error: {one_line(message)}", file=sys.stderr)
+    raise typer.Exit(code)
+
+
+def os_message(e: OSError) -> str:
+    """`FILE: why` of an OSError (both files of a rename)."""
+    why = e.strerror or type(e).__name__
+    names = [str(n) for n in (e.filename, e.filename2) if n is not None]
+    return f"{' -> '.join(names)}: {why}" if names else why
+
+
+def guarded(fn):
+    """Wrap a Typer command: `error: ...` on stderr and exit 2, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except MibenchError as e:
+            fail(str(e))
+        except BrokenPipeError:
+            raise  # stdout closed by a pager or `head`: Typer exits quietly
+        except OSError as e:  # a file or folder that cannot be read or written
+            fail(os_message(e))
+
+    return wrapper
+
+
+class OneLineErrors(TyperGroup):
+    """The top-level command group: usage errors (no such option, a bad value, a missing
+    argument) are one `error: ...` line naming the option and exit 2, like every other
+    expected failure."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click_errors.NoArgsIsHelpError as e:  # the help was printed
+            sys.exit(e.exit_code)
+        except click_errors.ClickException as e:
+            ctx = getattr(e, "ctx", None)
+            hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+            print(f"error: {one_line(e.format_message())}{hint}", file=sys.stderr)
+            sys.exit(e.exit_code)
+        except typer.Abort:
+            print("error: aborted", file=sys.stderr)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)
+
+
+# ---- option types ------------------------------------------------------------------------
+
+Sets = Annotated[list[str] | None, typer.Option(
+    "--set", help="Override a config key: a.b=value (value parsed as YAML); repeatable.")]
+CaseGlobs = Annotated[list[str] | None, typer.Option(
+    "--case", help="Only the cases whose id matches this glob (fnmatch, e.g. "
+                   "'jax/packed/*'); repeatable: the union.")]
+Threshold = Annotated[str, typer.Option(help="Smallest relative change that counts: 5% or "
+                                             "0.05.")]
+Format = Annotated[str, typer.Option("--format", help="md or json.")]
+
+
+def parse_threshold(text: str, field: str = "--threshold") -> float:
+    """`5%` -> 0.05; `0.05` -> 0.05; a bare number of 1 or more is taken as percent. A bad
+    value is a MibenchError naming `field` (the option it came from)."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise MibenchError("not a number (use e.g. 5% or 0.05)", field=field) from None
+    if text.strip().endswith("%") or value >= 1:
+        value /= 100
+    if not 0 <= value < 1:
+        raise MibenchError("must be between 0% and 100%", field=field)
+    return value
+
+
+def parse_format(text: str) -> str:
+    if text not in ("md", "json"):
+        raise MibenchError(f"unknown format {text!r} (md or json)", field="--format")
+    return text
+
+
+def parse_options(options: list[str]) -> dict:
+    """`--option key=value` pairs (value parsed as YAML) as a dict."""
+    from mibench.harness.config.yamlsource import load_yaml
+
+    out = {}
+    for opt in options:
+        key, eq, value = opt.partition("=")
+        if not eq or not key.strip():
+            raise MibenchError(f"expected key=value, got {opt!r}", field="--option")
+        out[key.strip()] = load_yaml(value, f"--option {key.strip()}")[0]
+    return out
+
+
+# ---- files -------------------------------------------------------------------------------
+
+
+def writable_folder(folder: Path, flag: str) -> Path:
+    """`folder`, made if needed, after proving a file can be written in it; else a
+    MibenchError naming `flag` (a file, a folder under a file, no permission)."""
+    folder = Path(folder)
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise MibenchError(f"{folder} is a file, not a folder", field=flag)
+        parent = folder
+        while not parent.exists() and parent.parent != parent:
+            parent = parent.parent
+        if parent.exists() and not parent.is_dir():
+            raise MibenchError(f"{parent} is a file, so {folder} cannot be a folder under it",
+                               field=flag)
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        raise MibenchError(f"cannot write in {folder}: {e.strerror or e}", field=flag) from None
+    return folder
+
+
+def out_file(out: Path | None) -> None:
+    """`--out FILE.md` must name a file (its plots go beside it), not a folder, and its
+    folder must be a folder (made if missing); else a MibenchError naming --out."""
+    if out is None:
+        return
+    out = Path(out)
+    if out.is_dir():
+        raise MibenchError(f"{out} is a folder; give a file, e.g. {out / 'report.md'}",
+                           field="--out")
+    parent = out.parent
+    while not parent.exists() and parent.parent != parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise MibenchError(f"{parent} is a file, so {out} cannot be written under it",
+                           field="--out")
+
+
+def write_text(out: Path | None, text: str) -> None:
+    """`text` to FILE (its folder made), saying so, or to stdout."""
+    if out is None:
+        print(text, end="")
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"wrote {out}")
+
+
+def schema_of(path: Path) -> str | None:
+    """The schema field of the JSON file at `path`, or None (`load` names what is wrong)."""
+    try:
+        return json.loads(Path(path).read_text()).get("schema")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return None
+
+
+def load(path: Path):
+    from mibench.harness.records import read_artifact
+
+    return read_artifact(path)
+
+
+def load_checked(path: Path):
+    """An artifact fit for a comparison: readable, and `invalid` finds nothing (the error
+    names the file and the case)."""
+    from mibench.harness.stats.comparable import invalid
+
+    record = load(path)
+    why = invalid(record)
+    if why:
+        raise MibenchError(f"cannot be compared: {why}", field=str(path))
+    return record

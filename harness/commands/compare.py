@@ -1,0 +1,111 @@
+"""`mibench compare BASE NEW`: the regression verdict of NEW against BASE over comparable
+cases (timings, scores; compile artifacts: compiled cost); exit 0 no regression, 1 a
+regression or untested cases, 2 nothing comparable or bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mibench.errors import MibenchError
+from mibench.harness.commands.common import (
+    Format,
+    Threshold,
+    guarded,
+    load,
+    load_checked,
+    parse_format,
+    parse_threshold,
+    schema_of,
+)
+
+COMPILE = "mibench.compile/1"
+
+
+@guarded
+def compare(base: Annotated[Path, typer.Argument(help="Baseline artifact.")],
+            new: Annotated[Path, typer.Argument(help="New artifact.")],
+            threshold: Threshold = "5%", format: Format = "md",
+            noise_floor: Annotated[str | None, typer.Option(
+                help="Between-run spread of one run's median (e.g. 10%); default 10% on a "
+                     "CPU, 3% on a GPU or TPU.")] = None,
+            noise_from: Annotated[Path | None, typer.Option(
+                help="Learn the noise floor from A/A runs: a folder of artifacts with two "
+                     "or more of one commit.")] = None,
+            allow_untested: Annotated[bool, typer.Option(
+                help="Pass the gate even when cases have fewer than 3 timed runs on a "
+                     "side.")] = False,
+            rebaseline: Annotated[bool, typer.Option(
+                help="Accept NEW as the new baseline whatever the verdict (exit 0, a line "
+                     "'rebaselined: ...'); NEW must have an ok case.")] = False,
+            cost_threshold: Annotated[str, typer.Option(
+                help="Compile artifacts (`mibench compile`): the growth of a case's peak "
+                     "HBM, bytes accessed or FLOPs that fails the gate.")] = "5%"):
+    """Regression verdict of NEW against BASE: exit 0 none, 1 regression or untested cases,
+    2 nothing comparable or bad input."""
+    from mibench.harness.report.export import compare_json, compare_markdown
+    from mibench.harness.stats.compare import compare as compare_records
+
+    limit, kind = parse_threshold(threshold), parse_format(format)
+    if COMPILE in (schema_of(base), schema_of(new)):
+        raise typer.Exit(compare_compile(base, new, cost_threshold, kind))
+    floor = parse_floor(noise_floor, noise_from)
+    old, fresh = load_checked(base), load_checked(new)
+    result = compare_records(old, fresh, threshold=limit, floor=floor,
+                             allow_untested=allow_untested)
+    note = None
+    if rebaseline:
+        if not any(c.status == "ok" for c in fresh.cases):
+            raise MibenchError("cannot become the baseline: none of its cases ran ok",
+                               field=str(new))
+        note = (f"rebaselined: {new} replaces {base} as the baseline (the gate said: "
+                f"{result.outcome}, exit {result.exit_code})")
+    print(compare_json(result, note) if kind == "json" else compare_markdown(result, note),
+          end="")
+    if rebaseline:
+        print(note)
+        return
+    if result.outcome == "not compared":
+        raise MibenchError(f"nothing compared with {base}: {result.not_compared_reason()}; "
+                           "to start a new baseline pass --rebaseline", field=str(new))
+    raise typer.Exit(result.exit_code)
+
+
+def parse_floor(text: str | None, folder: Path | None):
+    """The noise floor of `--noise-floor` or `--noise-from` (not both), or None (the
+    device platform's default)."""
+    from mibench.harness.stats.significance import NoiseFloor
+
+    if text is not None and folder is not None:
+        raise MibenchError("give --noise-floor or --noise-from, not both", field="--noise-floor")
+    if text is not None:
+        return NoiseFloor(parse_threshold(text, "--noise-floor"), "--noise-floor")
+    if folder is not None:
+        from mibench.harness.stats.history import aa_noise, load_dir
+
+        return aa_noise(load_dir(folder, load), str(folder))
+    return None
+
+
+def compare_compile(base: Path, new: Path, cost_threshold: str, kind: str) -> int:
+    """`compare` on two compile artifacts: exact costs, a threshold gate; the exit code."""
+    from mibench.harness.records import read_compile_artifact
+    from mibench.harness.stats.compile_compare import (
+        compare_compile as compare_costs,
+    )
+    from mibench.harness.stats.compile_compare import (
+        compile_compare_json,
+        compile_compare_markdown,
+    )
+
+    if not (schema_of(base) == COMPILE and schema_of(new) == COMPILE):
+        odd = new if schema_of(base) == COMPILE else base
+        raise MibenchError("is not a compile artifact; compare a compile artifact with "
+                           "another", field=str(odd))
+    limit = parse_threshold(cost_threshold, "--cost-threshold")
+    result = compare_costs(read_compile_artifact(base), read_compile_artifact(new), limit)
+    print(compile_compare_json(result) if kind == "json" else compile_compare_markdown(result),
+          end="")
+    return result.exit_code

@@ -1,0 +1,39 @@
+"""`mibench history DIR`: per-case trends over commits, with change points."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mibench.harness.commands.common import (
+    CaseGlobs,
+    Format,
+    guarded,
+    load,
+    out_file,
+    parse_format,
+    write_text,
+)
+
+
+@guarded
+def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (searched "
+                                                          "recursively).")],
+            case: CaseGlobs = None,
+            out: Annotated[Path | None, typer.Option(
+                help="Write FILE.md and trend plots beside it.")] = None,
+            format: Format = "md"):
+    """Per-case trend over commits: medians, change points, peak vs current."""
+    from mibench.harness.report.export import history_json, history_markdown, history_plots
+    from mibench.harness.stats.history import build_history, load_dir
+
+    kind = parse_format(format)
+    out_file(out)
+    hist = build_history(load_dir(folder, load), case or None)
+    if kind == "json":
+        print(history_json(hist), end="")
+        return
+    write_text(out, history_markdown(hist, history_plots(hist, out) if out is not None
+                                     else None))

@@ -1,0 +1,34 @@
+"""`mibench model make PRESET --out DIR` and `mibench model verify PATH`: model files and
+their integrity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mibench.harness.commands.common import guarded, writable_folder
+
+model_app = typer.Typer(no_args_is_help=True, help="Model files.")
+
+
+@model_app.command("make")
+@guarded
+def model_make(preset: str, out: Annotated[Path, typer.Option(help="Output folder.")]):
+    """Write embedded preset PRESET as a Hugging Face checkpoint folder."""
+    from mibench.engines import make_model, model_facts
+
+    model_facts(f"embedded:{preset}")  # an unknown preset, before any folder is made
+    print(make_model(preset, writable_folder(out, "--out")))
+
+
+@model_app.command("verify")
+@guarded
+def model_verify(path: Annotated[str, typer.Argument(help="A checkpoint folder or "
+                                                     "embedded:<preset>.")]):
+    """Check a model fully: files against the manifest (sha256), config.json, safetensors
+    headers and sizes, tensors against the config. Changes nothing; exit 2 names the file."""
+    from mibench.engines import verify_model
+
+    print(verify_model(path))

@@ -1,0 +1,56 @@
+"""`mibench report ARTIFACT...`: the Markdown report of run artifacts (with plots beside
+FILE.md), of one A/B artifact, or of compile artifacts (their fit table)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mibench.harness.commands.common import (
+    Threshold,
+    guarded,
+    load,
+    load_checked,
+    out_file,
+    parse_threshold,
+    schema_of,
+    write_text,
+)
+
+
+@guarded
+def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON) to report.")],
+           baseline: Annotated[Path | None, typer.Option(
+               help="Artifact to compare every other one with.")] = None,
+           out: Annotated[Path | None, typer.Option(
+               help="Write FILE.md and its PNG plots beside it (default: Markdown on "
+                    "stdout, no plots).")] = None,
+           threshold: Threshold = "5%",
+           summary: Annotated[bool, typer.Option(
+               "--summary", help="The job-summary variant (e.g. for $GITHUB_STEP_SUMMARY): "
+                                 "no plots and no image links.")] = False):
+    """Markdown report of ARTIFACTS: results, speedups, A/B, parity, commits, topology."""
+    limit = parse_threshold(threshold)
+    out_file(out)
+    kinds = {schema_of(p) for p in artifacts}
+    if len(artifacts) == 1 and baseline is None and kinds == {"mibench.ab/1"}:
+        from mibench.harness.records import read_ab
+        from mibench.harness.report.ab import render_markdown
+
+        write_text(out, render_markdown(read_ab(artifacts[0])))
+        return
+    if baseline is None and kinds == {"mibench.compile/1"}:
+        from mibench.harness.records import read_compile_artifact
+        from mibench.harness.report.compile import render_fit
+
+        write_text(out, render_fit([read_compile_artifact(p) for p in artifacts]))
+        return
+    from mibench.harness.report import write_report
+
+    comparing = baseline is not None or len(artifacts) > 1
+    records = [(load_checked if comparing else load)(p) for p in artifacts]
+    base = load_checked(baseline) if baseline is not None else None
+    text = write_report(records, out, baseline=base, threshold=limit, summary=summary)
+    print(f"wrote {out}" if out is not None else text, end="\n" if out else "")

@@ -1,0 +1,43 @@
+"""`mibench validate CONFIG...`: expand and check each config, print its cases, run
+nothing. Every config is checked; each bad one is one `error:` line naming its file and
+key, and the exit code is 2 when any was bad."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mibench.errors import MibenchError
+from mibench.harness.commands.common import Sets, guarded, one_line
+
+
+@guarded
+def validate(configs: Annotated[list[Path], typer.Argument(help="Configs to check.")],
+             set_: Sets = None):
+    """Expand and check each CONFIG; print its cases; run nothing."""
+    bad = 0
+    for path in configs:
+        try:
+            text = validate_config(path, set_ or [])
+        except MibenchError as e:
+            print(f"error: {one_line(str(e))}", file=sys.stderr)
+            bad += 1
+            continue
+        if len(configs) > 1:
+            print(f"== {path}")
+        print(text)
+    if bad:
+        raise typer.Exit(2)
+
+
+def validate_config(config_path: Path, sets: list[str]) -> str:
+    """The case list of a valid config (a MibenchError names what is wrong)."""
+    from mibench.harness.config import load_config
+    from mibench.harness.config.matrix import expand
+    from mibench.harness.report.console import render_cases
+
+    config = load_config(config_path, sets)
+    return render_cases(config, expand(config))

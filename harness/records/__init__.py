@@ -1,0 +1,66 @@
+"""Every artifact mibench writes, as versioned pydantic records (docs/artifacts.md): the
+run (`run`), the A/B run (`ab`) and the compile run (`compile`), all starting with one
+header (`base`), read and written by `io`. Their JSON Schemas are shipped in `schemas/`;
+`python -m mibench.harness.records` rewrites them from the models, and a test checks the
+shipped files match.
+"""
+
+from __future__ import annotations
+
+from mibench.harness.records.ab import AB_SCHEMA, ABCase, ABRecord, read_ab
+from mibench.harness.records.base import (
+    Artifact,
+    Devices,
+    ErrorInfo,
+    GitInfo,
+    Header,
+    Invocation,
+    Provenance,
+    Record,
+)
+from mibench.harness.records.compile import (
+    COMPILE_SCHEMA,
+    CaseCompile,
+    CompileCase,
+    CompileRecord,
+    CompileTarget,
+    LibTpu,
+    read_compile_artifact,
+)
+from mibench.harness.records.io import (
+    json_schema,
+    locked,
+    read_json,
+    schema_file,
+    write_artifact,
+)
+from mibench.harness.records.run import (
+    SCHEMA,
+    SCHEMA_FILE,
+    CaseRecord,
+    HttpMetrics,
+    HttpRequest,
+    Latency,
+    Metrics,
+    ParityCheck,
+    ParityRecord,
+    RunRecord,
+    Summary,
+    read_artifact,
+)
+
+KINDS = {SCHEMA: RunRecord, AB_SCHEMA: ABRecord, COMPILE_SCHEMA: CompileRecord}
+
+
+def schemas() -> dict[str, dict]:
+    """Each kind's JSON Schema by schema name."""
+    return {name: json_schema(model, name) for name, model in KINDS.items()}
+
+
+__all__ = ["AB_SCHEMA", "COMPILE_SCHEMA", "KINDS", "SCHEMA", "SCHEMA_FILE", "ABCase",
+           "ABRecord", "Artifact", "CaseCompile", "CaseRecord", "CompileCase", "CompileRecord",
+           "CompileTarget", "Devices", "ErrorInfo", "GitInfo", "Header", "HttpMetrics",
+           "HttpRequest", "Invocation", "Latency", "LibTpu", "Metrics", "ParityCheck",
+           "ParityRecord", "Provenance", "Record", "RunRecord", "Summary", "json_schema",
+           "locked", "read_ab", "read_artifact", "read_compile_artifact", "read_json",
+           "schema_file", "schemas", "write_artifact"]

@@ -1,0 +1,100 @@
+"""Reading and writing artifacts: atomic writes, validated reads that refuse any other
+schema with a message that says what to do, the lock a run holds on its artifact, and the
+JSON Schema of each kind (shipped in `harness/records/schemas/`)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from mibench.errors import MibenchError
+from mibench.harness.records.base import Artifact
+
+SCHEMAS = Path(__file__).parent / "schemas"
+
+
+def schema_file(name: str) -> Path:
+    """The shipped JSON Schema of an artifact kind: `mibench.run/1` -> mibench.run-1.schema.json."""
+    return SCHEMAS / f"{name.replace('/', '-')}.schema.json"
+
+
+def write_artifact(record: Artifact, path: Path) -> None:
+    """Atomic: a reader (or a crash) never sees a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; artifacts are ordinary files
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(record.to_json())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: str | Path, model: type[Artifact], schema: str, how: str = "") -> Artifact:
+    """Read and validate an artifact of kind `schema` into `model`; every unreadable input
+    is one MibenchError naming the file (`how`: what to do about another schema)."""
+    path = Path(path)
+    if path.is_dir():
+        raise MibenchError("is a folder, not an artifact file", field=str(path))
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise MibenchError("no such artifact", field=str(path)) from None
+    except json.JSONDecodeError as e:
+        raise MibenchError(f"not JSON: {e.msg}", field=str(path)) from None
+    except RecursionError:
+        raise MibenchError("not an artifact: JSON nested too deeply", field=str(path)) from None
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
+        raise MibenchError(f"cannot read: {reason}", field=str(path)) from None
+    found = data.get("schema") if isinstance(data, dict) else None
+    if found != schema:
+        raise MibenchError(f"schema {found!r} is not {schema!r}{how}", field=str(path))
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise MibenchError(f"invalid {schema} artifact at {where}: {first['msg']}",
+                           field=str(path)) from None
+
+
+def json_schema(model: type[Artifact], name: str) -> dict:
+    """The JSON Schema of an artifact model (records/__init__.py lists every kind)."""
+    schema = model.model_json_schema(by_alias=True)
+    schema["required"] = ["schema", *schema["required"]]  # defaulted in Python, not in files
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"https://mibench.dev/schemas/{schema_file(name).name}",
+            **schema, "title": name}
+
+
+@contextlib.contextmanager
+def locked(path: Path):
+    """Hold `PATH.lock` (an advisory flock, released by the kernel if this process dies)
+    while an artifact is being written: a second run or resume of it is a MibenchError."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_name(path.name + ".lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise MibenchError("is being written by another mibench process (it holds "
+                           f"{lock.name}); wait for it to finish", field=str(path)) from None
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

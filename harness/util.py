@@ -1,0 +1,46 @@
+"""Small helpers every layer of the harness may use (they import nothing of it): git, the
+time stamp of records, byte sizes for people."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+from pathlib import Path
+
+from mibench.errors import MibenchError
+
+
+def git_output(path: str | Path, *args: str) -> str | None:
+    """Stripped stdout of `git -C path ARGS` ("" when it prints nothing); None when git
+    fails or is missing. Never cached: a long-lived process must see new commits."""
+    try:
+        out = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
+                             timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git(repo: str | Path, *args: str) -> str:
+    """Stripped stdout of `git -C repo ARGS`; a MibenchError naming `git` with git's last
+    line of stderr when it fails."""
+    out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise MibenchError(out.stderr.strip().splitlines()[-1] if out.stderr.strip() else
+                           f"git {' '.join(args)} failed", field="git")
+    return out.stdout.strip()
+
+
+def now() -> str:
+    """UTC now, ISO 8601 to the millisecond: the time stamps of every record."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def gib(n: float | None) -> str:
+    """Bytes for people: 1.5 GiB, 300.0 MiB, 12.0 KiB; `-` for None."""
+    if n is None:
+        return "-"
+    for unit, size in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n / 1024:.1f} KiB"
