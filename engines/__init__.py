@@ -26,7 +26,14 @@ from mibench.engines.modes.registry import (
     engine_modes,
 )
 from mibench.engines.result import ScoreResult
-from mibench.errors import InputError, MibenchError, ModelError, TopologyUnavailable
+from mibench.errors import (
+    InputError,
+    MibenchError,
+    ModelError,
+    ServerUnavailable,
+    TopologyUnavailable,
+    Unavailable,
+)
 
 ENGINES = tuple(MODES)
 DTYPES = ("float32", "bfloat16")
@@ -40,6 +47,7 @@ _LAZY = {
     "make_model": ("embedded", "make_model"),
     "cache_dir": ("model_cache", "cache_dir"),
     "verify_model": ("checkpoint", "verify_model"),
+    "model_folder": ("checkpoint", "resolve_model"),  # a model's checkpoint folder, made
     "init_distributed": ("distributed", "initialize"),
     "is_writer": ("distributed", "is_writer"),
     "count_compiles": ("modes.compiles", "count_compiles"),
@@ -58,7 +66,8 @@ _LAZY = {
 
 __all__ = ["AUTO_DENSE_MAX_T", "DTYPES", "ENGINES", "MODES", "OPTIONS", "PART_OPTION", "Engine",
            "InputError", "MibenchError", "Mode", "ModelError", "Option", "ScoreResult", "Shape",
-           "TopologyUnavailable", "engine_mode", "engine_modes", "load_engine", *_LAZY]
+           "ServerUnavailable", "TopologyUnavailable", "Unavailable", "engine_mode",
+           "engine_modes", "load_engine", *_LAZY]
 
 
 def __getattr__(name: str):

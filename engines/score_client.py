@@ -20,6 +20,7 @@ from mibench.errors import MibenchError
 DEFAULT_TIMEOUT_S = 60.0
 SCORE_PATH = "/v1/score"
 MODELS_PATH = "/v1/models"
+SERVER_INFO_PATH = "/get_server_info"
 # what a status of a request that got no HTTP response is called
 REFUSED, TIMEOUT, CONNECTION = "refused", "timeout", "connection"
 
@@ -142,6 +143,24 @@ class ScoreClient:
                     continue  # an idle keep-alive connection the server had closed
                 return Reply(CONNECTION, _reason(e).encode())
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def server_info(self) -> dict:
+        """What the server says about itself, for provenance: SGLang's `GET
+        /get_server_info` (sglang, sglang-jax and mibench serve answer it; its `version`
+        and settings), trimmed to scalars and short lists; {} when it does not say."""
+        reply = self.request("GET", SERVER_INFO_PATH)
+        if not reply.ok:
+            return {}
+        try:
+            data = json.loads(reply.body)
+        except ValueError:
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {k: v for k, v in data.items() if isinstance(k, str) and (
+            isinstance(v, str | int | float | bool) or v is None
+            or (isinstance(v, list) and len(v) <= 16
+                and all(isinstance(x, str | int | float | bool) for x in v)))}
 
     def post(self, body: bytes) -> Reply:
         """POST a prepared body to /v1/score."""

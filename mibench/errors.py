@@ -18,8 +18,17 @@ class InputError(MibenchError):
     """A bad scoring request: empty query, token id out of range, misplaced delimiter..."""
 
 
-class TopologyUnavailable(MibenchError):
-    """More devices asked for than exist: the case is skipped, not failed."""
+class Unavailable(MibenchError):
+    """Something a case needs that this machine lacks: the case is skipped, not failed."""
+
+
+class TopologyUnavailable(Unavailable):
+    """More devices asked for than exist."""
+
+
+class ServerUnavailable(Unavailable):
+    """A launched server's interpreter (or another variable its launch names) is not set
+    on this machine."""
 
 
 class ModelError(MibenchError):

@@ -9,6 +9,8 @@ those engines may lack (harness/ab/revisions.py probes what a worker imports).
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 
 from mibench.workloads import WorkloadSpec
 
@@ -23,6 +25,64 @@ class RunPlan:
 
 
 @dataclasses.dataclass(frozen=True)
+class LaunchSpec:
+    """How to start one server under test (config/server.py's `launch`), with one
+    combination of the case's server arguments (`args`): hashable, so cases that need the
+    same server share it (harness/run/server_pool.py)."""
+
+    command: tuple[str, ...]
+    name: str | None = None
+    python: str | None = None  # a path, or $VARIABLE
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str | None = None
+    ready_path: str = "/health"
+    ready_timeout_s: float = 300.0
+    ready_interval_s: float = 0.5
+    stop_signal: str = "SIGTERM"
+    grace_s: float = 10.0
+    package: str | None = None
+    source: str | None = None
+    args: tuple[tuple[str, object], ...] = ()
+
+    def interpreter(self) -> str | None:
+        """What {python} stands for: the path, the variable's value (None when it is not
+        set), or None when the launch names none (the caller's own interpreter)."""
+        if self.python is None or not self.python.startswith("$"):
+            return self.python
+        return os.environ.get(self.python.strip("${}")) or None
+
+    def missing(self) -> str | None:
+        """Why this machine cannot start the server (a variable the launch needs is not
+        set), or None."""
+        if self.python is not None and self.python.startswith("$") and not self.interpreter():
+            return (f"launch.python is {self.python}, which is not set here: set it to the "
+                    "server's interpreter (the case is skipped)")
+        return None
+
+    def environment(self) -> dict[str, str]:
+        return dict(self.env)
+
+    def flags(self) -> list[str]:
+        """The server arguments as command-line flags (config/server.py `flag`)."""
+        from mibench.harness.config.server import flag
+
+        return [w for key, value in self.args for w in flag(key, value)]
+
+    def command_for(self, **values) -> list[str]:
+        """The command with its placeholders filled, then the server arguments' flags."""
+        return [word.format_map(values) for word in self.command] + self.flags()
+
+    def display_name(self) -> str:
+        """A short name: `name`, else the program (or python module) the command runs."""
+        if self.name:
+            return self.name
+        words = list(self.command)
+        if "-m" in words[:-1]:
+            return words[words.index("-m") + 1]
+        return re.sub(r"[{}]", "", os.path.basename(words[0])) or "server"
+
+
+@dataclasses.dataclass(frozen=True)
 class HttpPlan:
     """An `engine: http` case's server and load (docs/configs.md): `clients` requests in
     flight (closed loop) or Poisson arrivals at `rate` requests/s (open loop, seeded by the
@@ -30,7 +90,7 @@ class HttpPlan:
     when more than `max_error_rate` of them fail. Each request gets its own workload (the
     workload's seed + the request's index) unless `same_query`."""
 
-    base_url: str
+    base_url: str | None = None  # None when mibench launches the server (`launch`)
     served_model: str | None = None
     timeout_s: float = 60.0
     clients: int | None = None
@@ -39,18 +99,35 @@ class HttpPlan:
     warmup_requests: int = 1
     max_error_rate: float = 0.0
     same_query: bool = False
+    launch: LaunchSpec | None = None  # how mibench starts the server, with its arguments
 
     @property
     def server(self) -> tuple:
-        """What builds the http engine (load_engine's extra keywords), hashable."""
-        return (("base_url", self.base_url), ("served_model", self.served_model),
-                ("timeout_s", self.timeout_s))
+        """What builds the http engine (load_engine's extra keywords), hashable; a launched
+        server's key names its launch instead of an address (bound to the live base_url
+        when it starts: harness/run/server_pool.py)."""
+        key = (("base_url", self.base_url), ("served_model", self.served_model),
+               ("timeout_s", self.timeout_s))
+        launched = self.launch is not None and self.base_url is None
+        return key + ((("launch", self.launch),) if launched else ())
+
+    def at(self, base_url: str) -> HttpPlan:
+        """This plan with its launched server's live address (what the engine was built
+        with)."""
+        return dataclasses.replace(self, base_url=base_url)
 
     def as_dict(self) -> dict:
-        """The case keys this plan differs from the defaults in (a case's `params`: the
-        reproduce commands rebuild its `cases` entry from them)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if getattr(self, f.name) != f.default}
+        """The case keys this plan differs from the defaults in (a case's `params`); a
+        launched server's arguments as `server_args`, its name as `server`."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name != "launch" and getattr(self, f.name) != f.default}
+        if self.launch is not None:
+            out.pop("base_url", None)
+            if self.launch.name:
+                out["server"] = self.launch.name
+            if self.launch.args:
+                out["server_args"] = dict(self.launch.args)
+        return out
 
 
 @dataclasses.dataclass(frozen=True)

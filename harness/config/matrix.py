@@ -19,7 +19,7 @@ import itertools
 from pydantic import ValidationError
 
 from mibench.engines import MODES, OPTIONS, MibenchError, ScoreClient
-from mibench.harness.config.cases import CaseSpec, HttpPlan, RunPlan
+from mibench.harness.config.cases import CaseSpec, HttpPlan, LaunchSpec, RunPlan
 from mibench.harness.config.spec import HTTP_FIELDS, Case, Config, Workload
 from mibench.workloads import WorkloadSpec
 
@@ -62,22 +62,31 @@ def check_case(config: Config, i: int, case: Case) -> None:
 
 
 def check_http(config: Config, i: int, case: Case) -> None:
-    """The http keys: only on http cases; an http case has base_url (a URL) and one load
-    shape, clients or rate."""
+    """The http keys: only on http cases; an http case has base_url (a URL) or launch (how
+    mibench starts the server; server_args only with it), and one load shape, clients or
+    rate."""
     given = [k for k in HTTP_FIELDS if getattr(case, k) is not None]
     if case.engine != "http":
         if given:
             raise config.error(("cases", i, given[0]), f"{given[0]} is a key of http cases "
                                f"(engine: http), not of engine {case.engine}")
         return
-    if case.base_url is None:
+    if case.base_url is not None and case.launch is not None:
+        raise config.error(("cases", i, "launch"), "give base_url (a server that is running) "
+                           "or launch (mibench starts it on a free port), not both")
+    if case.base_url is None and case.launch is None:
         raise config.error(("cases", i, "engine"), "an http case needs base_url: the "
-                           "server's address, e.g. http://127.0.0.1:8000")
-    try:
-        ScoreClient.parse_url(case.base_url)
-    except MibenchError as e:
-        raise config.error(("cases", i, "base_url"), str(e).removeprefix("base_url: ")) \
-            from None
+                           "server's address, e.g. http://127.0.0.1:8000, or launch: how "
+                           "mibench starts the server")
+    if case.server_args is not None and case.launch is None:
+        raise config.error(("cases", i, "server_args"), "server_args are the flags of a "
+                           "server mibench launches: give launch too")
+    if case.base_url is not None:
+        try:
+            ScoreClient.parse_url(case.base_url)
+        except MibenchError as e:
+            raise config.error(("cases", i, "base_url"), str(e).removeprefix("base_url: ")) \
+                from None
     if (case.clients is None) == (case.rate is None):
         raise config.error(("cases", i, "rate" if case.rate is not None else "engine"),
                            "an http case takes clients: N (closed loop, N requests in "
@@ -167,8 +176,8 @@ def _http_plans(config: Config, i: int, case: Case,
     for any other engine. Ids: `clients=N` or `rate=R`, `same_query=true`, `served=NAME`."""
     if case.engine != "http":
         return [(None, ())]
-    set_ = {k: getattr(case, k) for k in HTTP_FIELDS
-            if getattr(case, k) is not None and k not in ("clients", "rate")}
+    set_ = {k: getattr(case, k) for k in HTTP_FIELDS if getattr(case, k) is not None
+            and k not in ("clients", "rate", "launch", "server_args")}
     if spec.tokens == "constant" and spec.requests is None and not case.same_query:
         raise config.error(("cases", i, "same_query") if case.same_query is not None else
                            ("cases", i, "engine"), "with tokens: constant every request is "
@@ -176,9 +185,37 @@ def _http_plans(config: Config, i: int, case: Case,
                            "tokens: random")
     tail = (("same_query=true",) if case.same_query else ()) + (
         (f"served={case.served_model}",) if case.served_model else ())
-    if case.clients is not None:
-        return [(HttpPlan(clients=n, **set_), (f"clients={n}", *tail)) for n in case.clients]
-    return [(HttpPlan(rate=r, **set_), (f"rate={r:g}", *tail)) for r in case.rate]
+    loads = ([({"clients": n}, f"clients={n}") for n in case.clients]
+             if case.clients is not None else [({"rate": r}, f"rate={r:g}") for r in case.rate])
+    out = []
+    for launch, server_parts in _launches(case):  # a server's cases together: started once
+        for load, part in loads:
+            out.append((HttpPlan(launch=launch, **load, **set_),
+                        (*server_parts, part, *tail)))
+    return out
+
+
+def _launches(case: Case) -> list[tuple[LaunchSpec | None, tuple[str, ...]]]:
+    """(launch with one combination of the server arguments, its case-id parts) per
+    combination; [(None, ())] for a server that is not launched. Ids: `server=NAME`, then
+    each argument that is an axis (`max_running_requests=16`)."""
+    if case.launch is None:
+        return [(None, ())]
+    lc = case.launch
+    base = dict(command=tuple(lc.command), name=lc.name, python=lc.python,
+                env=tuple(sorted(lc.env.items())), cwd=lc.cwd, ready_path=lc.ready.path,
+                ready_timeout_s=lc.ready.timeout_s, ready_interval_s=lc.ready.interval_s,
+                stop_signal=lc.stop.signal, grace_s=lc.stop.grace_s, package=lc.package,
+                source=lc.source)
+    args = case.server_args or {}
+    keys = list(args)
+    out = []
+    for values in itertools.product(*(args[k] for k in keys)):
+        chosen = tuple(zip(keys, values, strict=True))
+        parts = ((f"server={lc.name}",) if lc.name else ()) + tuple(
+            f"{k}={short(v)}" for k, v in chosen if len(args[k]) > 1)
+        out.append((LaunchSpec(args=chosen, **base), parts))
+    return out
 
 
 def check_reference(config: Config) -> None:

@@ -15,10 +15,8 @@ import json
 from typing import Annotated, Literal
 
 from pydantic import (
-    BaseModel,
     BeforeValidator,
     ByteSize,
-    ConfigDict,
     Field,
     NonNegativeInt,
     PositiveFloat,
@@ -30,34 +28,11 @@ from pydantic import (
 )
 
 from mibench.engines import OPTIONS, Option
+from mibench.harness.config.base import Axis, Dtype, Finite, Strict, nest
+from mibench.harness.config.server import Launch, ServerArg
 from mibench.harness.config.yamlsource import ConfigError, Locations
 
 __all__ = ["Config", "ConfigError", "Case", "Workload", "WorkloadFields"]
-
-
-def _listify(v):
-    return v if isinstance(v, list) else [v]
-
-
-def _nest(v):
-    """precompile_bs: a list of ints is one value; wrap it so a list of lists is the axis."""
-    if isinstance(v, list) and v and not any(isinstance(x, list) for x in v):
-        return [v]
-    return [[v]] if isinstance(v, int) else v
-
-
-def Axis(t):  # noqa: N802 - reads as a type
-    return Annotated[list[t], BeforeValidator(_listify), Field(min_length=1)]
-
-
-Dtype = Literal["float32", "bfloat16"]
-
-
-class Strict(BaseModel):
-    """Unknown keys are errors, and so are values of the wrong type: no coercion, so
-    `num_items: true` or `4.0` is not an integer and `apply_softmax: 1` not a boolean."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Dist(Strict):
@@ -162,7 +137,7 @@ def _option_field(option: Option) -> tuple:
         kind = Axis(PositiveInt)
     else:
         kind = Annotated[list[Annotated[list[PositiveInt], Field(min_length=1)]],
-                         BeforeValidator(_nest), Field(min_length=1)]
+                         BeforeValidator(nest), Field(min_length=1)]
     return kind | None, Field(None, description=option.doc)
 
 
@@ -171,11 +146,11 @@ class _CaseHead(Strict):
     mode: str
 
 
-Finite = Annotated[PositiveFloat, Field(allow_inf_nan=False)]  # a positive finite number
 
 # The keys of an `engine: http` case (a server speaking SGLang's /v1/score; docs/configs.md):
-# where it is, and the load it gets. `clients` and `rate` are matrix axes. Their rules (only
-# for http, base_url required, clients or rate) are checked by harness.config.matrix.
+# where it is (base_url), or how mibench starts it (launch, server_args), and the load it
+# gets. `clients`, `rate` and each server argument are matrix axes. Their rules (only for
+# http, base_url or launch, clients or rate) are checked by harness.config.matrix.
 HTTP_FIELDS = {
     "base_url": (str | None, Field(None, description="the server, http://HOST:PORT")),
     "served_model": (str | None, Field(None, description="sent as the request's model")),
@@ -189,6 +164,11 @@ HTTP_FIELDS = {
     "max_error_rate": (Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None,
                        Field(None, description="failed requests allowed (0)")),
     "same_query": (bool | None, Field(None, description="one query repeated (false)")),
+    "launch": (Launch | None, Field(None, description="how mibench starts the server "
+                                    "(instead of base_url)")),
+    "server_args": (dict[str, Axis(ServerArg)] | None,
+                    Field(None, description="the launched server's flags; a list is an "
+                                            "axis")),
 }
 
 # One line of `cases`: engine, mode, the mode options of the registry (lists expand), and
@@ -218,7 +198,8 @@ class Parity(Strict):
     """
 
     reference: Reference = Reference()
-    checks: list[Literal["isolation", "modes", "engines", "topologies", "speedup"]] = []
+    checks: list[Literal["isolation", "modes", "engines", "topologies", "speedup",
+                         "concurrency"]] = []
     workload: WorkloadFields | None = None
     min_speedup: Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)] = 3.0
     speedup_items: Axis(PositiveInt) | None = None

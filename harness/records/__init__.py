@@ -45,6 +45,7 @@ from mibench.harness.records.run import (
     ParityCheck,
     ParityRecord,
     RunRecord,
+    ServerInfo,
     Summary,
     read_artifact,
 )
@@ -61,6 +62,6 @@ __all__ = ["AB_SCHEMA", "COMPILE_SCHEMA", "KINDS", "SCHEMA", "SCHEMA_FILE", "ABC
            "ABRecord", "Artifact", "CaseCompile", "CaseRecord", "CompileCase", "CompileRecord",
            "CompileTarget", "Devices", "ErrorInfo", "GitInfo", "Header", "HttpMetrics",
            "HttpRequest", "Invocation", "Latency", "LibTpu", "Metrics", "ParityCheck",
-           "ParityRecord", "Provenance", "Record", "RunRecord", "Summary", "json_schema",
-           "locked", "read_ab", "read_artifact", "read_compile_artifact", "read_json",
-           "schema_file", "schemas", "write_artifact"]
+           "ParityRecord", "Provenance", "Record", "RunRecord", "ServerInfo", "Summary",
+           "json_schema", "locked", "read_ab", "read_artifact", "read_compile_artifact",
+           "read_json", "schema_file", "schemas", "write_artifact"]

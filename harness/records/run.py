@@ -88,6 +88,22 @@ class HttpMetrics(Record):
     requests: list[HttpRequest] = []
 
 
+class ServerInfo(Record):
+    """A server mibench launched for a case (harness/run/servers.py): how it was started,
+    what it says it is, and where its log is."""
+
+    name: str | None = None  # launch.name
+    command: list[str]  # the exact command, placeholders filled
+    args: dict = {}  # its server_args (one matrix combination)
+    env: dict[str, str] = {}  # the variables the launch set
+    startup_s: float  # from start to its ready probe's 200
+    log: str  # the server's output, beside the artifact
+    reported: dict = {}  # what it says of itself (GET /get_server_info: version, settings)
+    package: str | None = None  # launch.package, and its version in the server's interpreter
+    package_version: str | None = None
+    source: dict | None = None  # git path, commit and dirty flag of launch.source
+
+
 class CaseRecord(Record):
     """One expanded case and everything measured for it."""
 
@@ -117,13 +133,14 @@ class CaseRecord(Record):
     process_timed_s: list[list[float]] = []
     metrics: Metrics = Metrics()
     http: HttpMetrics | None = None  # an `engine: http` case's load and latencies
+    server: ServerInfo | None = None  # the server mibench launched for an http case
 
 
 class ParityCheck(Record):
     """One comparison: `case_id`'s scores against `against`'s on the parity workload; for
     `speedup`, `case_id`'s median items/s over `against`'s, measured by the cases."""
 
-    check: Literal["isolation", "modes", "engines", "topologies", "speedup"]
+    check: Literal["isolation", "modes", "engines", "topologies", "speedup", "concurrency"]
     variant: str | None = None  # isolation: same_length / changed_length
     case_id: str
     against: str
@@ -143,6 +160,8 @@ class ParityCheck(Record):
     speedup: float | None = None
     status: Literal["passed", "failed", "error"]
     error: str | None = None
+    # concurrency: the requests' items whose scores moved under load, largest first
+    moved: list[str] = []
 
 
 class ParityRecord(Record):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable
 
-from mibench.errors import TopologyUnavailable
+from mibench.errors import Unavailable
 from mibench.harness.config.cases import CaseSpec
 from mibench.harness.records import CaseRecord, ErrorInfo
 from mibench.harness.run import memory
@@ -65,7 +65,7 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
         with rss:
             measure(make_call(engine, requests, case), case.runs, timings, tick,
                     compile_counter())
-    except TopologyUnavailable as e:
+    except Unavailable as e:
         rec.status = "skipped"
         rec.error = ErrorInfo(type=type(e).__name__, message=str(e), traceback="")
         return rec

@@ -105,7 +105,7 @@ def prepare(case: CaseSpec, engine) -> Prepared:
 def server_mismatch(facts: dict, case: CaseSpec) -> MibenchError | None:
     """What a server that reports its settings (mibench serve) would score differently
     from what the case says: delimiter, semantics, dtype."""
-    w, url = case.workload, case.http.base_url
+    w, url = case.workload, case.http.base_url or "the launched server"
     if "delimiter" in facts and facts["delimiter"] != w.delimiter:
         return MibenchError(f"the server at {url} scores with delimiter {facts['delimiter']}, "
                             f"the workload's is {w.delimiter}", field="workload.delimiter")
@@ -124,15 +124,15 @@ def server_mismatch(facts: dict, case: CaseSpec) -> MibenchError | None:
 class Load:
     """The prepared requests and what came back for each."""
 
-    def __init__(self, plan: HttpPlan, prepared: Prepared):
-        self.plan, self.p = plan, prepared
+    def __init__(self, plan: HttpPlan, prepared: Prepared, base_url: str):
+        self.plan, self.p, self.base_url = plan, prepared, base_url
         self.first_scores: list[list[float]] | None = None
         self.stop = threading.Event()
         self._clients: list[ScoreClient] = []
         self._lock = threading.Lock()
 
     def client(self) -> ScoreClient:
-        c = ScoreClient(self.plan.base_url, self.plan.timeout_s)
+        c = ScoreClient(self.base_url, self.plan.timeout_s)
         with self._lock:
             self._clients.append(c)
         return c
@@ -290,7 +290,7 @@ def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], No
         if problem is not None:
             raise problem
         prepared = prepare(case, engine)
-        load = Load(plan, prepared)
+        load = Load(plan, prepared, engine.base_url)
         measuring()
         with deadline(case.runs.timeout_s):
             client = load.client()

@@ -18,6 +18,10 @@ bfloat16 with `apply_softmax: true` (probabilities near 0.5, where it means some
   side is bfloat16.
 - `topologies`: every case at tp > 1 against the same case (engine, mode, options, model,
   dtype) at tp 1: sharding must not change the scores, 1e-5 in float32.
+- `concurrency`: every server of an http case (each launch and its arguments) scores the
+  same requests alone and all in flight together mixed with others
+  (harness/run/concurrency.py): each request's log scores must not move by more than the
+  modes tolerance (1e-5 in float32). No reference needed; the record names what moved.
 - `speedup`: every `packed` case (any options) against the `single` case of the same
   engine, model, dtype, tp and workload (the default `single` when several): its median
   items/s over single's must be at least `parity.min_speedup` (3, the seeds' gate),
@@ -43,7 +47,7 @@ import json
 
 import numpy as np
 
-from mibench.harness.config.matrix import CaseSpec, workload_specs
+from mibench.harness.config.matrix import CaseSpec, short, workload_specs
 from mibench.harness.config.spec import Config, Workload
 from mibench.harness.records import CaseRecord, ParityCheck, ParityRecord
 from mibench.harness.run.pool import EngineKey, EnginePool, score_all
@@ -57,7 +61,8 @@ MAX_QUERY, MIN_ITEMS, MAX_ITEMS = 512, 4, 16
 TOL = {"isolation": {"float32": 1e-5, "bfloat16": 1e-1},
        "modes": {"float32": 1e-5, "bfloat16": 1e-1},
        "engines": {"float32": 1e-4, "bfloat16": 1e-1},
-       "topologies": {"float32": 1e-5, "bfloat16": 1e-1}}
+       "topologies": {"float32": 1e-5, "bfloat16": 1e-1},
+       "concurrency": {"float32": 1e-5, "bfloat16": 1e-1}}
 # the largest |a - b| allowed on top, in bfloat16 with apply_softmax true (probabilities
 # over the labels, near 0.5); float32's log bound already bounds |a - b| below it
 ABS_TOL_SOFTMAX = {"bfloat16": 2e-2}
@@ -212,16 +217,66 @@ def group_checks(g: GroupParity, cases: list[CaseSpec], checks: list[str]) -> li
                 lambda c=case: g.score(c.engine_key, c.mode, c.params),
                 lambda c=case, k=tp1: g.score(k, c.mode, c.params)))
     if "engines" in checks:
-        engines = sorted({c.engine for c in cases} - {ref["engine"]})
-        for name in engines:
-            case = next(c for c in cases if c.engine == name)
+        for case in _one_per_engine(c for c in cases if c.engine != ref["engine"]):
             ref_key = (ref["engine"], case.model, ref["dtype"], 1)
             out.append(g.compare(
-                "engines", dataclasses.replace(case, case_id=f"{name}/single/tp={case.tp}"),
+                "engines", dataclasses.replace(case, case_id=engine_label(case)),
                 f"{ref['engine']}/{ref['mode']}/{ref['dtype']}", _coarser(case.dtype, ref["dtype"]),
                 lambda c=case: g.score(c.engine_key, "single", {}),
                 lambda k=ref_key: g.score(k, ref["mode"], {})))
+    if "concurrency" in checks:
+        out += [concurrency_check(g, case)
+                for case in _one_per_engine(c for c in cases if c.engine == "http")]
     return out
+
+
+def _one_per_engine(cases) -> list[CaseSpec]:
+    """The first case of each distinct engine (an http engine: each server)."""
+    seen: dict[EngineKey, CaseSpec] = {}
+    for case in cases:
+        seen.setdefault(case.engine_key, case)
+    return list(seen.values())
+
+
+def engine_label(case: CaseSpec) -> str:
+    """`ENGINE/single/tp=N`, and for a launched server its name and arguments."""
+    parts = [case.engine, "single"]
+    launch = case.http.launch if case.http is not None else None
+    if launch is not None:
+        parts += ([f"server={launch.name}"] if launch.name else []) + [
+            f"{k}={short(v)}" for k, v in launch.args]
+    return "/".join(parts + [f"tp={case.tp}"])
+
+
+def concurrency_check(g: GroupParity, case: CaseSpec) -> ParityCheck:
+    """The `concurrency` check of one server (harness/run/concurrency.py)."""
+    from mibench.engines import load_engine
+    from mibench.harness.run import concurrency
+
+    tol, _ = tolerances("concurrency", case.dtype, g.spec.apply_softmax)
+    label = engine_label(case)
+    k = concurrency.REQUESTS
+    try:
+        key = g.pool.bind(case.engine_key)
+        local = load_engine("http", model=case.model, dtype=case.dtype, tp=case.tp,
+                            **dict(key[4]))
+        facts = g.pool.get(case.engine_key)
+        vocab, exclude = facts.model_config.vocab_size, facts.special_ids
+        reqs = concurrency.requests_of(g.spec, vocab, exclude, k, g.spec.seed)
+        others = concurrency.requests_of(g.spec, vocab, exclude, k, g.spec.seed + k)
+        alone = concurrency.score_alone(local, g.spec, reqs)
+        together = concurrency.score_together(local, g.spec, reqs, others)
+        found = concurrency.moved(alone, together, tol)
+    except Exception as e:  # a server error is a parity error, not a crash
+        return ParityCheck(check="concurrency", case_id=label, tolerance=tol, status="error",
+                           against=f"the same {k} requests alone", error=f"{type(e).__name__}: {e}")
+    d = diff([r for t in together for r in t.tolist()], [r for a in alone for r in a.tolist()])
+    check = judge("concurrency", label, f"the same {k} requests alone", d, tol)
+    check.moved = [m.line() for m in found[:concurrency.SHOWN]]
+    if found:
+        check.error = (f"{len(found)} item(s) of {len({m.request for m in found})} of {k} "
+                       f"requests moved under load; largest: {found[0].line()}")
+    return check
 
 
 def _coarser(a: str, b: str) -> str:

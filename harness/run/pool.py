@@ -20,10 +20,14 @@ def default_factory(name: str, model: str, dtype: str, tp: int, server: tuple = 
 
 class EnginePool:
     """One engine per (engine, model, dtype, tp). A load failure is remembered and re-raised
-    for every case that needs the same engine, without retrying."""
+    for every case that needs the same engine, without retrying. `bind` turns a key into
+    the one the engine is built with (a launched server's live address:
+    harness/run/server_pool.py); the pool's own bookkeeping keeps the key it was given."""
 
-    def __init__(self, factory: Callable | None = None):
+    def __init__(self, factory: Callable | None = None,
+                 bind: Callable[[EngineKey], EngineKey] | None = None):
         self.factory = factory or default_factory
+        self.bind = bind or (lambda key: key)
         self._engines: dict[EngineKey, object] = {}
         self._failures: dict[EngineKey, BaseException] = {}
         self._requests: dict[tuple, list[Request]] = {}
@@ -33,7 +37,7 @@ class EnginePool:
             raise self._failures[key]
         if key not in self._engines:
             try:
-                self._engines[key] = self.factory(*key)
+                self._engines[key] = self.factory(*self.bind(key))
             except Exception as e:
                 self._failures[key] = e
                 raise

@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
-from mibench.engines import MibenchError, TopologyUnavailable
+from mibench.errors import MibenchError, Unavailable
 from mibench.harness.config.cases import CaseSpec
 from mibench.harness.config.spec import Config
 from mibench.harness.records import (
@@ -34,6 +34,7 @@ from mibench.harness.run.plan import Plan, group_of
 from mibench.harness.run.pool import EngineKey, EnginePool
 from mibench.harness.run.progress import make_progress
 from mibench.harness.run.provenance import collect, device_info, git_info
+from mibench.harness.run.server_pool import ServerPool
 from mibench.harness.run.worker import WorkerDied, WorkerPool, probe_env
 from mibench.harness.stats.metrics import case_metrics, useful_flops
 from mibench.harness.util import now
@@ -141,7 +142,7 @@ def _in_one_worker(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float
     try:
         engine = pool.get(case.engine_key)
         return engine.run_case(case, peak(case.dtype), tick)
-    except TopologyUnavailable as e:
+    except Unavailable as e:
         rec = case_record(case)
         rec.status = "skipped"
         rec.error = ErrorInfo(type=type(e).__name__, message=str(e), traceback="")
@@ -156,9 +157,9 @@ class RunState:
     """What a run has so far: its plan, the finished records, the engines, the artifact."""
 
     def __init__(self, plan: Plan, record: RunRecord, path: Path, pool: EnginePool,
-                 peak: PeakTable, progress):
+                 servers: ServerPool, peak: PeakTable, progress):
         self.plan, self.config, self.record, self.path = plan, plan.config, record, path
-        self.pool, self.peak, self.progress = pool, peak, progress
+        self.pool, self.servers, self.peak, self.progress = pool, servers, peak, progress
         self.cases = list(plan.cases)
         self.done: dict[str, CaseRecord] = {c.case_id: c for c in record.cases}
         self.groups = plan.groups
@@ -224,10 +225,11 @@ def run(plan: Plan) -> RunRecord:
                            "multi-process run)", field="runs.processes")
     # on a GPU or TPU one JAX worker at a time owns the device (a TPU opens in one process)
     accelerator = devices.platform not in (None, "cpu")
-    pool = (WorkerPool(plan.engine_factory, exclusive=accelerator) if plan.workers
-            else EnginePool(plan.engine_factory))
+    servers = ServerPool(path.with_name(path.stem + ".servers"), artifact_dir=path.parent)
+    pool = (WorkerPool(plan.engine_factory, exclusive=accelerator, bind=servers.bind)
+            if plan.workers else EnginePool(plan.engine_factory, bind=servers.bind))
     measure_case = run_in_worker if plan.workers else run_case
-    state = RunState(plan, record, path, pool, peak,
+    state = RunState(plan, record, path, pool, servers, peak,
                      make_progress(options.progress if plan.writer else "none", runs))
     here = git_info(Path.cwd())
     with contextlib.ExitStack() as stack:
@@ -251,16 +253,20 @@ def _run_cases(s: RunState, todo: list[CaseSpec], measure_case: Callable, here) 
                                       * (1 + case.runs.warmup + case.runs.timed))
                 rec = measure_case(case, s.pool, s.peak, s.progress.tick)
                 rec.commit, rec.dirty = here.commit, here.dirty
+                rec.server = s.servers.info(case.engine_key)
                 s.done[case.case_id] = rec
                 s.save()
                 s.progress.end_case(rec)
             group_done = i + 1 == len(s.cases) or group_of(s.cases[i + 1]) != group_of(case)
             if group_done:
                 s.finish_group(case)
-            s.pool.release_unneeded(s.needed_after(i, group_done))
+            needed = s.needed_after(i, group_done)
+            s.pool.release_unneeded(needed)
+            s.servers.release(needed)
     finally:
         s.progress.close()
         s.pool.close()
+        s.servers.close()
 
 
 def exit_code(record: RunRecord) -> int:

@@ -70,7 +70,8 @@ def serve(conn, key: tuple, factory: Callable | None) -> None:
     pool = EnginePool(factory)
     handlers = {
         "info": lambda: _info(pool.get(key)),
-        "case": lambda case, peak, paced=False: _case(conn, pool, case, peak, paced),
+        "case": lambda case, peak, paced=False: _case(conn, pool, _bound(case, key), peak,
+                                                      paced),
         "score": lambda args, kwargs: dataclasses.asdict(pool.get(key).score(*args,
                                                                              **kwargs)),
         "encode": lambda text: pool.get(key).encode(text),
@@ -114,6 +115,14 @@ def _case(conn, pool: EnginePool, case, peak: float | None, paced: bool) -> dict
         go()
 
     return run_case(case, pool, lambda dtype: peak, tick, measuring).model_dump()
+
+
+def _bound(case, key: tuple):
+    """A launched server's case at the address this worker's engine was built with (the
+    parent bound the worker's key: harness/run/server_pool.py)."""
+    if case.http is None or case.http.base_url is not None or len(key) < 5:
+        return case
+    return dataclasses.replace(case, http=case.http.at(dict(key[4])["base_url"]))
 
 
 def _info(engine) -> EngineInfo:
@@ -304,8 +313,8 @@ class WorkerPool(EnginePool):
     died); `max_rss` applies to the workers' resident sets."""
 
     def __init__(self, factory: Callable | None = None, engine_root: str | None = None,
-                 exclusive: bool = False):
-        super().__init__(self._start)
+                 exclusive: bool = False, bind: Callable | None = None):
+        super().__init__(self._start, bind)
         self.engine_factory, self.engine_root = factory, engine_root
         self.exclusive = exclusive  # one JAX worker at a time: it owns the accelerator
         self._spawned: dict[tuple, Worker] = {}
@@ -313,10 +322,13 @@ class WorkerPool(EnginePool):
     def spawn(self, key: tuple) -> None:
         """Start the worker of `key` without waiting for it (`get` then waits): two pools'
         workers start side by side (`mibench ab`)."""
-        if key not in self._engines and key not in self._spawned:
-            self._spawned[key] = Worker(key, self.engine_factory, engine_root=self.engine_root)
+        bound = self.bind(key)
+        if key not in self._engines and bound not in self._spawned:
+            self._spawned[bound] = Worker(bound, self.engine_factory,
+                                          engine_root=self.engine_root)
 
     def _start(self, *key) -> RemoteEngine:
+        """A worker for `key` (bound: a launched server's live address in it)."""
         if self.exclusive and key[0] == "jax":
             for other in [k for k in self._engines if k[0] == "jax"]:
                 self.discard(other)

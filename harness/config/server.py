@@ -1,0 +1,106 @@
+"""The `launch` section of an http case: how mibench starts the server under test
+(docs/configs.md, "Servers under test"). Validated here; the matrix turns it, with one
+combination of the case's `server_args`, into a `LaunchSpec` (config/cases.py).
+
+    launch:
+      name: sglang-jax                 # in case ids and log names (optional)
+      python: $MIBENCH_SGLANG_JAX      # what {python} stands for: a path, or $VARIABLE
+      command: ["{python}", "-m", "sgl_jax.launch_server", "--model-path", "{model}",
+                "--host", "{host}", "--port", "{port}", "--device", "cpu"]
+      env: {JAX_PLATFORMS: cpu}
+      cwd: null
+      ready: {path: /health, timeout_s: 300}
+      stop: {signal: SIGTERM, grace_s: 10}
+      package: sglang-jax              # its version in the server's interpreter is recorded
+      source: null                     # a checkout of the server's source: its commit is recorded
+    server_args: {max_running_requests: [1, 16]}   # flags; a list is a matrix axis
+
+Placeholders in `command`: {python}, {model} (the checkpoint folder: an embedded preset
+is written out first), {dtype}, {host} (127.0.0.1) and {port} (a free port mibench picks);
+{port} is required.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+
+from mibench.harness.config.base import Finite, Strict
+
+PLACEHOLDERS = ("python", "model", "dtype", "host", "port")
+NAME = r"^[A-Za-z0-9_.-]+$"
+
+
+class ReadyProbe(Strict):
+    """The server is ready when `GET path` answers 200 (polled every `interval_s`), at
+    most `timeout_s` after it started; else the case fails with the log's last lines."""
+
+    path: Annotated[str, Field(pattern=r"^/")] = "/health"
+    timeout_s: Finite = 300.0
+    interval_s: Finite = 0.5
+
+
+class StopPolicy(Strict):
+    """How the server is stopped: `signal` to its whole process group, then SIGKILL to
+    the group after `grace_s`."""
+
+    signal: Literal["SIGTERM", "SIGINT"] = "SIGTERM"
+    grace_s: Finite = 10.0
+
+
+class Launch(Strict):
+    """How mibench starts the server under test (module docstring)."""
+
+    name: Annotated[str, Field(pattern=NAME)] | None = None
+    command: Annotated[list[str], Field(min_length=1)]
+    python: str | None = None
+    env: dict[str, str] = {}
+    cwd: str | None = None
+    ready: ReadyProbe = ReadyProbe()
+    stop: StopPolicy = StopPolicy()
+    package: str | None = None
+    source: str | None = None
+
+    @field_validator("command")
+    @classmethod
+    def _placeholders(cls, command: list[str]) -> list[str]:
+        found = set()
+        for k, word in enumerate(command):
+            try:
+                names = {f for _, f, _, _ in string.Formatter().parse(word) if f is not None}
+            except ValueError as e:
+                raise ValueError(f"item {k} {word!r}: {e} (a literal brace is {{{{ or }}}})") \
+                    from None
+            unknown = sorted(n for n in names if n not in PLACEHOLDERS)
+            if unknown:
+                raise ValueError(f"item {k} {word!r}: unknown placeholder {{{unknown[0]}}} "
+                                 f"(known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)})")
+            found |= names
+        if "port" not in found:
+            raise ValueError("must pass the server its port: put {port} in the command "
+                             "(mibench picks a free one)")
+        return command
+
+    @field_validator("python")
+    @classmethod
+    def _python(cls, v: str | None) -> str | None:
+        if v is not None and v.startswith("$") and not re.fullmatch(r"\$\{?[A-Za-z_]\w*\}?", v):
+            raise ValueError(f"{v!r} is not a variable: write $NAME (or a path)")
+        return v
+
+
+ServerArg = str | int | float | bool
+
+
+def flag(key: str, value) -> list[str]:
+    """A server argument as command-line words: `max_running_requests: 16` ->
+    `--max-running-requests 16`; true -> the bare flag; false or null -> nothing."""
+    name = "--" + key.replace("_", "-")
+    if value is True:
+        return [name]
+    if value is False or value is None:
+        return []
+    return [name, str(value)]

@@ -1,0 +1,132 @@
+"""The launched servers of a run, one per distinct launch (model, dtype, launch with its
+server arguments), seen by the engine pools through `bind`: an http engine's key names
+its launch; `bind` starts that server if needed and returns the key with the live
+`base_url`, which is what the engine is built with. `release` stops the servers no later
+case needs; `close` stops them all (harness/run/servers.py says how)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from mibench.errors import ServerUnavailable
+from mibench.harness.config.cases import LaunchSpec
+from mibench.harness.records import ServerInfo
+from mibench.harness.run.servers import (
+    Server,
+    ServerFailed,
+    Started,
+    package_version,
+    source_commit,
+)
+
+EngineKey = tuple
+
+
+def launch_of(key: EngineKey) -> LaunchSpec | None:
+    """The launch an http engine key names (its server part's `launch`), else None."""
+    if len(key) < 5:
+        return None
+    return dict(key[4]).get("launch")
+
+
+def server_id(key: EngineKey) -> tuple | None:
+    """What makes a server distinct: the model and dtype it serves and its launch."""
+    launch = launch_of(key)
+    return None if launch is None else (key[1], key[2], launch)
+
+
+class ServerPool:
+    """Servers started on first need. `python` and `env` override a launch's interpreter
+    and add variables (one side of `mibench ab --server-repo`); `label` tells sides apart
+    in log names."""
+
+    def __init__(self, log_dir: Path, *, python: str | None = None,
+                 env: dict[str, str] | None = None, label: str = "", source: str | None = None,
+                 artifact_dir: Path | None = None):
+        self.log_dir, self.python, self.env, self.label = Path(log_dir), python, env, label
+        self.artifact_dir = artifact_dir  # logs are recorded relative to it
+        self.source = source  # the server source folder of this side (a revision's worktree)
+        self._servers: dict[tuple, Server] = {}
+        self._failed: dict[tuple, ServerFailed] = {}
+        self._info: dict[tuple, ServerInfo] = {}
+
+    def bind(self, key: EngineKey) -> EngineKey:
+        """`key` with its launched server's live base_url (started now if needed); keys of
+        other engines unchanged. A server that fails to start fails every key naming it,
+        without a second try."""
+        ident = server_id(key)
+        if ident is None:
+            return key
+        if ident in self._failed:
+            raise self._failed[ident]
+        why = ident[2].missing() if self.python is None else None
+        if why:
+            raise ServerUnavailable(why, field="launch.python")
+        if ident not in self._servers:
+            self._start(ident)
+        url = self._servers[ident].started.base_url
+        server = {k: v for k, v in key[4] if k != "launch"}
+        server["base_url"] = url
+        return (*key[:4], tuple(server.items()))
+
+    def _start(self, ident: tuple) -> None:
+        from mibench.engines import model_folder
+
+        model, dtype, launch = ident
+        name = _file_name(f"{self.label}{launch.display_name()}-{len(self._servers) + 1}")
+        server = Server(launch, model_folder(model), dtype, self.log_dir / f"{name}.log",
+                        python=self.python, extra_env=self.env)
+        try:
+            started = server.start()
+        except ServerFailed as e:
+            self._failed[ident] = e
+            raise
+        self._servers[ident] = server
+        self._info[ident] = self._describe(server, started)
+
+    def _describe(self, server: Server, started: Started) -> ServerInfo:
+        from mibench.engines import ScoreClient
+
+        launch = server.launch
+        reported = ScoreClient(started.base_url, 10.0).server_info()
+        source = self.source or launch.source
+        return ServerInfo(
+            name=launch.name, command=started.command, args=dict(launch.args),
+            env=started.env, startup_s=started.startup_s,
+            log=_relative(started.log, self.artifact_dir), reported=reported,
+            package=launch.package,
+            package_version=(package_version(server.python, launch.package, started.env)
+                             if launch.package else None),
+            source=source_commit(source) if source else None)
+
+    def info(self, key: EngineKey) -> ServerInfo | None:
+        """The provenance of the server `key` names (None: not a launched server, or it
+        never started)."""
+        return self._info.get(server_id(key))
+
+    def url(self, key: EngineKey) -> str | None:
+        ident = server_id(key)
+        server = self._servers.get(ident)
+        return server.started.base_url if server is not None else None
+
+    def release(self, needed: set[EngineKey]) -> None:
+        """Stop every server that no key in `needed` names."""
+        keep = {server_id(k) for k in needed}
+        for ident in [i for i in self._servers if i not in keep]:
+            self._servers.pop(ident).stop()
+
+    def close(self) -> None:
+        for ident in list(self._servers):
+            self._servers.pop(ident).stop()
+
+
+def _relative(path: Path, folder: Path | None) -> str:
+    try:
+        return str(path.resolve().relative_to(folder.resolve())) if folder else str(path)
+    except ValueError:
+        return str(path)
+
+
+def _file_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text)[:120]
