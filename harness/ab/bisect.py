@@ -10,15 +10,18 @@ from pathlib import Path
 from mibench.errors import MibenchError
 from mibench.harness.ab.revisions import first_parent
 from mibench.harness.ab.rounds import run_ab
+from mibench.harness.ab.servers import revision_side, run_server_ab
 from mibench.harness.config import Config
 from mibench.harness.util import git
 
 
 def bisect(config: Config, repo: Path, good: str, bad: str, cache: Path, *,
-           case_glob: list[str] | str | None, rounds: int = 5,
+           case_glob: list[str] | str | None, rounds: int = 5, servers: bool = False,
            note: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> dict:
     """{first_bad, subject, steps: [{commit, subject, verdict, evidence}]}; a MibenchError
-    when BAD shows no regression against GOOD (nothing to search)."""
+    when BAD shows no regression against GOOD (nothing to search). `servers`: `repo` is a
+    server's repository and each step is an A/B of its launched servers
+    (ab/servers.py)."""
     commits = first_parent(repo, good, bad)
     if not commits:
         raise MibenchError(f"has no commits after {good} on its first-parent line",
@@ -26,8 +29,14 @@ def bisect(config: Config, repo: Path, good: str, bad: str, cache: Path, *,
     steps: list[dict] = []
 
     def regressed(commit: str) -> bool:
-        record, _ = run_ab(config, repo, good, commit, cache, rounds=rounds,
-                           case_glob=case_glob, note=lambda line: None)
+        if servers:
+            sides = {"base": revision_side(repo, good, cache),
+                     "new": revision_side(repo, commit, cache)}
+            record, _ = run_server_ab(config, sides, rounds=rounds, case_globs=case_glob,
+                                      note=lambda line: None)
+        else:
+            record, _ = run_ab(config, repo, good, commit, cache, rounds=rounds,
+                               case_glob=case_glob, note=lambda line: None)
         evidence = {c.case_id: f"{c.verdict}: {c.why}" for c in record.cases}
         step = {"commit": commit, "subject": git(repo, "log", "-1", "--format=%s", commit),
                 "verdict": record.verdict, "evidence": evidence}

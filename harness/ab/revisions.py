@@ -83,13 +83,14 @@ def oldest_measurable(repo: Path, cache: Path) -> str | None:
     return line[lo] if lo < len(line) else None
 
 
-def worktrees(cache: Path) -> Path:
-    return cache / "worktrees"
+def worktrees(cache: Path, folder: str = "worktrees") -> Path:
+    return cache / folder
 
 
-def worktree(repo: Path, commit: str, cache: Path) -> Path:
-    """The cached detached worktree of `commit` (made on first use)."""
-    root = worktrees(cache) / commit
+def worktree(repo: Path, commit: str, cache: Path, folder: str = "worktrees") -> Path:
+    """The cached detached worktree of `commit` (made on first use) under `cache/folder`
+    (mibench's own revisions: `worktrees`; a server's: `server-worktrees`)."""
+    root = worktrees(cache, folder) / commit
     if not (root / ".git").exists():
         root.parent.mkdir(parents=True, exist_ok=True)
         git(repo, "worktree", "prune")

@@ -10,7 +10,14 @@ from typing import Annotated
 
 import typer
 
-from mibench.harness.commands.common import CaseGlobs, Sets, guarded, parse_threshold
+from mibench.errors import MibenchError
+from mibench.harness.commands.common import (
+    CaseGlobs,
+    Sets,
+    guarded,
+    parse_threshold,
+    writable_folder,
+)
 
 
 @guarded
@@ -31,10 +38,24 @@ def ab(base_rev: Annotated[str, typer.Argument(help="The baseline revision (any 
        cost_threshold: Annotated[str, typer.Option(
            help="The growth of a case's compiled peak HBM, bytes accessed or FLOPs that "
                 "fails the gate.")] = "5%",
+       server_repo: Annotated[Path | None, typer.Option(
+           help="Judge two revisions of this server repository instead of mibench's "
+                "engines: the config's launched http cases, each revision checked out once "
+                "and put first on PYTHONPATH (launch.repo_path).")] = None,
+       base_python: Annotated[Path | None, typer.Option(
+           help="Judge two installed servers: the base side's interpreter (BASE_REV and "
+                "NEW_REV are then labels).")] = None,
+       new_python: Annotated[Path | None, typer.Option(
+           help="The new side's interpreter (with --base-python).")] = None,
        set_: Sets = None):
-    """The engines of two git revisions measured in interleaved rounds on this machine:
-    exit 0 no regression, 1 a regression (slower, moved scores, failing, compiled cost
-    grown), 2 nothing compared."""
+    """The engines of two git revisions (or two versions of a launched server) measured in
+    interleaved rounds on this machine: exit 0 no regression, 1 a regression (slower,
+    moved scores, failing, compiled cost grown), 2 nothing compared."""
+    if server_repo is not None or base_python is not None or new_python is not None:
+        raise typer.Exit(server_ab_command(base_rev, new_rev, config, rounds=rounds,
+                                           case_globs=case, out=out, sets=set_ or [],
+                                           argv=sys.argv, server_repo=server_repo,
+                                           pythons=(base_python, new_python)))
     raise typer.Exit(ab_command(base_rev, new_rev, config, rounds=rounds, case_globs=case,
                                 out=out, sets=set_ or [], argv=sys.argv, target=target,
                                 compile_=compile_, cost_threshold=cost_threshold))
@@ -59,5 +80,49 @@ def ab_command(base_rev: str, new_rev: str, config_path: Path, *, rounds: int,
     record, path = run_ab(config, repository(), base_rev, new_rev, cache_dir(), rounds=rounds,
                           case_glob=case_globs, out=out, argv=argv, target=tpu,
                           cost_threshold=limit)
+    print(render_text(record, path))
+    return exit_code(record)
+
+
+def server_sides(base_rev: str, new_rev: str, server_repo: Path | None,
+                 pythons: tuple[Path | None, Path | None]) -> dict:
+    """The two sides of a server A/B: revisions of `server_repo`, or two interpreters."""
+    from mibench.engines import cache_dir
+    from mibench.harness.ab.servers import python_side, revision_side
+
+    base_python, new_python = pythons
+    if server_repo is not None:
+        if base_python is not None or new_python is not None:
+            raise MibenchError("give --server-repo or --base-python/--new-python, not both",
+                               field="--server-repo")
+        repo = Path(server_repo)
+        if not (repo / ".git").exists():
+            raise MibenchError(f"{repo} is not a git checkout", field="--server-repo")
+        return {"base": revision_side(repo, base_rev, cache_dir()),
+                "new": revision_side(repo, new_rev, cache_dir())}
+    if base_python is None or new_python is None:
+        missing = "--base-python" if base_python is None else "--new-python"
+        raise MibenchError("two installed servers need both --base-python and --new-python",
+                           field=missing)
+    return {"base": python_side("base", str(base_python)),
+            "new": python_side("new", str(new_python))}
+
+
+def server_ab_command(base_rev: str, new_rev: str, config_path: Path, *, rounds: int,
+                      case_globs: list[str] | None, out: Path, sets: list[str],
+                      argv: list[str], server_repo: Path | None,
+                      pythons: tuple[Path | None, Path | None]) -> int:
+    """A/B of two server versions (harness/ab/servers.py), its verdict printed; the exit
+    code."""
+    from mibench.harness.ab.rounds import exit_code
+    from mibench.harness.ab.servers import run_server_ab
+    from mibench.harness.config import load_config
+    from mibench.harness.report.ab import render_text
+
+    config = load_config(config_path, sets)
+    sides = server_sides(base_rev, new_rev, server_repo, pythons)
+    writable_folder(out, "--out")
+    record, path = run_server_ab(config, sides, rounds=rounds, case_globs=case_globs,
+                                 out=out, argv=argv)
     print(render_text(record, path))
     return exit_code(record)

@@ -19,15 +19,18 @@ def bisect(good_rev: Annotated[str, typer.Argument(help="A revision without the 
                "--case", help="The cases (glob on case ids) that regressed; repeatable: "
                               "the union.")],
            rounds: Annotated[int, typer.Option(help="Rounds of each A/B step.")] = 5,
+           server_repo: Annotated[Path | None, typer.Option(
+               help="Bisect this server repository's commits (the config's launched http "
+                    "cases) instead of mibench's engines.")] = None,
            set_: Sets = None):
     """The first commit on BAD_REV's first-parent line after GOOD_REV whose A/B run against
     GOOD_REV is a regression; prints each step with its evidence."""
     raise typer.Exit(bisect_command(good_rev, bad_rev, config, case_globs=case, rounds=rounds,
-                                    sets=set_ or []))
+                                    sets=set_ or [], server_repo=server_repo))
 
 
 def bisect_command(good: str, bad: str, config_path: Path, *, case_globs: list[str],
-                   rounds: int, sets: list[str]) -> int:
+                   rounds: int, sets: list[str], server_repo: Path | None = None) -> int:
     """Bisect, print the first bad commit and the evidence; the exit code (0)."""
     from mibench.engines import cache_dir
     from mibench.harness.ab.bisect import bisect as find_first_bad
@@ -35,8 +38,9 @@ def bisect_command(good: str, bad: str, config_path: Path, *, case_globs: list[s
     from mibench.harness.config import load_config
 
     config = load_config(config_path, sets)
-    found = find_first_bad(config, repository(), good, bad, cache_dir(), case_glob=case_globs,
-                           rounds=rounds)
+    repo = repository(server_repo) if server_repo is not None else repository()
+    found = find_first_bad(config, repo, good, bad, cache_dir(), case_glob=case_globs,
+                           rounds=rounds, servers=server_repo is not None)
     print(f"first bad commit: {found['first_bad']} {found['subject']!r} "
           f"({len(found['steps'])} A/B runs over {found['candidates']} commits)")
     for case_id, line in found["evidence"].items():

@@ -42,6 +42,7 @@ class LaunchSpec:
     grace_s: float = 10.0
     package: str | None = None
     source: str | None = None
+    repo_path: str | None = None  # ab --server-repo: a revision's folder first on PYTHONPATH
     args: tuple[tuple[str, object], ...] = ()
 
     def interpreter(self) -> str | None:

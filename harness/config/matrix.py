@@ -206,7 +206,7 @@ def _launches(case: Case) -> list[tuple[LaunchSpec | None, tuple[str, ...]]]:
                 env=tuple(sorted(lc.env.items())), cwd=lc.cwd, ready_path=lc.ready.path,
                 ready_timeout_s=lc.ready.timeout_s, ready_interval_s=lc.ready.interval_s,
                 stop_signal=lc.stop.signal, grace_s=lc.stop.grace_s, package=lc.package,
-                source=lc.source)
+                source=lc.source, repo_path=lc.repo_path)
     args = case.server_args or {}
     keys = list(args)
     out = []

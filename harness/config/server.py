@@ -13,6 +13,8 @@ combination of the case's `server_args`, into a `LaunchSpec` (config/cases.py).
       stop: {signal: SIGTERM, grace_s: 10}
       package: sglang-jax              # its version in the server's interpreter is recorded
       source: null                     # a checkout of the server's source: its commit is recorded
+      repo_path: python                # mibench ab --server-repo: a revision's folder first
+                                       # on PYTHONPATH (revisions share one environment)
     server_args: {max_running_requests: [1, 16]}   # flags; a list is a matrix axis
 
 Placeholders in `command`: {python}, {model} (the checkpoint folder: an embedded preset
@@ -63,6 +65,7 @@ class Launch(Strict):
     stop: StopPolicy = StopPolicy()
     package: str | None = None
     source: str | None = None
+    repo_path: str | None = None
 
     @field_validator("command")
     @classmethod

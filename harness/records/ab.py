@@ -12,6 +12,7 @@ from pydantic import Field
 from mibench.harness.records.base import Header, Record
 from mibench.harness.records.compile import CompileCase, CompileTarget, LibTpu
 from mibench.harness.records.io import read_json, schema_file
+from mibench.harness.records.run import ServerInfo
 
 AB_SCHEMA = "mibench.ab/1"
 AB_SCHEMA_FILE = schema_file(AB_SCHEMA)
@@ -88,6 +89,8 @@ class ABCase(Record):
     timing: Timing | None = None
     scores: ScoreCheck | None = None
     cost: CostCheck | None = None  # compiled for the record's compile_target (JAX cases)
+    # a server A/B (mibench ab --server-repo): each side's launched server
+    servers: dict[str, ServerInfo] = {}
     # regression (slower, moved scores, or new fails where base runs), improvement,
     # no change, untested (base failed or too few rounds)
     verdict: Literal["regression", "improvement", "no change", "untested"] | None = None

@@ -1,0 +1,239 @@
+"""`mibench ab BASE NEW CONFIG --server-repo PATH` (or `--base-python/--new-python`): two
+versions of a server under test, judged like two revisions of the engines.
+
+A side is a way to launch the config's servers: a revision of the server's git repository
+(checked out once into a cached worktree, `$MIBENCH_CACHE/server-worktrees/<sha>`, whose
+`launch.repo_path` folder goes first on PYTHONPATH, so both revisions share one
+environment's dependencies: a full sglang-jax environment is about 2 GB), or another
+interpreter. Only the config's launched http cases are measured.
+
+Where the servers run on the CPU, both sides' servers are up for the whole A/B (a start
+costs 20-60 s for sglang-jax) and each round sends the case's requests one at a time,
+alternating between them (base then new for even requests of even rounds, the other way
+round otherwise), so a load that comes and goes falls on both. On a GPU or TPU a server
+owns the device: each round starts one side's server, sends its requests, stops it, then
+the other's. A round's log ratio is the median over requests of ln(new / base) latency;
+the verdict is the paired test of the rounds (stats/paired.py), as for the engines. The
+first round's scores of every request are compared as log scores: scores that move are a
+regression. The case's `clients`/`rate` load shape is not used: a paired comparison needs
+each request sent to both sides under the same conditions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import secrets
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from mibench.errors import MibenchError
+from mibench.harness.ab.revisions import resolve, worktree
+from mibench.harness.ab.rounds import judge, overall
+from mibench.harness.config import CaseSpec, Config, expand
+from mibench.harness.config.matrix import select_cases
+from mibench.harness.records import write_artifact
+from mibench.harness.records.ab import ABCase, ABRecord, RoundSample, Side
+from mibench.harness.run.http_case import prepare
+from mibench.harness.run.provenance import collect, device_info
+from mibench.harness.run.server_pool import ServerPool
+from mibench.harness.run.worker import probe_env
+from mibench.harness.util import git, now
+
+Note = Callable[[str], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerSide:
+    """One side: its label, commit and subject (a revision), and how its servers launch:
+    another interpreter, or a revision's worktree first on PYTHONPATH."""
+
+    rev: str
+    commit: str
+    subject: str
+    python: str | None = None
+    worktree: Path | None = None
+
+    def pool(self, log_dir: Path, name: str, repo_path: str | None) -> ServerPool:
+        env, source = None, None
+        if self.worktree is not None:
+            source = str(self.worktree / (repo_path or ""))
+            env = {"PYTHONPATH": source}
+        return ServerPool(log_dir, python=self.python, env=env, label=f"{name}-",
+                          source=source)
+
+
+def revision_side(repo: Path, rev: str, cache: Path) -> ServerSide:
+    """`rev` of the server repository in its cached worktree."""
+    commit = resolve(repo, rev)
+    root = worktree(repo, commit, cache, folder="server-worktrees")
+    return ServerSide(rev=rev, commit=commit, worktree=root,
+                      subject=git(repo, "log", "-1", "--format=%s", commit))
+
+
+def python_side(label: str, python: str) -> ServerSide:
+    if not Path(python).is_file():
+        raise MibenchError(f"{python} is not a file (give the server's interpreter)",
+                           field=f"--{label}-python")
+    return ServerSide(rev=label, commit="", subject=f"interpreter {python}", python=python)
+
+
+def launched_cases(config: Config, case_globs) -> list[CaseSpec]:
+    cases = [c for c in select_cases(expand(config), case_globs)
+             if c.http is not None and c.http.launch is not None]
+    if not cases:
+        raise MibenchError("has no http case with a launch section among the selected cases: "
+                           "an A/B of server versions launches the config's servers",
+                           field="--server-repo")
+    return cases
+
+
+def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int = 5,
+                  case_globs=None, out: Path | None = None, argv: list[str] | None = None,
+                  interleave: bool | None = None, note: Note = lambda line: print(
+                      line, file=sys.stderr)) -> tuple[ABRecord, Path | None]:
+    """Measure the launched http cases with both sides' servers; the record and its
+    artifact path (written after every case)."""
+    from mibench.harness.stats import paired
+
+    if rounds < 1:
+        raise MibenchError(f"must be at least 1, got {rounds}", field="--rounds")
+    cases = launched_cases(config, case_globs)
+    if interleave is None:
+        interleave = device_info(probe_env()).platform == "cpu"
+    base, new = sides["base"], sides["new"]
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    tag = f"{base.commit[:8] or base.rev}-{new.commit[:8] or new.rev}"
+    record = ABRecord(
+        run_id=f"ab-server-{tag}-{stamp}-{secrets.token_hex(2)}", started_at=now(),
+        config=config.resolved(), config_sha256=config.sha256(), provenance=collect(argv),
+        base=Side(rev=base.rev, commit=base.commit, subject=base.subject),
+        new=Side(rev=new.rev, commit=new.commit, subject=new.subject), rounds=rounds,
+        pacing="calls" if interleave else "sides",
+        order=[["base", "new"] if r % 2 == 0 else ["new", "base"] for r in range(rounds)])
+    path = Path(out) / f"{record.run_id}.json" if out is not None else None
+    logs = (Path(out) if out is not None else Path(".")) / f"{record.run_id}.servers"
+    repo_path = cases[0].http.launch.repo_path
+    pools = {name: side.pool(logs, name, repo_path) for name, side in sides.items()}
+    try:
+        for case in cases:
+            ab_case = ABCase(case_id=case.case_id, engine=case.engine, mode=case.mode,
+                             params=dict(case.params), model=case.model, dtype=case.dtype,
+                             tp=case.tp, workload=case.workload.as_dict())
+            scores = _measure(case, pools, record.order, interleave, ab_case, note)
+            judge(ab_case, scores, paired.ALPHA, paired.MIN_EFFECT, interleaved=True)
+            ab_case.servers = {name: pools[name].info(case.engine_key) for name in pools
+                               if pools[name].info(case.engine_key) is not None}
+            record.cases.append(ab_case)
+            if path is not None:
+                write_artifact(record, path)
+            for pool in pools.values():
+                pool.release({c.engine_key for c in cases[cases.index(case) + 1:]})
+    finally:
+        for pool in pools.values():
+            pool.close()
+    record.verdict = overall(record)
+    record.finished_at = now()
+    if path is not None:
+        write_artifact(record, path)
+    return record, path
+
+
+class _Side:
+    """One side's server for a case: its address, the prepared requests, what came back."""
+
+    def __init__(self, case: CaseSpec, pool: ServerPool):
+        from mibench.engines import ScoreClient, load_engine
+
+        self.case, self.pool = case, pool
+        key = pool.bind(case.engine_key)
+        server = dict(key[4])
+        self.engine = load_engine("http", model=case.model, dtype=case.dtype, tp=case.tp,
+                                  **server)
+        self.prepared = prepare(case, self.engine)
+        self.client = ScoreClient(server["base_url"], case.http.timeout_s)
+
+    def send(self, i: int) -> tuple[float, list[list[float]] | None, str | None]:
+        """Request i: (latency s, scores or None, the failure or None)."""
+        from mibench.engines import parse_scores
+
+        t0 = time.perf_counter()
+        reply = self.client.post(self.prepared.bodies[i])
+        latency = time.perf_counter() - t0
+        if not reply.ok:
+            return latency, None, f"{reply.status}: {reply.text(300)}"
+        try:
+            return latency, parse_scores(reply, self.prepared.items[i],
+                                         self.prepared.labels), None
+        except ValueError as e:
+            return latency, None, f"invalid: {e}"
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _measure(case: CaseSpec, pools: dict[str, ServerPool], order: list[list[str]],
+             interleave: bool, ab_case: ABCase, note: Note) -> dict:
+    """Every round of one case; returns each side's first-round scores (all requests)."""
+    plan = case.http
+    n, warm = plan.requests, plan.warmup_requests
+    scores: dict[str, list | None] = {}
+    sides = {name: _Side(case, pool) for name, pool in pools.items()} if interleave else {}
+    try:
+        for r, names in enumerate(order):
+            if not interleave:  # an accelerator: one side's server at a time
+                times, results = {}, {}
+                for name in names:
+                    side = _Side(case, pools[name])
+                    for i in range(warm):
+                        side.send(i)
+                    times[name], results[name] = _requests(side, range(warm, warm + n))
+                    side.close()
+                    pools[name].close()
+            else:
+                if r == 0:
+                    for side in sides.values():
+                        for i in range(warm):
+                            side.send(i)
+                times = {name: [] for name in names}
+                results = {name: [] for name in names}
+                for k, i in enumerate(range(warm, warm + n)):
+                    for name in (names if k % 2 == 0 else names[::-1]):
+                        latency, got, error = sides[name].send(i)
+                        times[name].append(latency)
+                        results[name].append((got, error))
+            for position, name in enumerate(names):
+                sample = _sample(r, position == 0, times[name], results[name])
+                getattr(ab_case, name).append(sample)
+                if r == 0:  # per request, one row per item
+                    tables = [got for got, _ in results[name]]
+                    scores[name] = tables if all(t is not None for t in tables) else None
+                took = f"{sample.median_s * 1e3:.1f} ms" if sample.median_s else sample.error
+                note(f"round {r + 1} {name} {case.case_id}: {took}")
+    finally:
+        for side in sides.values():
+            side.close()
+    return scores
+
+
+def _requests(side: _Side, indices) -> tuple[list[float], list]:
+    times, results = [], []
+    for i in indices:
+        latency, got, error = side.send(i)
+        times.append(latency)
+        results.append((got, error))
+    return times, results
+
+
+def _sample(r: int, first: bool, times: list[float], results: list) -> RoundSample:
+    import statistics
+
+    errors = [e for _, e in results if e is not None]
+    ok = not errors
+    return RoundSample(round=r, first=first, status="ok" if ok else "failed",
+                       error=f"{len(errors)} of {len(results)} requests failed; first: "
+                       f"{errors[0]}" if errors else None,
+                       timed_s=times if ok else [],
+                       median_s=statistics.median(times) if ok and times else None)
