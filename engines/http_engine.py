@@ -38,6 +38,8 @@ from mibench.engines.score_client import (
     SCORE_PATH,
     Reply,
     ScoreClient,
+    describe,
+    fact_problem,
     parse_base_url,
     parse_scores,
 )
@@ -141,14 +143,16 @@ class HttpEngine:
         facts = self.server_facts()
         if not facts:
             return
-        if "delimiter" in facts and facts["delimiter"] != delimiter:
-            raise InputError(f"the server at {self.base_url} scores with delimiter "
-                             f"{facts['delimiter']}, the request has {delimiter}",
-                             field="delimiter")
+        problem = fact_problem(facts, "delimiter", delimiter)
+        if problem:
+            raise InputError(f"the server at {self.base_url} {problem}, the request has "
+                             f"{describe(delimiter)}", field="delimiter")
         wanted = resolve_semantics(semantics, delimiter)
-        if facts.get("semantics") not in (None, wanted):
-            raise InputError(f"the server at {self.base_url} scores {facts['semantics']} "
-                             f"semantics, the request asks for {wanted}", field="semantics")
+        if facts.get("semantics") is not None:
+            problem = fact_problem(facts, "semantics", wanted)
+            if problem:
+                raise InputError(f"the server at {self.base_url} {problem}, the request "
+                                 f"asks for {wanted}", field="semantics")
 
     def score(self, query, items, label_token_ids, mode: str = "single",
               apply_softmax: bool = False, delimiter: int | None = None,
@@ -172,7 +176,8 @@ class HttpEngine:
             raise MibenchError(f"{self.base_url}{SCORE_PATH}: {what}: {reply.text(300)}",
                                field="base_url")
         try:
-            scores = parse_scores(reply, len(items), len(label_token_ids))
+            scores = parse_scores(reply, len(items), len(label_token_ids),
+                                  apply_softmax is True, self.dtype)
         except ValueError as e:
             raise MibenchError(f"{self.base_url}{SCORE_PATH} answered 200, but {e}",
                                field="base_url") from None
