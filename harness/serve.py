@@ -1,31 +1,33 @@
-"""`mibench serve`: the JAX engine behind an SGLang-compatible `POST /v1/score`
-(FastAPI, uvicorn), for benchmarking it as a server and for testing the `http` engine.
+"""`mibench serve`: the JAX engine behind an SGLang-compatible `POST /v1/score` (FastAPI,
+uvicorn), for benchmarking it as a server and for testing the `http` engine.
 
-Request body (SGLang's `ScoringRequest`, python/sglang/srt/entrypoints/openai/protocol.py):
-`query` (token ids or text), `items` (token-id lists, or strings; one string is one item),
-`label_token_ids`, `apply_softmax` (default false), `item_first` (default false; true, the
-item before the query, is refused: mibench scores query + item) and `model` (optional; when
-given it must be the served name, the `--model` spec). SGLang's embedding overrides and
-`return_pooled_hidden_states` are refused when set; any other key is refused too (a typo
-must not pass as a default).
+Request body: SGLang's `ScoringRequest` (python/sglang/srt/entrypoints/openai/protocol.py),
+parsed as SGLang does, with the differences and their reasons listed in
+harness/serve_request.py (and docs/cli.md): `query` and `items` (token ids, or text),
+`label_token_ids`, `apply_softmax`, `item_first` (true: `item + query`), any `model` name.
 
 Response (SGLang's `ScoringResponse`): `{"scores": [[...], ...], "model": NAME, "usage":
 {"prompt_tokens", "completion_tokens": 0, "total_tokens"}, "object": "scoring"}`, one row
-per item and one column per label. `prompt_tokens` counts the tokens the engine ran through
-the model (ScoreResult.num_tokens: a prefix scored once per item counts once per item).
+per item and one column per label; NAME is the request's `model`, else the served name.
+`prompt_tokens` counts the tokens the engine ran through the model (ScoreResult.num_tokens:
+a prefix scored once per item counts once per item).
 
-A bad request is 400 with SGLang's `ErrorResponse`: `{"object": "error", "message": ...,
-"type": "BadRequestError", "param": FIELD, "code": 400}`, `param` naming the field (the
-engine's InputError field: `query`, `items[3]`, `label_token_ids`, ...). Anything else that
-goes wrong is 500 (`InternalServerError`). `GET /health` answers `{"status": "ok"}`;
-`GET /v1/models` lists the served model (SGLang's ModelList) with a `mibench` entry: the
-mode, delimiter, semantics, dtype, tp and options it scores with, which the http engine
-checks its requests against.
+Errors use SGLang's `ErrorResponse`: `{"object": "error", "message": ..., "type": ...,
+"param": FIELD, "code": STATUS}`, `param` naming the field (`query`, `items[3]`,
+`label_token_ids`, `body`, `content-type`, ...). 400: a bad request; 408: its body did not
+arrive in time; 413: over a limit of the deployment (items, tokens, estimated memory,
+body size: harness/serve_limits.py), named in the message; 503: the queue is full, or the
+engine ran out of memory on this request (the server goes on serving); 500: anything else.
+`GET /health` answers `{"status": "ok"}`; `GET /v1/models` lists the served model
+(SGLang's ModelList) with a `mibench` entry: the mode, delimiter, semantics, dtype, tp,
+options and limits it scores with, which the http engine checks its requests against.
 
-Requests are scored one at a time (the engine is not re-entrant), in the order they
-arrived: one scoring thread with a FIFO queue, unbounded, so none is dropped under load;
-the event loop keeps accepting while one scores. Ctrl-C (SIGINT) or SIGTERM stops
-accepting, lets every request in flight finish and answer, then exits 0.
+Requests are parsed, and admitted or refused, on their own thread (the event loop keeps
+accepting); admitted ones are scored one at a time (the engine is not re-entrant), in the
+order they arrived, with at most `--max-queue` waiting. SIGINT or SIGTERM stops accepting,
+lets the requests in flight and those queued finish within `--shutdown-timeout`, then
+exits 0; whatever the clients do, the process is gone within `--shutdown-timeout` +
+SHUTDOWN_MARGIN_S (exit 1 when it had to leave a request unfinished).
 
 mibench's own per-request settings ride in an optional object `"mibench": {"mode": ...,
 "mask": ..., "chunk_size": ..., "extend_batch_size": ..., ...}` (mibench's extension, not
@@ -39,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
-import json
+import os
 import signal
 import socket
 import sys
@@ -51,22 +53,28 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from mibench.engines import DTYPES, MODES, MibenchError
+from mibench.harness.serve_connections import MAX_HEADER_BYTES, guarded_protocol
+from mibench.harness.serve_limits import (
+    Limits,
+    ScoringQueue,
+    admit,
+    out_of_memory,
+    read_body,
+    tokenize,
+)
+from mibench.harness.serve_request import (
+    BadRequest,
+    ScoreCall,
+    Scorer,
+    check_content_type,
+    engine_message,
+    parse_request,
+)
 
-SCORE_KEYS = ("query", "items", "label_token_ids", "apply_softmax", "item_first", "model",
-              "mibench")
-# SGLang request keys mibench does not implement, with the value that means "unused"
-UNSUPPORTED = {"embed_override_token_id": None, "query_embed_overrides": None,
-               "item_embed_overrides": None, "return_pooled_hidden_states": False}
 SEMANTICS = ("delimited", "plain")
-MAX_BODY = 64 * 1024**2
-
-
-class BadRequest(Exception):
-    """A request the server refuses: 400 naming `field`."""
-
-    def __init__(self, message: str, field: str):
-        super().__init__(message)
-        self.field = field
+SHUTDOWN_MARGIN_S = 5.0  # after --shutdown-timeout: uvicorn's cancelling and the exit
+KIND = {400: "BadRequestError", 408: "RequestTimeoutError", 413: "RequestTooLargeError",
+        503: "ServiceUnavailableError"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,117 +103,79 @@ class Settings:
 
 def error_body(message: str, field: str | None, code: int = 400) -> dict:
     """SGLang's ErrorResponse."""
-    kind = "BadRequestError" if code < 500 else "InternalServerError"
+    kind = KIND.get(code, "BadRequestError" if code < 500 else "InternalServerError")
     return {"object": "error", "message": message, "type": kind, "param": field, "code": code}
 
 
-def parse_overrides(value, settings: Settings | None) -> dict:
-    """The request's own `mibench` settings: `{"mode": ..., OPTION: ...}` (the jax mode
-    registry's modes and options: mask, chunk_size, extend_batch_size, ...) as engine
-    keyword arguments over the server's; a BadRequest naming `mibench.KEY` otherwise. A
-    request that names another mode than the server's gets that mode's defaults, not the
-    server's options."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise BadRequest(f"must be an object such as {{\"mode\": \"packed\", \"mask\": "
-                         f"\"segment\"}}, got {type(value).__name__}", "mibench")
-    mode = value.get("mode", settings.mode if settings else "single")
-    if not isinstance(mode, str) or mode not in MODES["jax"]:
-        raise BadRequest(f"unknown mode {mode!r} (known: {', '.join(MODES['jax'])})",
-                         "mibench.mode")
-    options = {k: v for k, v in value.items() if k != "mode"}
-    if settings is not None and mode == settings.mode:
-        options = {**settings.options, **options}
-    try:
-        MODES["jax"][mode].check(options)
-    except MibenchError as e:
-        message = str(e).removeprefix(f"{e.field}: ") if e.field else str(e)
-        raise BadRequest(message, f"mibench.{e.field}" if e.field else "mibench") from None
-    return {"mode": mode, **options}
+def error_response(message: str, field: str | None, code: int, close: bool) -> JSONResponse:
+    """An error answer; `close` when the body was not read to its end (the connection is
+    closed after it, lingering: harness/serve_limits.py)."""
+    headers = {"connection": "close"} if close else {}
+    if code == 503:
+        headers["retry-after"] = "1"
+    return JSONResponse(error_body(message, field, code), status_code=code, headers=headers)
 
 
-def parse_request(raw: bytes, served: str, settings: Settings | None = None) -> tuple:
-    """(query, items, label_token_ids, apply_softmax, overrides) of a /v1/score body
-    (overrides: the engine keyword arguments of its `mibench` object, see parse_overrides);
-    a BadRequest naming the field otherwise. Token ids and text are checked by the
-    engine."""
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as e:
-        raise BadRequest(f"not JSON: {str(e).splitlines()[0] if str(e) else e}",
-                         "body") from None
-    if not isinstance(data, dict):
-        raise BadRequest(f"must be a JSON object (SGLang's ScoringRequest), got "
-                         f"{type(data).__name__}", "body")
-    unknown = [k for k in data if k not in SCORE_KEYS and k not in UNSUPPORTED]
-    if unknown:
-        raise BadRequest(f"unknown key (a /v1/score request has {', '.join(SCORE_KEYS)})",
-                         str(unknown[0]))
-    for key, unused in UNSUPPORTED.items():
-        if data.get(key, unused) not in (unused, None):
-            raise BadRequest("is not supported by mibench serve", key)
-    for key in ("query", "items", "label_token_ids"):
-        if data.get(key) is None:
-            raise BadRequest("is required", key)
-    for key in ("apply_softmax", "item_first"):
-        if not isinstance(data.get(key, False), bool):
-            raise BadRequest(f"must be true or false, got {data[key]!r}", key)
-    if data.get("item_first"):
-        raise BadRequest("true (the item before the query) is not supported: mibench "
-                         "scores query + item", "item_first")
-    model = data.get("model")
-    if model is not None and model != served:
-        raise BadRequest(f"this server serves {served!r}, not {model!r}", "model")
-    overrides = parse_overrides(data.get("mibench"), settings)
-    items = data["items"]
-    return (data["query"], [items] if isinstance(items, str) else items,
-            data["label_token_ids"], data.get("apply_softmax", False), overrides)
+def answer(scores: list, tokens: int, model: str) -> JSONResponse:
+    """SGLang's ScoringResponse."""
+    return JSONResponse({"scores": scores, "model": model,
+                         "usage": {"prompt_tokens": tokens, "completion_tokens": 0,
+                                   "total_tokens": tokens}, "object": "scoring"})
 
 
-def build_app(engine, settings: Settings, served: str | None = None):
-    """The FastAPI app scoring with `engine` (already loaded, see `prepare`)."""
+def build_app(engine, settings: Settings, served: str | None = None,
+              limits: Limits | None = None):
+    """The FastAPI app scoring with `engine` (already loaded, see `prepare`) within
+    `limits` (default: Limits())."""
+    from starlette.requests import ClientDisconnect
+
     served = served or settings.model
+    limits = (limits or Limits()).resolved()
     app = FastAPI(title="mibench serve", docs_url=None, redoc_url=None, openapi_url=None)
-    # one worker thread with a FIFO queue: requests are scored one at a time, in the order
-    # they arrived; none is dropped (the queue is unbounded), a waiting one waits
-    queue = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mibench-score")
-    app.state.queue = queue
-    kwargs = dict(mode=settings.mode, delimiter=settings.delimiter, **settings.options)
-    if settings.semantics is not None:
-        kwargs["semantics"] = settings.semantics
+    # requests are parsed and admitted on one thread, in arrival order, off the event loop;
+    # admitted ones are scored on another, one at a time, at most max_queue waiting
+    parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mibench-parse")
+    queue = ScoringQueue(limits.max_queue)
+    app.state.queue, app.state.parser, app.state.limits = queue, parser, limits
+    scorer = Scorer(engine, settings)
+    cfg = getattr(engine, "model_config", None)
+    encode = engine.encode if getattr(engine, "tokenizer", None) is not None else None
     created = int(time.time())
-    cfg = engine.model_config
 
-    def score(query, items, labels, apply_softmax, overrides):
-        call = {**kwargs, **overrides} if overrides else kwargs
-        if overrides and overrides["mode"] != settings.mode:
-            call = {k: v for k, v in call.items() if k not in settings.options
-                    or k in overrides}
-        return engine.score(query, items, labels, apply_softmax=apply_softmax, **call)
+    def accept(raw: bytes) -> ScoreCall:
+        call = parse_request(raw, settings)
+        if isinstance(call.items, list) and call.items:
+            admit(tokenize(call, encode), settings, limits, cfg)
+        return call
 
     @app.post("/v1/score")
     async def score_endpoint(request: Request):
+        read = False  # the body read to its end: the connection may be kept
         try:
-            raw = await request.body()
-            if len(raw) > MAX_BODY:
-                raise BadRequest(f"is larger than {MAX_BODY} bytes", "body")
-            query, items, labels, softmax, overrides = parse_request(raw, served, settings)
-            result = await asyncio.get_running_loop().run_in_executor(
-                queue, score, query, items, labels, softmax, overrides)
+            check_content_type(request.headers.get("content-type"))
+            raw = await read_body(request, limits)
+            read = True
+            call = await asyncio.get_running_loop().run_in_executor(parser, accept, raw)
+            del raw
+            if isinstance(call.items, list) and not call.items:  # SGLang: no items, no scores
+                return answer([], 0, call.model or served)
+            result = await asyncio.wrap_future(queue.submit(scorer, call))
         except BadRequest as e:
-            return JSONResponse(error_body(str(e), e.field), status_code=400)
+            return error_response(str(e), e.field, e.status, close=not read)
+        except ClientDisconnect:
+            return error_response("the client went away", "body", 400, close=True)
         except MibenchError as e:  # the engine's InputError names the field
-            message = str(e).removeprefix(f"{e.field}: ") if e.field else str(e)
-            return JSONResponse(error_body(message, e.field), status_code=400)
+            return error_response(engine_message(e), e.field, 400, close=False)
         except Exception as e:  # noqa: BLE001 - a server answers, it does not crash
-            return JSONResponse(error_body(f"{type(e).__name__}: {e}", None, 500),
-                                status_code=500)
-        n = result.num_tokens
-        return JSONResponse({"scores": result.scores, "model": served,
-                             "usage": {"prompt_tokens": n, "completion_tokens": 0,
-                                       "total_tokens": n},
-                             "object": "scoring"})
+            if out_of_memory(e):
+                return error_response(
+                    f"the engine ran out of memory on this request ({type(e).__name__}: "
+                    f"{str(e)[:300]}); this server goes on serving: send fewer or shorter "
+                    "items, or lower --max-request-memory so that such requests are refused "
+                    "before they run", None, 503, close=False)
+            return error_response(f"{type(e).__name__}: {str(e)[:1000]}", None, 500,
+                                  close=False)
+        return answer(result.scores, result.num_tokens, call.model or served)
 
     @app.get("/health")
     async def health():
@@ -217,7 +187,7 @@ def build_app(engine, settings: Settings, served: str | None = None):
             "id": served, "object": "model", "created": created, "owned_by": "mibench",
             "root": settings.model,
             "max_model_len": getattr(cfg, "max_position_embeddings", None),
-            "mibench": settings.facts()}]}
+            "mibench": {**settings.facts(), "limits": limits.describe()}}]}
 
     return app
 
@@ -302,11 +272,35 @@ def url_of(sock: socket.socket) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}"
 
 
-def _server(app, log_level: str = "warning"):
+def _server(app, log_level: str = "warning", watchdog: bool = False):
+    """uvicorn serving `app` within its limits (app.state.limits, else the defaults):
+    keep-alive, graceful shutdown and header size by uvicorn's options, the rest by
+    `guarded_protocol`. `watchdog`: from the first SIGINT/SIGTERM the process exits within
+    shutdown_timeout + SHUTDOWN_MARGIN_S whatever its clients do (the command's process)."""
     import uvicorn
 
-    return uvicorn.Server(uvicorn.Config(app, log_level=log_level, lifespan="off",
-                                         access_log=False))
+    limits = getattr(app.state, "limits", None) or Limits().resolved()
+    config = uvicorn.Config(app, log_level=log_level, lifespan="off", access_log=False,
+                            http=guarded_protocol(limits), timeout_keep_alive=limits.keep_alive,
+                            timeout_graceful_shutdown=limits.shutdown_timeout,
+                            h11_max_incomplete_event_size=MAX_HEADER_BYTES)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            if watchdog and not self.should_exit:
+                bound = limits.shutdown_timeout + SHUTDOWN_MARGIN_S
+                timer = threading.Timer(bound, _hard_exit, args=(bound,))
+                timer.daemon = True
+                timer.start()
+            super().handle_exit(sig, frame)
+
+    return Server(config)
+
+
+def _hard_exit(bound: float) -> None:
+    print(f"mibench serve: still not stopped {bound:g} s after the signal; exiting now, "
+          "requests unfinished", file=sys.stderr, flush=True)
+    os._exit(1)
 
 
 class Served:
@@ -341,29 +335,36 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """`mibench serve`: check, bind, load the engine, warm it, serve until Ctrl-C."""
+def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000,
+          limits: Limits | None = None) -> None:
+    """`mibench serve`: check, bind, load the engine, warm it, serve until SIGINT/SIGTERM
+    (module docstring: how it stops, and within what time)."""
     from mibench.engines import load_engine
 
     check_settings(settings)
+    limits = (limits or Limits()).resolved()  # before the weights load: bad flags fail fast
     sock = bind(host, port)  # before the weights load: a busy port fails fast
     try:
         engine = load_engine("jax", model=settings.model, dtype=settings.dtype, tp=settings.tp)
         settings = prepare(engine, settings)
-        app = build_app(engine, settings)
+        app = build_app(engine, settings, limits=limits)
         print(f"mibench serve: {settings.model} (jax {settings.mode}, {settings.dtype}, tp "
               f"{settings.tp}, delimiter {settings.delimiter}, "
               f"{settings.resolved_semantics}) on {url_of(sock)}  (POST /v1/score, GET "
-              "/health, GET /v1/models; Ctrl-C stops)", file=sys.stderr, flush=True)
+              f"/health, GET /v1/models; Ctrl-C stops)\nmibench serve: limits "
+              f"{limits.summary()}",
+              file=sys.stderr, flush=True)
         # uvicorn's graceful shutdown on SIGINT/SIGTERM: stop accepting, wait for the
-        # requests in flight to answer; then it re-raises the signal, which ends up here
-        # (SIGTERM as SIGINT: exit 0 once drained)
+        # requests in flight to answer (at most shutdown_timeout); then it re-raises the
+        # signal, which ends up here (SIGTERM as SIGINT)
         signal.signal(signal.SIGTERM, _interrupt)
         try:
-            _server(app).run(sockets=[sock])
+            _server(app, watchdog=True).run(sockets=[sock])
         except KeyboardInterrupt:
             pass
-        app.state.queue.shutdown(wait=True)
+        app.state.parser.shutdown(wait=False, cancel_futures=True)
+        if not app.state.queue.stop(SHUTDOWN_MARGIN_S):
+            _hard_exit(limits.shutdown_timeout + SHUTDOWN_MARGIN_S)
         print("mibench serve: stopped", file=sys.stderr, flush=True)
     finally:
         sock.close()
