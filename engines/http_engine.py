@@ -157,8 +157,9 @@ class HttpEngine:
     def score(self, query, items, label_token_ids, mode: str = "single",
               apply_softmax: bool = False, delimiter: int | None = None,
               semantics: str | None = None, **options) -> ScoreResult:
-        """One POST /v1/score. The server's 400 is an InputError naming its field; no
-        answer, or another status, is a MibenchError naming `base_url`."""
+        """One POST /v1/score. The server's 400 (or 413: over one of its limits) is an
+        InputError naming its field; no answer, another status, or a 200 whose scores are
+        not the request's (`parse_scores`) is a MibenchError naming `base_url`."""
         engine_mode(self.name, mode).check(options)
         if not isinstance(items, list | tuple) and not hasattr(items, "tolist"):
             raise InputError("must be a non-empty list of items", field="items")
@@ -169,7 +170,7 @@ class HttpEngine:
         except TypeError as e:
             raise InputError(f"cannot be sent as JSON: {e}", field="query") from None
         reply = self._client().post(body)
-        if reply.status in (400, 422):
+        if reply.status in (400, 413, 422):  # the request (413: too large for this server)
             raise _input_error(reply)
         if not reply.ok:
             what = reply.status if isinstance(reply.status, str) else f"HTTP {reply.status}"

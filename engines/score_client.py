@@ -30,8 +30,9 @@ REFUSED, TIMEOUT, CONNECTION = "refused", "timeout", "connection"
 OVERSIZED = "oversized"  # an answer longer than the client's bound, not read whole
 # the longest answer read: 4,096 items x 100 labels at 25 characters a score is 10 MiB
 MAX_RESPONSE_BYTES = 64 * 1024**2
-# how far a row of softmax probabilities may sum from 1 (DESIGN.md's tolerances: float32
-# rounds each of n probabilities by at most 2^-24, bfloat16 is judged to 2e-2)
+# how far a row of softmax probabilities may sum from 1: float32 rounds each of n
+# probabilities by at most 2^-24 (row_tolerance), bfloat16 softmax probabilities are
+# judged to 2e-2 (docs/parity.md)
 ROW_TOLERANCE = {"float32": 1e-5, "bfloat16": 2e-2}
 
 

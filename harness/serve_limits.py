@@ -2,8 +2,8 @@
 admission of a request before any work, the body read under a size and time limit, and the
 scoring queue's bound.
 
-Defaults keep a 24 GiB machine safe with the embedded presets (measured: a server of
-`tiny` holds about 2 GiB): at most one request is scored at a time, within
+Defaults keep a 24 GiB machine safe with the embedded presets (a server of `tiny` holds
+0.7 GiB once started): at most one request is scored at a time, within
 `max_request_memory` (8 GiB, or a third of this machine's memory when that is less) by
 the estimator `mibench validate` uses (`Mode.host_bytes` with the model, which counts the
 device working set: on a CPU that is host memory); up to `max_queue` (64) admitted requests
@@ -20,7 +20,7 @@ import asyncio
 import dataclasses
 import re
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from mibench.engines import MODES, PART_OPTION, MibenchError, Shape
 from mibench.harness.serve_request import BadRequest, ScoreCall
@@ -196,39 +196,39 @@ class ScoringQueue:
     def __init__(self, bound: int):
         self.bound = bound
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mibench-score")
-        self._pending = 0
+        self._live: set[Future] = set()  # admitted, not yet done
         self._lock = threading.Lock()
 
     @property
     def pending(self) -> int:
-        return self._pending
+        return len(self._live)
 
     def submit(self, fn, *args) -> Future:
         with self._lock:
-            if self._pending >= self.bound:
-                raise BadRequest(f"this server has {self._pending} requests admitted and not "
-                                 f"yet answered, its --max-queue; try again later", None, 503)
-            self._pending += 1
-        try:
-            future = self.pool.submit(fn, *args)
-        except RuntimeError:  # shut down
-            self._done(None)
-            raise BadRequest("the server is stopping", None, 503) from None
+            if len(self._live) >= self.bound:
+                raise BadRequest(f"this server has {len(self._live)} requests admitted and "
+                                 "not yet answered, its --max-queue; try again later", None,
+                                 503)
+            try:
+                future = self.pool.submit(fn, *args)
+            except RuntimeError:  # shut down
+                raise BadRequest("the server is stopping", None, 503) from None
+            self._live.add(future)
         future.add_done_callback(self._done)  # scored, failed or cancelled while waiting
         return future
 
-    def _done(self, _future) -> None:
+    def _done(self, future: Future) -> None:
         with self._lock:
-            self._pending -= 1
+            self._live.discard(future)
 
     def stop(self, wait_s: float) -> bool:
         """Cancel what waits, let the one scoring finish within `wait_s`; False when it
         is still scoring then."""
         self.pool.shutdown(wait=False, cancel_futures=True)
-        threads = list(getattr(self.pool, "_threads", ()))
-        for t in threads:
-            t.join(wait_s)
-        return not any(t.is_alive() for t in threads)
+        with self._lock:
+            live = list(self._live)
+        _, running = wait(live, timeout=wait_s)
+        return not running
 
 
 def out_of_memory(e: BaseException) -> bool:

@@ -22,10 +22,10 @@ decides, mibench does the same:
 Where mibench differs, and why:
 
 - a key within a typo of a known key (`apply_sofmax`, difflib ratio >= 0.8) is 400 naming
-  it, not ignored: it would silently score something else (DESIGN.md: never silently
-  wrong scores); other unknown keys are ignored;
-- `query` is required and neither it nor an item may be empty (DESIGN.md's bad inputs;
-  SGLang scores the item alone, or the query alone);
+  it, not ignored: it would silently score something else, and mibench never returns
+  silently wrong scores; other unknown keys are ignored;
+- `query` is required and neither it nor an item may be empty (mibench's bad inputs,
+  docs/python-api.md; SGLang scores the item alone, or the query alone);
 - SGLang keys mibench does not implement (embedding overrides, pooled hidden states,
   `temperature` other than 1, `return_token_logprobs`, `score_extraction_token`, one label
   list per item) are 400 naming the key when set, never ignored;

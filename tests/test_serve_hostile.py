@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from mibench.engines import ScoreClient, ScoreResult
+from mibench.engines import InputError, ScoreClient, ScoreResult, load_engine
 from mibench.harness.serve import Served, Settings, build_app, prepare
 from mibench.harness.serve_connections import LINGER_S
 from mibench.harness.serve_limits import Limits
@@ -132,6 +132,13 @@ def test_heavy_shapes_are_refused_before_any_work(hostile, body, status, field, 
     assert got == status and error["param"] == field, error
     assert needle in error["message"] and "\n" not in error["message"]
     assert time.monotonic() - t0 < 10 and peak.rise < 300 * MiB, peak.rise / MiB
+
+
+def test_the_http_engine_takes_a_413_for_the_requests_fault(hostile):
+    engine = load_engine("http", model="embedded:tiny", base_url=hostile.url)
+    with pytest.raises(InputError, match=r"^items: 3001 items, more than this server's "
+                                         r"--max-items 3000$"):
+        engine.score([7] * 4, items_of(3001, 1), LABELS, delimiter=DELIM)
 
 
 def test_a_full_queue_is_503_and_then_serves_again():
