@@ -166,6 +166,7 @@ def test_an_oversized_answer_is_refused_without_being_read_whole(length_known):
     assert took < 10 and sent < 64 * 1024**2, (took, sent)  # nowhere near 300 MB
 
 
+@pytest.mark.slow
 def test_a_run_fails_a_case_whose_server_answers_nan_naming_request_and_item(tmp_path):
     calls = iter(range(10**6))
 
