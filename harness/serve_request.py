@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import json
 import re
 
@@ -132,12 +133,19 @@ def lone_surrogate(value, path: str) -> str | None:
     return None
 
 
+@functools.cache
+def _bool_adapter():
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(bool)
+
+
 def as_bool(value, field: str) -> bool:
     """SGLang's bool (pydantic's lax mode); a BadRequest naming the field otherwise."""
-    from pydantic import TypeAdapter, ValidationError
+    from pydantic import ValidationError
 
     try:
-        return TypeAdapter(bool).validate_python(value)
+        return _bool_adapter().validate_python(value)
     except ValidationError:
         raise BadRequest(f"must be true or false, got {json.dumps(value)[:40]}",
                          field) from None
