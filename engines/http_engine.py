@@ -38,6 +38,8 @@ from mibench.engines.score_client import (
     SCORE_PATH,
     Reply,
     ScoreClient,
+    describe,
+    fact_problem,
     parse_base_url,
     parse_scores,
 )
@@ -141,20 +143,23 @@ class HttpEngine:
         facts = self.server_facts()
         if not facts:
             return
-        if "delimiter" in facts and facts["delimiter"] != delimiter:
-            raise InputError(f"the server at {self.base_url} scores with delimiter "
-                             f"{facts['delimiter']}, the request has {delimiter}",
-                             field="delimiter")
+        problem = fact_problem(facts, "delimiter", delimiter)
+        if problem:
+            raise InputError(f"the server at {self.base_url} {problem}, the request has "
+                             f"{describe(delimiter)}", field="delimiter")
         wanted = resolve_semantics(semantics, delimiter)
-        if facts.get("semantics") not in (None, wanted):
-            raise InputError(f"the server at {self.base_url} scores {facts['semantics']} "
-                             f"semantics, the request asks for {wanted}", field="semantics")
+        if facts.get("semantics") is not None:
+            problem = fact_problem(facts, "semantics", wanted)
+            if problem:
+                raise InputError(f"the server at {self.base_url} {problem}, the request "
+                                 f"asks for {wanted}", field="semantics")
 
     def score(self, query, items, label_token_ids, mode: str = "single",
               apply_softmax: bool = False, delimiter: int | None = None,
               semantics: str | None = None, **options) -> ScoreResult:
-        """One POST /v1/score. The server's 400 is an InputError naming its field; no
-        answer, or another status, is a MibenchError naming `base_url`."""
+        """One POST /v1/score. The server's 400 (or 413: over one of its limits) is an
+        InputError naming its field; no answer, another status, or a 200 whose scores are
+        not the request's (`parse_scores`) is a MibenchError naming `base_url`."""
         engine_mode(self.name, mode).check(options)
         if not isinstance(items, list | tuple) and not hasattr(items, "tolist"):
             raise InputError("must be a non-empty list of items", field="items")
@@ -165,14 +170,15 @@ class HttpEngine:
         except TypeError as e:
             raise InputError(f"cannot be sent as JSON: {e}", field="query") from None
         reply = self._client().post(body)
-        if reply.status in (400, 422):
+        if reply.status in (400, 413, 422):  # the request (413: too large for this server)
             raise _input_error(reply)
         if not reply.ok:
             what = reply.status if isinstance(reply.status, str) else f"HTTP {reply.status}"
             raise MibenchError(f"{self.base_url}{SCORE_PATH}: {what}: {reply.text(300)}",
                                field="base_url")
         try:
-            scores = parse_scores(reply, len(items), len(label_token_ids))
+            scores = parse_scores(reply, len(items), len(label_token_ids),
+                                  apply_softmax is True, self.dtype)
         except ValueError as e:
             raise MibenchError(f"{self.base_url}{SCORE_PATH} answered 200, but {e}",
                                field="base_url") from None

@@ -4,8 +4,12 @@ load generator (harness/run/http_case.py) send and read.
 
 `ScoreClient.post` never raises for a request that got no HTTP answer: the `Reply` then
 carries a status of `refused`, `timeout` or `connection` and the reason, so a load
-generator counts it as a failed request. `parse_scores` checks a 200 reply's scores against
-the request's shape.
+generator counts it as a failed request; an answer longer than `max_response_bytes`
+(MAX_RESPONSE_BYTES) is `oversized`, refused from its Content-Length or as soon as reading
+passes the bound, never read whole. `parse_scores` checks a 200 reply's scores where they
+enter: the request's shape, finite probabilities in [0, 1], and rows that sum to 1 (apply_softmax)
+or at most 1 (exp of log-probabilities) within the dtype's tolerance (`row_tolerance`);
+anything else is a ValueError naming the item.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import http.client
 import json
+import math
 import urllib.parse
 
 from mibench.errors import MibenchError
@@ -23,6 +28,13 @@ MODELS_PATH = "/v1/models"
 SERVER_INFO_PATH = "/get_server_info"
 # what a status of a request that got no HTTP response is called
 REFUSED, TIMEOUT, CONNECTION = "refused", "timeout", "connection"
+OVERSIZED = "oversized"  # an answer longer than the client's bound, not read whole
+# the longest answer read: 4,096 items x 100 labels at 25 characters a score is 10 MiB
+MAX_RESPONSE_BYTES = 64 * 1024**2
+# how far a row of softmax probabilities may sum from 1: float32 rounds each of n
+# probabilities by at most 2^-24 (row_tolerance), bfloat16 softmax probabilities are
+# judged to 2e-2 (docs/parity.md)
+ROW_TOLERANCE = {"float32": 1e-5, "bfloat16": 2e-2}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +97,37 @@ def _plain(value):
     return list(value) if isinstance(value, tuple) else value
 
 
+def describe(value) -> str:
+    """A server fact as a reader should see it: a token id, a name, or, for anything else,
+    its JSON type and value (so `"151643"` never reads like the token id 151643)."""
+    if value is None:
+        return "none"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"token id {value}"
+    kind = {str: "a string", bool: "a boolean", float: "a number", list: "a list",
+            dict: "an object"}.get(type(value), type(value).__name__)
+    return f"{kind} ({json.dumps(value)[:40]})"
+
+
+def fact_problem(facts: dict, key: str, wanted) -> str | None:
+    """What differs between what a server reports (`facts[key]`, GET /v1/models) and what
+    the request or case wants, in words that say when only the types differ; None when
+    they agree or the server does not say."""
+    if key not in facts:
+        return None
+    got = facts[key]
+    if got == wanted and type(got) is type(wanted):
+        return None
+    if isinstance(wanted, str):  # semantics, dtype: names
+        if isinstance(got, str):
+            return f"scores with {key} {got}"
+        return f"reports its {key} as {describe(got)}, not a name"
+    if type(got) is not type(wanted) and str(got) == str(wanted):
+        return (f"reports its {key} as {describe(got)}, not as the {describe(wanted)}: "
+                "the types differ (a server must report a token id)")
+    return f"scores with {key} {describe(got)}"
+
+
 class ScoreClient:
     """One keep-alive connection to a `/v1/score` server. Not thread-safe: one per thread.
 
@@ -92,13 +135,16 @@ class ScoreClient:
     on connecting and on each read) or a dropped connection is a Reply with that status,
     and the next request opens a fresh connection."""
 
-    def __init__(self, base_url: str, timeout_s: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, base_url: str, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 max_response_bytes: int = MAX_RESPONSE_BYTES):
         self.base_url = base_url
         self.scheme, self.host, self.port, self.prefix = parse_base_url(base_url)
         self.timeout_s = timeout_s
+        self.max_response_bytes = max_response_bytes
         self._conn: http.client.HTTPConnection | None = None
 
     parse_url = staticmethod(parse_base_url)
+    fact_problem = staticmethod(fact_problem)  # for the load generator (http_case)
 
     @staticmethod
     def body(query, items, label_token_ids, apply_softmax: bool = False,
@@ -124,7 +170,13 @@ class ScoreClient:
                 headers = {"Content-Type": "application/json"} if body is not None else {}
                 conn.request(method, self.prefix + path, body=body, headers=headers)
                 resp = conn.getresponse()
-                data = resp.read()
+                data = self._read(resp)
+                if data is None:
+                    self.close()  # the rest of the answer is left unread
+                    return Reply(OVERSIZED, f"HTTP {resp.status}: the answer is longer than "
+                                 f"{self.max_response_bytes} bytes (Content-Length "
+                                 f"{resp.getheader('Content-Length', 'not given')}); not "
+                                 "read".encode())
                 if resp.will_close:
                     self.close()
                 return Reply(resp.status, data)
@@ -162,6 +214,16 @@ class ScoreClient:
             or (isinstance(v, list) and len(v) <= 16
                 and all(isinstance(x, str | int | float | bool) for x in v)))}
 
+    def _read(self, resp: http.client.HTTPResponse) -> bytes | None:
+        """The answer's body, or None when it is longer than max_response_bytes: refused
+        from its Content-Length before reading, else once reading passes the bound."""
+        bound = self.max_response_bytes
+        length = resp.getheader("Content-Length")
+        if length is not None and length.strip().isdigit() and int(length) > bound:
+            return None
+        data = resp.read(bound + 1)  # the whole answer, unless it is longer than the bound
+        return None if len(data) > bound else data
+
     def post(self, body: bytes) -> Reply:
         """POST a prepared body to /v1/score."""
         return self.request("POST", SCORE_PATH, body)
@@ -176,18 +238,48 @@ def _reason(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
 
-def parse_scores(reply: Reply, num_items: int, num_labels: int) -> list[list[float]]:
-    """The scores of a 200 reply, checked against the request's shape; a ValueError saying
-    what is wrong with the body otherwise."""
+def row_tolerance(dtype: str | None, num_labels: int) -> float:
+    """How far a softmax row may sum from 1: the dtype's tolerance (ROW_TOLERANCE, the
+    loosest for a dtype not listed), and for float32 at least n rounding errors of 2^-23."""
+    base = ROW_TOLERANCE.get(dtype, max(ROW_TOLERANCE.values()))
+    return max(base, num_labels * 2.0**-23)
+
+
+def parse_scores(reply: Reply, num_items: int, num_labels: int, apply_softmax: bool = False,
+                 dtype: str | None = "float32") -> list[list[float]]:
+    """The scores of a 200 reply, checked against the request: its shape, every score a
+    finite probability in [0, 1], and each row summing to 1 (apply_softmax) or to at most
+    1 (probabilities of some labels under the full vocabulary) within the dtype's
+    `row_tolerance`; a ValueError naming the item (its index in the request) otherwise."""
+    tolerance = row_tolerance(dtype, num_labels)
     try:
         data = json.loads(reply.body)
     except ValueError:
         raise ValueError(f"not JSON: {reply.text(200)!r}") from None
     scores = data.get("scores") if isinstance(data, dict) else None
-    if not isinstance(scores, list) or len(scores) != num_items or any(
-            not isinstance(row, list) or len(row) != num_labels
-            or not all(isinstance(s, int | float) and not isinstance(s, bool) for s in row)
-            for row in scores):
+    if not isinstance(scores, list) or len(scores) != num_items:
+        got = f"{len(scores)} rows" if isinstance(scores, list) else type(scores).__name__
         raise ValueError(f"expected scores for {num_items} item(s) x {num_labels} label(s), "
-                         f"got {reply.text(200)!r}")
+                         f"got {got}: {reply.text(200)!r}")
+    for i, row in enumerate(scores):
+        _check_row(i, row, num_labels, apply_softmax, tolerance)
     return [[float(s) for s in row] for row in scores]
+
+
+def _check_row(i: int, row, num_labels: int, apply_softmax: bool, tolerance: float) -> None:
+    if not isinstance(row, list) or len(row) != num_labels:
+        raise ValueError(f"item {i}: expected {num_labels} score(s), got {row!r:.200}")
+    for j, s in enumerate(row):
+        if isinstance(s, bool) or not isinstance(s, int | float):
+            raise ValueError(f"item {i}: score {j} is {s!r:.50}, not a number")
+        if not math.isfinite(s):
+            raise ValueError(f"item {i}: score {j} is {s}, not a finite probability")
+        if not 0.0 <= s <= 1.0:
+            raise ValueError(f"item {i}: score {j} is {s!r}, not a probability in [0, 1]")
+    total = math.fsum(row)
+    if apply_softmax and abs(total - 1.0) > tolerance:
+        raise ValueError(f"item {i}: softmax scores sum to {total!r}, not 1 (tolerance "
+                         f"{tolerance:g})")
+    if not apply_softmax and total > 1.0 + tolerance:
+        raise ValueError(f"item {i}: label probabilities sum to {total!r}, more than 1 "
+                         f"(tolerance {tolerance:g})")

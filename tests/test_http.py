@@ -177,7 +177,7 @@ def test_each_request_has_its_own_query_unless_same_query(tmp_path, served):
 
 def flaky_app(counter):
     """A fake server: request n (from 0) is scored, except n % 4 == 1 (500, `boom n`) and
-    n % 4 == 3 (200 with one row too few: invalid)."""
+    n % 4 == 3 (429, busy). Wrong scores: test_http_misbehaving.py."""
     app = FastAPI()
 
     @app.post("/v1/score")
@@ -186,8 +186,10 @@ def flaky_app(counter):
         body = await request.json()
         if n % 4 == 1:
             return JSONResponse({"error": f"boom {n}"}, status_code=500)
-        rows = len(body["items"]) - (n % 4 == 3)
-        return {"scores": [[0.1, 0.2]] * rows, "model": "fake", "object": "scoring"}
+        if n % 4 == 3:
+            return JSONResponse({"error": "busy"}, status_code=429)
+        return {"scores": [[0.1, 0.2]] * len(body["items"]), "model": "fake",
+                "object": "scoring"}
 
     @app.post("/slow/v1/score")
     async def slow(request: Request):
@@ -209,13 +211,13 @@ def test_errors_past_max_error_rate_fail_the_case(tmp_path):
     flaky, slow = record.cases
     assert flaky.status == "failed" and flaky.error.type == "HttpErrors"
     m = flaky.http
-    assert m.sent == 8 and m.ok == 4 and m.errors == {"500": 2, "invalid": 2}
+    assert m.sent == 8 and m.ok == 4 and m.errors == {"500": 2, "429": 2}
     assert m.error_rate == 0.5 and m.first_error == '500: {"error":"boom 1"}'
     assert "4 of 8 requests failed (50.0%, more than max_error_rate 0.2)" in flaky.error.message
     assert 'boom 1' in flaky.error.message
     assert m.latency.n == 4 and len(m.requests) == 8  # latencies kept
-    assert [r.status for r in m.requests] == [500, 200, "invalid", 200] * 2
-    assert "expected scores for 4 item(s)" in m.requests[2].error
+    assert [r.status for r in m.requests] == [500, 200, 429, 200] * 2
+    assert "busy" in m.requests[2].error
     assert slow.status == "ok" and slow.http.errors == {"timeout": 2}  # allowed: rate 1
     assert slow.http.latency is None and slow.metrics.throughput_items_per_s is None
     assert exit_code(record) == 3

@@ -66,19 +66,36 @@ def test_text_query_and_items(served, jax_tiny):
     ({"items": [[5]], "label_token_ids": LABELS}, "query"),
     ({"query": [1], "label_token_ids": LABELS}, "items"),
     ({"query": [1], "items": [[5]]}, "label_token_ids"),
-    ({"query": [1], "items": [], "label_token_ids": LABELS}, "items"),
+    ({"query": [1], "items": [""], "label_token_ids": LABELS}, "items"),
+    ({"query": [1], "items": [[]], "label_token_ids": LABELS}, "items[0]"),
     ({"query": [], "items": [[5]], "label_token_ids": LABELS}, "query"),
     ({"query": [1, 2.5], "items": [[5]], "label_token_ids": LABELS}, "query"),
     ({"query": [1], "items": [[5], [999999]], "label_token_ids": LABELS}, "items[1]"),
     ({"query": [1], "items": [[5, DELIM]], "label_token_ids": LABELS}, "items[0]"),
     ({"query": [1], "items": [[5]], "label_token_ids": [10**7]}, "label_token_ids"),
     ({"query": [1], "items": [[5], "text"], "label_token_ids": LABELS}, "items"),
-    ({"query": [1], "items": [[5]], "label_token_ids": LABELS, "apply_softmax": 1},
+    ({"query": [1], "items": [[5]], "label_token_ids": LABELS, "apply_softmax": 2},
      "apply_softmax"),
-    ({"query": [1], "items": [[5]], "label_token_ids": LABELS, "item_first": True},
+    ({"query": [1], "items": [[5]], "label_token_ids": LABELS, "apply_softmax": "maybe"},
+     "apply_softmax"),
+    ({"query": [1], "items": [[5]], "label_token_ids": LABELS, "item_first": None},
      "item_first"),
-    ({"query": [1], "items": [[5]], "label_token_ids": LABELS, "model": "other"}, "model"),
-    ({"query": [1], "items": [[5]], "label_token_ids": LABELS, "labels": [1]}, "labels"),
+    ({"query": [1], "items": [[5]], "label_token_ids": LABELS, "model": 7}, "model"),
+    ({"query": [1], "items": [[5]], "label_token_ids": LABELS, "apply_sofmax": True},
+     "apply_sofmax"),
+    ({"query": "text", "items": [[5]], "label_token_ids": LABELS}, "items"),
+    ({"query": [1], "items": ["text"], "label_token_ids": LABELS}, "items"),
+    ({"query": [1], "items": [[5]], "label_token_ids": [[198], [9834]]}, "label_token_ids"),
+    ({"query": [1], "items": [[5]], "label_token_ids": [198, 198]}, "label_token_ids"),
+    ({"query": [1], "items": [[5]], "label_token_ids": LABELS, "temperature": 0.5},
+     "temperature"),
+    ({"query": [1], "items": [[5]], "label_token_ids": LABELS, "item_first": True,
+      "mibench": {"mode": "packed"}}, "item_first"),
+    (b'{"query": "\\ud800 x", "items": ["a"], "label_token_ids": [198]}', "query"),
+    (b'{"query": "ok", "items": ["a", "b\\udfff"], "label_token_ids": [198]}', "items[1]"),
+    (b'{"query": [1], "items": [[5]], "label_token_ids": [198], "model": "\\udc80"}',
+     "model"),
+    (b'{"query": "caf\xe9", "items": ["a"], "label_token_ids": [198]}', "body"),
     ({"query": [1], "items": [[5]], "label_token_ids": LABELS,
       "return_pooled_hidden_states": True}, "return_pooled_hidden_states"),
 ])
@@ -89,15 +106,101 @@ def test_bad_requests_are_400_naming_the_field(served, body, field):
     assert error["type"] == "BadRequestError" and error["message"]
 
 
+def post_as(url: str, data: bytes, content_type: str | None) -> tuple[int, dict]:
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    req = urllib.request.Request(url + "/v1/score", data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+# --- SGLang's contract (harness/serve/request.py: the same where SGLang's code decides) ---
+
+@pytest.mark.parametrize("items", [[], ""])
+def test_no_items_is_no_scores_as_in_sglang(served, items):
+    status, body = post(served.url, {"query": [1, 2], "items": items,
+                                     "label_token_ids": LABELS})
+    assert status == 200 and body["scores"] == [] and body["object"] == "scoring"
+    assert body["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+def test_any_model_name_is_echoed(served):
+    request = {"query": [1, 2], "items": [[3]], "label_token_ids": LABELS}
+    for name, echoed in (("default", "default"), ("Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B"),
+                         (None, "embedded:tiny")):
+        status, body = post(served.url, {**request, **({"model": name} if name else {})})
+        assert status == 200 and body["model"] == echoed
+
+
+@pytest.mark.parametrize("value,means", [(True, True), ("true", True), ("True", True), (1, True),
+                                         ("yes", True), ("on", True), (False, False),
+                                         ("false", False), (0, False), ("0", False)])
+def test_booleans_are_coerced_as_sglangs_pydantic_does(served, value, means):
+    request = {"query": [1, 2], "items": [[3], [4]], "label_token_ids": LABELS}
+    status, got = post(served.url, {**request, "apply_softmax": value})
+    assert status == 200, got
+    _, want = post(served.url, {**request, "apply_softmax": means})
+    assert got["scores"] == want["scores"]
+
+
+def test_unknown_keys_are_ignored_as_in_sglang(served):
+    request = {"query": [1, 2], "items": [[3]], "label_token_ids": LABELS}
+    status, plain = post(served.url, request)
+    status2, extra = post(served.url, {**request, "rid": "r-1", "stream": False,
+                                       "temperature": 1.0, "return_token_logprobs": False})
+    assert status == status2 == 200 and plain["scores"] == extra["scores"]
+    status, error = post(served.url, {**request, "item_frist": True})  # a typo: refused
+    assert status == 400 and error["param"] == "item_frist"
+    assert "did you mean 'item_first'" in error["message"]
+
+
+@pytest.mark.parametrize("content_type,status", [
+    ("application/json", 200), ("application/json; charset=utf-8", 200),
+    ("Application/JSON", 200), ("text/plain", 400), ("application/x-www-form-urlencoded", 400),
+    (None, 400)])
+def test_only_json_content_types_as_in_sglang(served, content_type, status):
+    data = json.dumps({"query": [1, 2], "items": [[3]], "label_token_ids": LABELS}).encode()
+    got, body = post_as(served.url, data, content_type)
+    assert got == status, body
+    if status == 400:
+        assert body["param"] == "content-type" and "application/json" in body["message"]
+
+
+@pytest.mark.slow
+def test_item_first_scores_item_then_query(served, jax_tiny, make_request):
+    """SGLang's item_first: each item before the query; the next token after the query."""
+    query, items = make_request(7, query_len=12, num_items=4, item_len=(2, 6))
+    for softmax in (False, True):
+        status, body = post(served.url, {"query": query, "items": items, "item_first": True,
+                                         "label_token_ids": LABELS, "apply_softmax": softmax})
+        assert status == 200, body
+        want = [jax_tiny.score(item, [query], LABELS, mode="single", delimiter=DELIM,
+                               apply_softmax=softmax) for item in items]
+        assert body["scores"] == [w.scores[0] for w in want]
+        assert body["usage"]["prompt_tokens"] == sum(w.num_tokens for w in want)
+    _, forward = post(served.url, {"query": query, "items": items, "label_token_ids": LABELS})
+    assert forward["scores"] != body["scores"]  # a different sequence: different scores
+    status, error = post(served.url, {"query": [1, 999999], "items": [[3]], "item_first": True,
+                                      "label_token_ids": LABELS})
+    assert status == 400 and error["param"] == "query", error  # fields put back
+    status, error = post(served.url, {"query": [1], "items": [[3], [4, 999999]],
+                                      "item_first": "true", "label_token_ids": LABELS})
+    assert status == 400 and error["param"] == "items[1]", error
+
+
 def test_health_and_models(served):
     with urllib.request.urlopen(served.url + "/health", timeout=10) as resp:
         assert resp.status == 200 and json.loads(resp.read()) == {"status": "ok"}
     with urllib.request.urlopen(served.url + "/v1/models", timeout=10) as resp:
         (card,) = json.loads(resp.read())["data"]
     assert card["id"] == "embedded:tiny" and card["max_model_len"] == 40960
+    limits = card["mibench"].pop("limits")
     assert card["mibench"] == {"engine": "jax", "mode": "packed", "delimiter": DELIM,
                                "semantics": "delimited", "dtype": "float32", "tp": 1,
                                "options": {}}
+    assert limits["max_items"] == 4096 and limits["max_request_memory"] <= 8 * 1024**3
 
 
 def test_keep_alive_client_and_a_server_gone(served):

@@ -34,8 +34,8 @@ class H(http.server.BaseHTTPRequestHandler):
         time.sleep(DELAY)
         rows = []
         for item in req["items"]:
-            logits = [int(hashlib.sha256(repr((req["query"], item, l)).encode()).hexdigest()[:6], 16)
-                      / 2**24 * 4 for l in req["label_token_ids"]]
+            keys = [repr((req["query"], item, l)).encode() for l in req["label_token_ids"]]
+            logits = [int(hashlib.sha256(k).hexdigest()[:6], 16) / 2**24 * 4 for k in keys]
             z = sum(math.exp(x) for x in logits)
             rows.append([math.exp(x) / z for x in logits])
         self._send(200, {"scores": rows, "object": "scoring"})

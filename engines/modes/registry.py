@@ -182,8 +182,10 @@ class Mode:
                            semantics)
 
     def host_bytes(self, shape: accounting.Shape, options: dict) -> dict[str, float]:
-        """Host bytes one request of `shape` needs at least, by part: its token lists, then
-        what the mode itself builds (a dense mask, an extend batch)."""
+        """Bytes one request of `shape` needs, by part: its token lists, then what the mode
+        itself builds on the host (a dense mask, an extend batch) and, when `shape.model` is
+        given, its device working set (activations, attention scores, a KV cache, a
+        compilation: modes/accounting.py)."""
         return {"token lists": accounting.token_list_bytes(shape),
                 **self.memory(shape, self._over_defaults(options))}
 
@@ -208,7 +210,8 @@ def _modes(*modes: Mode) -> dict[str, Mode]:
 MODES: dict[str, dict[str, Mode]] = {
     "jax": _modes(
         Mode(name="single", doc="one forward per item, batch 1, in order: the baseline",
-             defaults={"attention": "auto"}, scorer="modes.single:score_single"),
+             defaults={"attention": "auto"}, scorer="modes.single:score_single",
+             memory=accounting.memory_single),
         Mode(name="packed", doc="every item in one sequence after the query, items kept "
              "apart by the mask", defaults={"mask": "auto", "attention": "auto"},
              scorer="modes.packed:score_packed", tokens=accounting.tokens_packed,
@@ -237,7 +240,8 @@ MODES: dict[str, dict[str, Mode]] = {
     ),
     "torch": _modes(
         Mode(name="single", doc="one transformers forward per item (eager attention): the "
-             "oracle", defaults={}, scorer="torch_engine:score_single"),
+             "oracle", defaults={}, scorer="torch_engine:score_single",
+             memory=accounting.memory_single),
         Mode(name="prefill_extend", doc="the query prefilled once, items extended in batches "
              "with a 4D mask over the cached KV (SDPA)",
              defaults={"extend_batch_size": TORCH_EXTEND_BATCH_SIZE},

@@ -157,8 +157,8 @@ def score_request(*, query_ids=None, query_text=None, item_ids=None, item_text=N
         modes[mode].check_semantics(semantics, delimiter)
     except MibenchError as e:  # names `semantics`, or `delimiter` for a packing mode
         raise MibenchError(str(e).removeprefix(f"{e.field}: "), field=f"--{e.field}") from None
-    model_facts(model)
-    _check_memory(modes[mode], opts, q, its, delimiter)
+    facts = model_facts(model)
+    _check_memory(modes[mode], opts, q, its, delimiter, facts, dtype)
     eng = load_engine(engine, model=model, dtype=dtype, tp=tp)
     extra = {} if semantics is None else {"semantics": semantics}
     result = eng.score(q, its, label_ids, mode=mode, apply_softmax=softmax,
@@ -167,18 +167,22 @@ def score_request(*, query_ids=None, query_text=None, item_ids=None, item_text=N
             "num_tokens": result.num_tokens, "scores": result.scores}
 
 
-def _check_memory(mode, opts: dict, query, items, delimiter) -> None:
-    """Refuse a request whose host memory (`Mode.host_bytes`; text counted a token a byte,
-    the most a byte-level tokenizer makes) is more than this machine has."""
+def _check_memory(mode, opts: dict, query, items, delimiter, facts=None,
+                  dtype: str = "float32") -> None:
+    """Refuse a request whose memory (`Mode.host_bytes` with the model's facts: the host
+    parts and the device working set, which on a CPU is host memory too; text counted a
+    token a byte, the most a byte-level tokenizer makes) is more than this machine has."""
     from mibench.engines import Shape
     from mibench.harness.config.checks import HARD_LIMIT, gib, host_memory
 
     def length(x) -> int:
-        return len(x.encode()) if isinstance(x, str) else len(x)
+        return len(x.encode("utf-8", "surrogatepass")) if isinstance(x, str) else len(x)
 
     prefix = length(query) + (delimiter is not None)
-    mean = sum(map(length, items)) / len(items)
-    parts = mode.host_bytes(Shape(prefix, len(items), mean), opts)
+    lengths = [length(i) for i in items]
+    shape = Shape(prefix, len(items), sum(lengths) / len(items), longest=max(lengths),
+                  model=facts, dtype=dtype)
+    parts = mode.host_bytes(shape, opts)
     ram, source = host_memory()
     limit = min(ram or HARD_LIMIT, HARD_LIMIT)
     if sum(parts.values()) > limit:

@@ -211,9 +211,10 @@ def _check_memory(config: Config, case: CaseSpec, memory: tuple[int | None, str]
         key = _where(config, case, "requests")
     else:
         it = spec.item_tokens
-        mean = (it[0] + it[1]) / 2 if isinstance(it, tuple) else it
+        mean, longest = ((it[0] + it[1]) / 2, it[1]) if isinstance(it, tuple) else (it, it)
         prefix = spec.query_tokens + (spec.delimiter is not None)
-        parts = mode.host_bytes(Shape(prefix, spec.num_items, mean), case.params)
+        parts = mode.host_bytes(Shape(prefix, spec.num_items, mean, longest=longest),
+                                case.params)
         key = _axis_key(config, _where(config, case, "num_items"), spec.num_items)
         part = max(parts, key=parts.get)
         if part != "token lists":

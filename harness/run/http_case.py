@@ -21,6 +21,10 @@ refused connection, a timeout (`timeout_s`), a dropped connection, a 5xx or any 
 non-200 status, and a 200 whose body is not the request's scores (`invalid`) are errors.
 When more than `max_error_rate` of the measured requests fail the case is `failed`, with
 the first error and the counts by status in its error message; everything measured is kept.
+Scores are checked where they enter (`parse_scores`: the request's shape, finite
+probabilities, rows that sum as the softmax setting says within the dtype's tolerance): one
+`invalid` answer, warmup or measured, fails the case whatever `max_error_rate` says, naming
+the request and the item.
 When every warmup request fails the load is not sent (a dead server costs one timeout, not
 `requests` of them).
 
@@ -59,6 +63,7 @@ from mibench.harness.stats.metrics import score_digest
 from mibench.workloads import Request, generate, materialize, total_tokens
 
 ERROR_CHARS = 500
+INVALID = "invalid"  # a 200 whose scores are not the request's (parse_scores)
 MAX_IN_FLIGHT = 256  # open loop: requests in flight at most; later arrivals wait (lag_s)
 
 
@@ -70,6 +75,8 @@ class Prepared:
     items: list[int]
     tokens: list[int]
     labels: int
+    softmax: bool = False  # what the answers' scores are checked against (parse_scores)
+    dtype: str = "float32"
 
 
 def workload_requests(case: CaseSpec, engine, n: int) -> list[Request]:
@@ -99,25 +106,32 @@ def prepare(case: CaseSpec, engine) -> Prepared:
                                              plan.served_model)
     return Prepared(bodies=[bodies[id(r)] for r in reqs], items=[len(r.items) for r in reqs],
                     tokens=[total_tokens([r], w.delimiter) for r in reqs],
-                    labels=len(w.label_token_ids))
+                    labels=len(w.label_token_ids), softmax=w.apply_softmax, dtype=case.dtype)
 
 
 def server_mismatch(facts: dict, case: CaseSpec) -> MibenchError | None:
     """What a server that reports its settings (mibench serve) would score differently
-    from what the case says: delimiter, semantics, dtype."""
+    from what the case says: delimiter, semantics, dtype; a fact of another JSON type than
+    the case's (a delimiter reported as the string "151643") is named as such, never as
+    "151643 vs 151643"."""
     w, url = case.workload, case.http.base_url or "the launched server"
-    if "delimiter" in facts and facts["delimiter"] != w.delimiter:
-        return MibenchError(f"the server at {url} scores with delimiter {facts['delimiter']}, "
-                            f"the workload's is {w.delimiter}", field="workload.delimiter")
+    problem = ScoreClient.fact_problem(facts, "delimiter", w.delimiter)
+    if problem:
+        return MibenchError(f"the server at {url} {problem}; the workload's delimiter is "
+                            f"{w.delimiter}", field="workload.delimiter")
     semantics = getattr(w, "semantics", None) or ("plain" if w.delimiter is None
                                                   else "delimited")
-    if facts.get("semantics") not in (None, semantics):
-        return MibenchError(f"the server at {url} scores {facts['semantics']} semantics, the "
-                            f"workload {semantics}", field="workload.semantics")
-    if facts.get("dtype") not in (None, case.dtype):
-        return MibenchError(f"the server at {url} runs {facts['dtype']}, the case says "
-                            f"{case.dtype}: set model.dtype to the server's (parity "
-                            "tolerances follow it)", field="model.dtype")
+    problem = facts.get("semantics") is not None and ScoreClient.fact_problem(
+        facts, "semantics", semantics)
+    if problem:
+        return MibenchError(f"the server at {url} {problem}; the workload scores "
+                            f"{semantics}", field="workload.semantics")
+    problem = facts.get("dtype") is not None and ScoreClient.fact_problem(
+        facts, "dtype", case.dtype)
+    if problem:
+        return MibenchError(f"the server at {url} {problem}, the case says {case.dtype}: "
+                            "set model.dtype to the server's (parity tolerances follow it)",
+                            field="model.dtype")
     return None
 
 
@@ -151,11 +165,12 @@ class Load:
         status, error = reply.status, None
         if reply.ok:
             try:
-                scores = parse_scores(reply, self.p.items[i], self.p.labels)
+                scores = parse_scores(reply, self.p.items[i], self.p.labels, self.p.softmax,
+                                      self.p.dtype)
                 if i == 0:
                     self.first_scores = scores
-            except ValueError as e:
-                status, error = "invalid", str(e)
+            except ValueError as e:  # names the item
+                status, error = INVALID, f"request {i}: {e}"
         else:
             error = reply.text(ERROR_CHARS)
         return HttpRequest(sent_s=t0 - start, latency_s=t1 - t0, status=status,
@@ -328,6 +343,12 @@ def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], No
         rec.metrics.score_digest = score_digest(rec.scores)
     case_numbers(rec, m, sum(t for (r, _), t in zip(done, tokens, strict=True)
                              if r.status == 200))
+    invalid = next((r for r in [*warm, *(r for r, _ in done)] if r.status == INVALID), None)
+    if rec.status == "ok" and invalid is not None:  # wrong scores are never within a rate
+        rec.status = "failed"
+        rec.error = ErrorInfo(type="InvalidScores", traceback="",
+                              message=f"the server answered 200 with scores that are not the "
+                                      f"request's: {invalid.error}")
     if rec.status == "ok" and m.error_rate > plan.max_error_rate:
         rec.status = "failed"
         rec.error = ErrorInfo(

@@ -231,10 +231,13 @@ def group_checks(g: GroupParity, cases: list[CaseSpec], checks: list[str]) -> li
 
 
 def _one_per_engine(cases) -> list[CaseSpec]:
-    """The first case of each distinct engine (an http engine: each server)."""
-    seen: dict[EngineKey, CaseSpec] = {}
+    """The first case of each distinct engine; for http, of each server (its address or
+    its launch with arguments), whatever the requests' served name or timeout."""
+    seen: dict[tuple, CaseSpec] = {}
     for case in cases:
-        seen.setdefault(case.engine_key, case)
+        http = case.http
+        server = () if http is None else (http.base_url, http.launch)
+        seen.setdefault((*case.engine_key[:4], *server), case)
     return list(seen.values())
 
 
