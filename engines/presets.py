@@ -30,6 +30,8 @@ PRESETS: dict[str, dict] = {
     # tiny shapes for tests: float32 storage so float32 parity sees the exact weights
     "tiny": {**_QWEN3, **_shape(256, 4, 4, 2, 64, 768), "storage_dtype": "float32"},
     "tiny-kv8": {**_QWEN3, **_shape(256, 4, 8, 8, 32, 768), "storage_dtype": "float32"},
+    # head dim 128 (sglang-jax's native attention fails on 64 at the first request)
+    "tiny-h128": {**_QWEN3, **_shape(256, 2, 2, 1, 128, 768), "storage_dtype": "float32"},
     "tiny-qwen2": {**_QWEN2, **_shape(256, 4, 4, 2, 64, 768), "storage_dtype": "float32"},
     "tiny-llama": {**_LLAMA, **_shape(256, 4, 4, 2, 64, 768), "rope_scaling": _LLAMA3_SCALING,
                    "storage_dtype": "float32"},

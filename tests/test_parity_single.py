@@ -31,7 +31,7 @@ def test_jax_matches_torch_on_tiny(jax_tiny, torch_tiny, apply_softmax, delimite
     _assert_close(a, b)
 
 
-@pytest.mark.parametrize("preset", ["tiny-qwen2", "tiny-llama"])
+@pytest.mark.parametrize("preset", ["tiny-qwen2", "tiny-llama", "tiny-h128"])
 def test_jax_matches_torch_on_other_architectures(preset):
     jax_engine = load_engine("jax", model=f"embedded:{preset}")
     torch_engine = load_engine("torch", model=f"embedded:{preset}")
@@ -56,10 +56,12 @@ def test_bfloat16_close_to_float32_reference(torch_tiny):
             assert np.abs(a - b).max() <= ABS_TOL_SOFTMAX["bfloat16"]
 
 
-def test_scores_are_discriminative(jax_tiny):
+@pytest.mark.parametrize("preset", ["tiny", "tiny-h128"])  # tiny-h128: sglang-jax's tests
+def test_scores_are_discriminative(jax_tiny, preset):
     """Random weights must still tell items apart, or parity checks prove nothing."""
+    engine = jax_tiny if preset == "tiny" else load_engine("jax", model=f"embedded:{preset}")
     query, items = random_request(4, query_len=64, num_items=32)
-    s = _scores(jax_tiny, query, items, apply_softmax=True, delimiter=DELIM)
+    s = _scores(engine, query, items, apply_softmax=True, delimiter=DELIM)
     assert s[:, 0].max() - s[:, 0].min() >= 0.3
     np.testing.assert_allclose(s.sum(axis=1), 1.0, atol=1e-5)
 

@@ -71,6 +71,28 @@ def test_readme_mode_table_is_the_registry():
     assert readme == {name: set(mode.options) for name, mode in MODES["jax"].items()}
 
 
+
+def _table(text: str, header: str) -> list[list[str]]:
+    body = text.split(header, 1)[1].split("\n\n", 1)[0]
+    return [[c.strip() for c in line.strip("|").split("|")] for line in body.splitlines()[2:]
+            if line.startswith("|")]
+
+
+def test_preset_tables_are_the_presets():
+    """docs/models.md's preset table gives every preset's shape; the README's names them all."""
+    from mibench.engines.presets import PRESETS
+
+    models = (ROOT / "docs" / "models.md").read_text()
+    rows = {row[0].strip("`"): row[2:] for row in _table(models, "| preset | architecture |")}
+    shapes = {name: [f"{p[k]:,}" for k in ("hidden_size", "num_hidden_layers")]
+              + [f"{p['num_attention_heads']} / {p['num_key_value_heads']}"]
+              + [f"{p[k]:,}" for k in ("head_dim", "intermediate_size", "vocab_size")]
+              + [p["storage_dtype"]] for name, p in PRESETS.items()}
+    assert rows == shapes
+    named = {name for row in _table(README, "| preset | shape |")
+             for name in re.findall(r"`([^`]+)`", row[0])}
+    assert named == set(PRESETS)
+
 # --- the documentation pages (docs/) and every Markdown file of the repository ----------
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
