@@ -54,8 +54,11 @@ _LAZY = {
     "stage_profile": ("profile", "prefill_extend_stages"),
     "top_kernels": ("profile", "top_kernels"),
     "cudnn_check": ("profile", "cudnn_check"),
-    "ScoreClient": ("score_client", "ScoreClient"),  # the http engine's wire client
-    "parse_scores": ("score_client", "parse_scores"),
+    "HttpClient": ("http_client", "HttpClient"),  # the http engine's transport
+    "parse_base_url": ("http_client", "parse_base_url"),
+    "wire": ("wires", "wire"),  # a server wire by name (engines/wires/)
+    "WIRES": ("wires", "WIRES"),
+    "fact_problem": ("wires", "fact_problem"),
     # `mibench compile`: the engine's programs compiled for a TPU slice without a TPU
     "TPU_TARGETS": ("tpu", "TPU_TARGETS"),
     "COST_LOOPS": ("compile", "COST_LOOPS"),

@@ -1,20 +1,16 @@
-"""The `http` engine: a server that speaks SGLang's `POST /v1/score` (such as `mibench
-serve`), seen through the engine contract (engines/contract.py).
+"""The `http` engine: a scoring server (SGLang, sglang-jax, `mibench serve`, ...) seen
+through the engine contract (engines/contract.py).
 
 `score` sends one request and returns its ScoreResult, so every parity check works against
-a server as against an engine. `ScoreClient` (engines/score_client.py) is the wire client,
-shared with the harness's load generator (harness/run/http_case.py).
+a server as against an engine. What the request and the answer look like is the engine's
+wire (engines/wires/: SGLang's `/v1/score` by default); the bytes move over an HttpClient
+(engines/http_client.py). The harness's load generator (harness/run/http_case.py) uses the
+same wire and client.
 
-The request body is SGLang's `ScoringRequest` (python/sglang/srt/entrypoints/openai/
-protocol.py): `query` (token ids or text), `items` (token-id lists or strings),
-`label_token_ids`, `apply_softmax`, `item_first` (always false here: query then item) and
-`model` when a served name is set. The response is SGLang's `ScoringResponse`: `scores`
-(one row per item, one column per label), `model`, `usage`, `object: "scoring"`. The
-delimiter and the semantics are the server's (`mibench serve --delimiter --semantics`):
-SGLang's body has no field for them. A mibench server reports them, with its mode and
-dtype, in `GET /v1/models` (`mibench` in the model card); a request whose delimiter or
-semantics differ from the server's is refused before it is sent. Other servers report
-nothing and are taken at their word.
+The delimiter and the semantics are the server's (`mibench serve --delimiter
+--semantics`): SGLang's body has no field for them. A server that says what it scores
+with (the wire's `facts`: a mibench server's model card) has a request whose delimiter or
+semantics differ refused before it is sent. Other servers are taken at their word.
 
 The model facts (`model_config`: vocabulary, shape) are those of `model` when it is a
 preset (`embedded:<name>`) or a checkpoint folder; for any other name (a served model that
@@ -24,25 +20,16 @@ harness refuses to generate a workload for it.
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 
 from mibench.engines.config import ModelConfig
 from mibench.engines.facts import tokenizer_of
+from mibench.engines.http_client import DEFAULT_TIMEOUT_S, HttpClient, parse_base_url
 from mibench.engines.modes.registry import MODES, engine_mode, resolve_semantics
 from mibench.engines.result import ScoreResult
-from mibench.engines.score_client import (
-    DEFAULT_TIMEOUT_S,
-    MODELS_PATH,
-    SCORE_PATH,
-    Reply,
-    ScoreClient,
-    describe,
-    fact_problem,
-    parse_base_url,
-    parse_scores,
-)
+from mibench.engines.wires import describe, fact_problem
+from mibench.engines.wires import wire as wire_named
 from mibench.errors import InputError, MibenchError, ModelError
 
 
@@ -57,13 +44,14 @@ def _facts(model: str) -> ModelConfig | None:
 
 
 class HttpEngine:
-    """A `/v1/score` server as an engine: `score` sends one request (engines/contract.py)."""
+    """A scoring server as an engine: `score` sends one request (engines/contract.py) in
+    the engine's wire (`wire`: a name of engines/wires.WIRES)."""
 
     name = "http"
 
     def __init__(self, model: str, dtype: str = "float32", tp: int = 1,
                  base_url: str | None = None, served_model: str | None = None,
-                 timeout_s: float = DEFAULT_TIMEOUT_S):
+                 timeout_s: float = DEFAULT_TIMEOUT_S, wire: str = "sglang"):
         if not isinstance(model, str) or not model:
             raise ModelError(f"must name the served model, got {model!r}", field="model")
         if base_url is None:
@@ -77,6 +65,7 @@ class HttpEngine:
                 or not 0 < timeout_s < float("inf"):
             raise MibenchError(f"must be a positive number of seconds, got {timeout_s!r}",
                                field="timeout_s")
+        self.wire = wire_named(wire)
         self.model, self.dtype, self.tp = model, dtype, tp
         self.base_url, self.served_model, self.timeout_s = base_url, served_model, timeout_s
         self.model_config = _facts(model)
@@ -116,16 +105,12 @@ class HttpEngine:
         semantics, dtype, tp, options); {} for a server that does not say, or cannot be
         reached now (asked again next time)."""
         if self._server is None:
-            reply = ScoreClient(self.base_url, self.timeout_s).request("GET", MODELS_PATH)
-            if not reply.ok:
-                return {}
-            try:
-                cards = json.loads(reply.body).get("data") or []
-                card = next((c for c in cards if c.get("id") == self.served_model), cards[0])
-                self._server = dict(card.get("mibench") or {})
-            except (ValueError, AttributeError, IndexError, TypeError):
-                self._server = {}
-        return self._server
+            client = HttpClient(self.base_url, self.timeout_s)
+            try:  # None: no answer now, asked again next time
+                self._server = self.wire.facts(client, self.served_model)
+            finally:
+                client.close()
+        return self._server or {}
 
     def resolved_options(self, mode: str, options: dict) -> dict:
         """The server's own settings where it reports them (`server`), else nothing."""
@@ -165,57 +150,32 @@ class HttpEngine:
             raise InputError("must be a non-empty list of items", field="items")
         self.check_server(delimiter, semantics)
         try:
-            body = ScoreClient.body(query, items, label_token_ids, apply_softmax,
+            body = self.wire.encode(query, items, label_token_ids, apply_softmax,
                                     self.served_model)
         except TypeError as e:
             raise InputError(f"cannot be sent as JSON: {e}", field="query") from None
-        reply = self._client().post(body)
+        reply = self.wire.send(self._client(), body)
+        where = f"{self.base_url} ({self.wire.name} wire)"
         if reply.status in (400, 413, 422):  # the request (413: too large for this server)
-            raise _input_error(reply)
+            raise self.wire.error(reply)
         if not reply.ok:
             what = reply.status if isinstance(reply.status, str) else f"HTTP {reply.status}"
-            raise MibenchError(f"{self.base_url}{SCORE_PATH}: {what}: {reply.text(300)}",
-                               field="base_url")
+            raise MibenchError(f"{where}: {what}: {reply.text(300)}", field="base_url")
         try:
-            scores = parse_scores(reply, len(items), len(label_token_ids),
-                                  apply_softmax is True, self.dtype)
+            scores = self.wire.decode(reply, len(items), len(label_token_ids),
+                                      apply_softmax is True, self.dtype)
         except ValueError as e:
-            raise MibenchError(f"{self.base_url}{SCORE_PATH} answered 200, but {e}",
-                               field="base_url") from None
-        usage = _usage(reply)
+            raise MibenchError(f"{where} answered 200, but {e}", field="base_url") from None
+        usage = self.wire.usage(reply)
         sent = _tokens_sent(query, items)
         return ScoreResult(scores=scores, mode=mode, num_items=len(scores),
                            num_tokens=usage if usage is not None else sent)
 
-    def _client(self) -> ScoreClient:
+    def _client(self) -> HttpClient:
         client = getattr(self._local, "client", None)
         if client is None:
-            client = self._local.client = ScoreClient(self.base_url, self.timeout_s)
+            client = self._local.client = HttpClient(self.base_url, self.timeout_s)
         return client
-
-
-def _input_error(reply: Reply) -> InputError:
-    """The server's 400 as an InputError: SGLang's ErrorResponse names the field in
-    `param`; FastAPI's 422 in `detail[0].loc`."""
-    try:
-        data = json.loads(reply.body)
-    except ValueError:
-        return InputError(reply.text(300), field="request")
-    if isinstance(data, dict) and isinstance(data.get("message"), str):
-        return InputError(data["message"], field=data.get("param") or "request")
-    detail = data.get("detail") if isinstance(data, dict) else None
-    if isinstance(detail, list) and detail and isinstance(detail[0], dict):
-        loc = [str(p) for p in detail[0].get("loc", []) if p != "body"]
-        return InputError(str(detail[0].get("msg")), field=".".join(loc) or "request")
-    return InputError(reply.text(300), field="request")
-
-
-def _usage(reply: Reply) -> int | None:
-    try:
-        n = json.loads(reply.body)["usage"]["prompt_tokens"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
 
 
 def _tokens_sent(query, items) -> int:

@@ -307,7 +307,7 @@ def test_http_case_ids_and_constant_tokens(tmp_path):
         "http/single/clients=1/tp=1", "http/single/clients=4/tp=1",
         "http/single/rate=2.5/same_query=true/tp=1", "http/single/rate=10/same_query=true/tp=1"]
     assert cases[0].engine_key == ("http", "embedded:tiny", "float32", 1, (
-        ("base_url", url), ("served_model", None), ("timeout_s", 60.0)))
+        ("base_url", url), ("served_model", None), ("timeout_s", 60.0), ("wire", "sglang")))
     assert cases[0].http.requests == 100 and cases[0].http.warmup_requests == 1
     assert (cases[0].runs.warmup, cases[0].runs.timed, cases[0].runs.processes) == (0, 1, 1)
     with pytest.raises(ConfigError, match="every request is the same"):

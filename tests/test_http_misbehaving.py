@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from mibench.engines import MibenchError, ScoreClient, load_engine
+from mibench.engines import HttpClient, MibenchError, load_engine, wire
 from mibench.harness.config import load_config
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import exit_code, run
@@ -155,9 +155,9 @@ def test_an_oversized_answer_is_refused_without_being_read_whole(length_known):
         return 200, headers, stream(total)
 
     with Misbehaving(huge) as fake:
-        client = ScoreClient(fake.url, timeout_s=30, max_response_bytes=8 * 1024**2)
+        client = HttpClient(fake.url, timeout_s=30, max_response_bytes=8 * 1024**2)
         t0 = time.monotonic()
-        reply = client.post(ScoreClient.body([1], [[2]], LABELS))
+        reply = client.request("POST", "/v1/score", wire().encode([1], [[2]], LABELS))
         took = time.monotonic() - t0
         client.close()
         time.sleep(0.2)

@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 from typer.testing import CliRunner
 
-from mibench.engines import MibenchError, ScoreClient
+from mibench.engines import HttpClient, MibenchError, wire
 from mibench.harness.cli import app
 from mibench.harness.serve import Served, Settings, build_app, prepare
 
@@ -204,14 +204,16 @@ def test_health_and_models(served):
 
 
 def test_keep_alive_client_and_a_server_gone(served):
-    client = ScoreClient(served.url, timeout_s=30)
-    body = ScoreClient.body([1, 2], [[3], [4]], LABELS)
-    assert [client.post(body).status for _ in range(3)] == [200, 200, 200]
+    client = HttpClient(served.url, timeout_s=30)
+    body = wire().encode([1, 2], [[3], [4]], LABELS)
+    assert [client.request("POST", "/v1/score", body).status
+            for _ in range(3)] == [200, 200, 200]
     client.close()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    reply = ScoreClient(f"http://127.0.0.1:{port}", timeout_s=5).post(body)
+    reply = HttpClient(f"http://127.0.0.1:{port}", timeout_s=5).request("POST", "/v1/score",
+                                                                         body)
     assert reply.status == "refused" and "Refused" in reply.text()
 
 
@@ -355,7 +357,7 @@ def process():
                             stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
-    while ScoreClient(url, 5).request("GET", "/health").status != 200:
+    while HttpClient(url, 5).request("GET", "/health").status != 200:
         assert proc.poll() is None, proc.stdout.read().decode()
         assert time.monotonic() < deadline, "mibench serve did not start in 120 s"
         time.sleep(0.2)
@@ -439,14 +441,14 @@ def test_process_sigint_drains_the_request_in_flight(process, make_request):
     import threading
     import time
 
-    assert ScoreClient(process.url, 10).request("GET", "/health").status == 200
+    assert HttpClient(process.url, 10).request("GET", "/health").status == 200
     query, items = make_request(4, query_len=300, num_items=8, item_len=10)  # new shapes
     slow = json.dumps({"query": query, "items": items, "label_token_ids": LABELS,
                        "mibench": {"mode": "single"}}).encode()
     answers, done_at = [], []
 
     def send():
-        answers.append(ScoreClient(process.url, 300).post(slow))
+        answers.append(HttpClient(process.url, 300).request("POST", "/v1/score", slow))
         done_at.append(time.monotonic())
 
     threads = [threading.Thread(target=send) for _ in range(2)]

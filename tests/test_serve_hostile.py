@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from mibench.engines import InputError, ScoreClient, ScoreResult, load_engine
+from mibench.engines import HttpClient, InputError, ScoreResult, load_engine
 from mibench.harness.serve import Served, Settings, build_app, prepare
 from mibench.harness.serve.connections import LINGER_S
 from mibench.harness.serve.limits import Limits
@@ -85,7 +85,7 @@ def headers(length: int | None = None, chunked: bool = False) -> bytes:
 
 
 def post(url: str, body: dict, timeout: float = 120) -> tuple[int | str, dict | str]:
-    reply = ScoreClient(url, timeout).post(json.dumps(body).encode())
+    reply = HttpClient(url, timeout).request("POST", "/v1/score", json.dumps(body).encode())
     try:
         return reply.status, json.loads(reply.body)
     except ValueError:
@@ -161,7 +161,8 @@ def test_a_full_queue_is_503_and_then_serves_again():
         deadline = time.monotonic() + 10
         while app.state.queue.pending < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
-        reply = ScoreClient(server.url, 10).post(json.dumps(request).encode())
+        reply = HttpClient(server.url, 10).request("POST", "/v1/score",
+                                                   json.dumps(request).encode())
         assert reply.status == 503 and "--max-queue" in json.loads(reply.body)["message"]
         gate.set()
         for t in waiting:
@@ -338,7 +339,7 @@ def serve_process(*flags: str, address_space: int | None = None):
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
-        while ScoreClient(url, 5).request("GET", "/health").status != 200:
+        while HttpClient(url, 5).request("GET", "/health").status != 200:
             assert proc.poll() is None, proc.stdout.read().decode()
             assert time.monotonic() < deadline, "mibench serve did not start in 120 s"
             time.sleep(0.2)

@@ -145,7 +145,7 @@ class _Side:
     """One side's server for a case: its address, the prepared requests, what came back."""
 
     def __init__(self, case: CaseSpec, pool: ServerPool):
-        from mibench.engines import ScoreClient, load_engine
+        from mibench.engines import HttpClient, load_engine
 
         self.case, self.pool = case, pool
         key = pool.bind(case.engine_key)
@@ -153,20 +153,19 @@ class _Side:
         self.engine = load_engine("http", model=case.model, dtype=case.dtype, tp=case.tp,
                                   **server)
         self.prepared = prepare(case, self.engine)
-        self.client = ScoreClient(server["base_url"], case.http.timeout_s)
+        self.client = HttpClient(server["base_url"], case.http.timeout_s)
 
     def send(self, i: int) -> tuple[float, list[list[float]] | None, str | None]:
         """Request i: (latency s, scores or None, the failure or None)."""
-        from mibench.engines import parse_scores
-
+        wire = self.engine.wire
         t0 = time.perf_counter()
-        reply = self.client.post(self.prepared.bodies[i])
+        reply = wire.send(self.client, self.prepared.bodies[i])
         latency = time.perf_counter() - t0
         if not reply.ok:
             return latency, None, f"{reply.status}: {reply.text(300)}"
         try:
-            return latency, parse_scores(reply, self.prepared.items[i],
-                                         self.prepared.labels), None
+            return latency, wire.decode(reply, self.prepared.items[i], self.prepared.labels,
+                                        self.prepared.softmax, self.prepared.dtype), None
         except ValueError as e:
             return latency, None, f"invalid: {e}"
 

@@ -100,6 +100,7 @@ class HttpPlan:
     warmup_requests: int = 1
     max_error_rate: float = 0.0
     same_query: bool = False
+    wire: str = "sglang"  # engines/wires: how requests are put to the server
     launch: LaunchSpec | None = None  # how mibench starts the server, with its arguments
 
     @property
@@ -108,7 +109,7 @@ class HttpPlan:
         server's key names its launch instead of an address (bound to the live base_url
         when it starts: harness/run/server_pool.py)."""
         key = (("base_url", self.base_url), ("served_model", self.served_model),
-               ("timeout_s", self.timeout_s))
+               ("timeout_s", self.timeout_s), ("wire", self.wire))
         launched = self.launch is not None and self.base_url is None
         return key + ((("launch", self.launch),) if launched else ())
 

@@ -18,7 +18,7 @@ import itertools
 
 from pydantic import ValidationError
 
-from mibench.engines import MODES, OPTIONS, MibenchError, ScoreClient
+from mibench.engines import MODES, OPTIONS, WIRES, MibenchError, parse_base_url
 from mibench.harness.config.cases import CaseSpec, HttpPlan, LaunchSpec, RunPlan
 from mibench.harness.config.spec import HTTP_FIELDS, Case, Config, Workload
 from mibench.workloads import WorkloadSpec
@@ -83,10 +83,13 @@ def check_http(config: Config, i: int, case: Case) -> None:
                            "server mibench launches: give launch too")
     if case.base_url is not None:
         try:
-            ScoreClient.parse_url(case.base_url)
+            parse_base_url(case.base_url)
         except MibenchError as e:
             raise config.error(("cases", i, "base_url"), str(e).removeprefix("base_url: ")) \
                 from None
+    if case.wire is not None and case.wire not in WIRES:
+        raise config.error(("cases", i, "wire"), f"unknown wire {case.wire!r} (known: "
+                           f"{', '.join(WIRES)})")
     if (case.clients is None) == (case.rate is None):
         raise config.error(("cases", i, "rate" if case.rate is not None else "engine"),
                            "an http case takes clients: N (closed loop, N requests in "

@@ -164,6 +164,8 @@ HTTP_FIELDS = {
     "max_error_rate": (Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None,
                        Field(None, description="failed requests allowed (0)")),
     "same_query": (bool | None, Field(None, description="one query repeated (false)")),
+    "wire": (str | None, Field(None, description="how requests are put to the server: a "
+                                "wire of engines/wires (sglang: /v1/score)")),
     "launch": (Launch | None, Field(None, description="how mibench starts the server "
                                     "(instead of base_url)")),
     "server_args": (dict[str, Axis(ServerArg)] | None,

@@ -21,7 +21,7 @@ refused connection, a timeout (`timeout_s`), a dropped connection, a 5xx or any 
 non-200 status, and a 200 whose body is not the request's scores (`invalid`) are errors.
 When more than `max_error_rate` of the measured requests fail the case is `failed`, with
 the first error and the counts by status in its error message; everything measured is kept.
-Scores are checked where they enter (`parse_scores`: the request's shape, finite
+Scores are checked where they enter (the wire's `decode`: the request's shape, finite
 probabilities, rows that sum as the softmax setting says within the dtype's tolerance): one
 `invalid` answer, warmup or measured, fails the case whatever `max_error_rate` says, naming
 the request and the item.
@@ -47,7 +47,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from mibench.engines import MibenchError, ScoreClient, parse_scores
+from mibench.engines import HttpClient, MibenchError, fact_problem
 from mibench.harness.config.cases import CaseSpec, HttpPlan
 from mibench.harness.records import (
     CaseRecord,
@@ -63,7 +63,7 @@ from mibench.harness.stats.metrics import score_digest
 from mibench.workloads import Request, generate, materialize, total_tokens
 
 ERROR_CHARS = 500
-INVALID = "invalid"  # a 200 whose scores are not the request's (parse_scores)
+INVALID = "invalid"  # a 200 whose scores are not the request's (wire.decode)
 MAX_IN_FLIGHT = 256  # open loop: requests in flight at most; later arrivals wait (lag_s)
 
 
@@ -75,8 +75,9 @@ class Prepared:
     items: list[int]
     tokens: list[int]
     labels: int
-    softmax: bool = False  # what the answers' scores are checked against (parse_scores)
+    softmax: bool = False  # what the answers' scores are checked against (wire.decode)
     dtype: str = "float32"
+    wire: object = None  # the engine's wire (engines/wires): how requests are put and read
 
 
 def workload_requests(case: CaseSpec, engine, n: int) -> list[Request]:
@@ -101,12 +102,13 @@ def prepare(case: CaseSpec, engine) -> Prepared:
     bodies: dict[int, bytes] = {}  # one body per distinct request (same_query: one)
     for r in reqs:
         if id(r) not in bodies:
-            bodies[id(r)] = ScoreClient.body(list(r.query), [list(i) for i in r.items],
-                                             list(w.label_token_ids), w.apply_softmax,
-                                             plan.served_model)
+            bodies[id(r)] = engine.wire.encode(list(r.query), [list(i) for i in r.items],
+                                               list(w.label_token_ids), w.apply_softmax,
+                                               plan.served_model)
     return Prepared(bodies=[bodies[id(r)] for r in reqs], items=[len(r.items) for r in reqs],
                     tokens=[total_tokens([r], w.delimiter) for r in reqs],
-                    labels=len(w.label_token_ids), softmax=w.apply_softmax, dtype=case.dtype)
+                    labels=len(w.label_token_ids), softmax=w.apply_softmax, dtype=case.dtype,
+                    wire=engine.wire)
 
 
 def server_mismatch(facts: dict, case: CaseSpec) -> MibenchError | None:
@@ -115,18 +117,18 @@ def server_mismatch(facts: dict, case: CaseSpec) -> MibenchError | None:
     the case's (a delimiter reported as the string "151643") is named as such, never as
     "151643 vs 151643"."""
     w, url = case.workload, case.http.base_url or "the launched server"
-    problem = ScoreClient.fact_problem(facts, "delimiter", w.delimiter)
+    problem = fact_problem(facts, "delimiter", w.delimiter)
     if problem:
         return MibenchError(f"the server at {url} {problem}; the workload's delimiter is "
                             f"{w.delimiter}", field="workload.delimiter")
     semantics = getattr(w, "semantics", None) or ("plain" if w.delimiter is None
                                                   else "delimited")
-    problem = facts.get("semantics") is not None and ScoreClient.fact_problem(
+    problem = facts.get("semantics") is not None and fact_problem(
         facts, "semantics", semantics)
     if problem:
         return MibenchError(f"the server at {url} {problem}; the workload scores "
                             f"{semantics}", field="workload.semantics")
-    problem = facts.get("dtype") is not None and ScoreClient.fact_problem(
+    problem = facts.get("dtype") is not None and fact_problem(
         facts, "dtype", case.dtype)
     if problem:
         return MibenchError(f"the server at {url} {problem}, the case says {case.dtype}: "
@@ -142,11 +144,11 @@ class Load:
         self.plan, self.p, self.base_url = plan, prepared, base_url
         self.first_scores: list[list[float]] | None = None
         self.stop = threading.Event()
-        self._clients: list[ScoreClient] = []
+        self._clients: list[HttpClient] = []
         self._lock = threading.Lock()
 
-    def client(self) -> ScoreClient:
-        c = ScoreClient(self.base_url, self.plan.timeout_s)
+    def client(self) -> HttpClient:
+        c = HttpClient(self.base_url, self.plan.timeout_s)
         with self._lock:
             self._clients.append(c)
         return c
@@ -156,17 +158,17 @@ class Load:
             for c in self._clients:
                 c.close()
 
-    def send(self, client: ScoreClient, i: int, start: float,
+    def send(self, client: HttpClient, i: int, start: float,
              scheduled: float | None = None) -> HttpRequest:
         """Send request i; its record (times relative to `start`)."""
         t0 = time.perf_counter()
-        reply = client.post(self.p.bodies[i])
+        reply = self.p.wire.send(client, self.p.bodies[i])
         t1 = time.perf_counter()
         status, error = reply.status, None
         if reply.ok:
             try:
-                scores = parse_scores(reply, self.p.items[i], self.p.labels, self.p.softmax,
-                                      self.p.dtype)
+                scores = self.p.wire.decode(reply, self.p.items[i], self.p.labels,
+                                            self.p.softmax, self.p.dtype)
                 if i == 0:
                     self.first_scores = scores
             except ValueError as e:  # names the item

@@ -21,7 +21,10 @@ bfloat16 with `apply_softmax: true` (probabilities near 0.5, where it means some
 - `concurrency`: every server of an http case (each launch and its arguments) scores the
   same requests alone and all in flight together mixed with others
   (harness/run/concurrency.py): each request's log scores must not move by more than the
-  modes tolerance (1e-5 in float32). No reference needed; the record names what moved.
+  modes tolerance (1e-5 in float32). A server mibench launched is started afresh for the
+  check, so the first request scored alone is the first it ever answers (a server whose
+  first answers differ, a race at start-up, fails too). No reference needed; the record
+  names what moved.
 - `speedup`: every `packed` case (any options) against the `single` case of the same
   engine, model, dtype, tp and workload (the default `single` when several): its median
   items/s over single's must be at least `parity.min_speedup` (3, the seeds' gate),
@@ -42,6 +45,7 @@ workload, and runs no engine.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 
@@ -145,6 +149,7 @@ class GroupParity:
     spec: WorkloadSpec
     reference: dict
     scores: dict = dataclasses.field(default_factory=dict)
+    servers: object = None  # the run's ServerPool: fresh servers for `concurrency`
 
     def requests(self, key: EngineKey) -> list[Request]:
         reqs = self.pool.requests(key, self.spec)
@@ -259,22 +264,28 @@ def concurrency_check(g: GroupParity, case: CaseSpec) -> ParityCheck:
     tol, _ = tolerances("concurrency", case.dtype, g.spec.apply_softmax)
     label = engine_label(case)
     k = concurrency.REQUESTS
+    launched = case.http.launch is not None and g.servers is not None
+    against = (f"the same {k} requests alone, first on a fresh server" if launched
+               else f"the same {k} requests alone")
     try:
-        key = g.pool.bind(case.engine_key)
-        local = load_engine("http", model=case.model, dtype=case.dtype, tp=case.tp,
-                            **dict(key[4]))
         facts = g.pool.get(case.engine_key)
         vocab, exclude = facts.model_config.vocab_size, facts.special_ids
         reqs = concurrency.requests_of(g.spec, vocab, exclude, k, g.spec.seed)
         others = concurrency.requests_of(g.spec, vocab, exclude, k, g.spec.seed + k)
-        alone = concurrency.score_alone(local, g.spec, reqs)
-        together = concurrency.score_together(local, g.spec, reqs, others)
+        key = g.pool.bind(case.engine_key)
+        fresh = g.servers.fresh(case.engine_key) if launched else \
+            contextlib.nullcontext(dict(key[4])["base_url"])
+        with fresh as url:
+            local = load_engine("http", model=case.model, dtype=case.dtype, tp=case.tp,
+                                **{**dict(key[4]), "base_url": url})
+            alone = concurrency.score_alone(local, g.spec, reqs)
+            together = concurrency.score_together(local, g.spec, reqs, others)
         found = concurrency.moved(alone, together, tol)
     except Exception as e:  # a server error is a parity error, not a crash
         return ParityCheck(check="concurrency", case_id=label, tolerance=tol, status="error",
-                           against=f"the same {k} requests alone", error=f"{type(e).__name__}: {e}")
+                           against=against, error=f"{type(e).__name__}: {e}")
     d = diff([r for t in together for r in t.tolist()], [r for a in alone for r in a.tolist()])
-    check = judge("concurrency", label, f"the same {k} requests alone", d, tol)
+    check = judge("concurrency", label, against, d, tol)
     check.moved = [m.line() for m in found[:concurrency.SHOWN]]
     if found:
         check.error = (f"{len(found)} item(s) of {len({m.request for m in found})} of {k} "
@@ -336,11 +347,13 @@ def new_record(config: Config) -> ParityRecord:
 
 
 def check_group(config: Config, pool: EnginePool, cases: list[CaseSpec],
-                record: ParityRecord, case_records: list[CaseRecord] = ()) -> None:
+                record: ParityRecord, case_records: list[CaseRecord] = (),
+                servers=None) -> None:
     """Run the config's checks for one group's ok cases, appending to `record`;
-    `speedup` reads the group's `case_records`."""
+    `speedup` reads the group's `case_records`; `concurrency` starts fresh servers from
+    `servers` (the run's ServerPool)."""
     p = config.parity
-    g = GroupParity(pool, parity_workload(config), p.reference.model_dump())
+    g = GroupParity(pool, parity_workload(config), p.reference.model_dump(), servers=servers)
     record.checks += group_checks(g, cases, list(p.checks))
     if "speedup" in p.checks:
         record.checks += speedup_checks(list(case_records), p.min_speedup, p.speedup_items)

@@ -6,6 +6,7 @@ case needs; `close` stops them all (harness/run/servers.py says how)."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -50,6 +51,8 @@ class ServerPool:
         self._servers: dict[tuple, Server] = {}
         self._failed: dict[tuple, ServerFailed] = {}
         self._info: dict[tuple, ServerInfo] = {}
+        self._count = 0  # servers started, for their log names
+        self._wire: dict[tuple, str] = {}  # the wire each server speaks (for its info)
 
     def bind(self, key: EngineKey) -> EngineKey:
         """`key` with its launched server's live base_url (started now if needed); keys of
@@ -64,32 +67,53 @@ class ServerPool:
         if why:
             raise ServerUnavailable(why, field="launch.python")
         if ident not in self._servers:
+            self._wire[ident] = dict(key[4]).get("wire", "sglang")
             self._start(ident)
         url = self._servers[ident].started.base_url
         server = {k: v for k, v in key[4] if k != "launch"}
         server["base_url"] = url
         return (*key[:4], tuple(server.items()))
 
-    def _start(self, ident: tuple) -> None:
+    def _server(self, ident: tuple, tag: str = "") -> Server:
         from mibench.engines import model_folder
 
         model, dtype, launch = ident
-        name = _file_name(f"{self.label}{launch.display_name()}-{len(self._servers) + 1}")
-        server = Server(launch, model_folder(model), dtype, self.log_dir / f"{name}.log",
-                        python=self.python, extra_env=self.env)
+        self._count += 1
+        name = _file_name(f"{self.label}{launch.display_name()}{tag}-{self._count}")
+        return Server(launch, model_folder(model), dtype, self.log_dir / f"{name}.log",
+                      python=self.python, extra_env=self.env)
+
+    @contextlib.contextmanager
+    def fresh(self, key: EngineKey):
+        """A new server of `key`'s launch, started now and stopped at the end of the
+        block (the `concurrency` check scores on a server that has answered nothing yet):
+        yields its base_url, or the running server's for a key that is not launched."""
+        ident = server_id(key)
+        if ident is None:
+            yield dict(key[4]).get("base_url") if len(key) > 4 else None
+            return
+        with self._server(ident, "-fresh") as started:
+            yield started.base_url
+
+    def _start(self, ident: tuple) -> None:
+        server = self._server(ident)
         try:
             started = server.start()
         except ServerFailed as e:
             self._failed[ident] = e
             raise
         self._servers[ident] = server
-        self._info[ident] = self._describe(server, started)
+        self._info[ident] = self._describe(server, started, self._wire.get(ident, "sglang"))
 
-    def _describe(self, server: Server, started: Started) -> ServerInfo:
-        from mibench.engines import ScoreClient
+    def _describe(self, server: Server, started: Started, wire_name: str) -> ServerInfo:
+        from mibench.engines import HttpClient, wire
 
         launch = server.launch
-        reported = ScoreClient(started.base_url, 10.0).server_info()
+        client = HttpClient(started.base_url, 10.0)
+        try:
+            reported = wire(wire_name).info(client)
+        finally:
+            client.close()
         source = self.source or launch.source
         return ServerInfo(
             name=launch.name, command=started.command, args=dict(launch.args),

@@ -160,9 +160,9 @@ class Server:
             start_new_session=True)
 
     def _wait_ready(self, base_url: str) -> None:
-        from mibench.engines import ScoreClient
+        from mibench.engines import HttpClient
 
-        client = ScoreClient(base_url, timeout_s=5.0)
+        client = HttpClient(base_url, timeout_s=5.0)
         deadline = time.monotonic() + self.launch.ready_timeout_s
         try:
             while True:

@@ -1,0 +1,79 @@
+"""Server wires: how a request for scores is put to a server and its answer read. The
+`http` engine and the harness's load generator speak only through a wire; a server with
+another API is one module here and one line in WIRES.
+
+A wire is an object with:
+
+    name                      the registry name (an http case's `wire:`)
+    encode(query, items, label_token_ids, apply_softmax, model) -> bytes
+                              the request body, built once before any timing
+    send(client, body) -> Reply
+                              the request on an HttpClient (engines/http_client.py)
+    decode(reply, num_items, num_labels, apply_softmax, dtype) -> list[list[float]]
+                              a 200 answer's scores, checked where they enter (shape,
+                              finite probabilities, rows) or a ValueError naming the item
+    usage(reply) -> int | None
+                              the tokens the server says it ran, when it says
+    error(reply) -> InputError
+                              a refused request (400/413/422) as the field it names
+    facts(client, served_model) -> dict | None
+                              what the server says it scores with (delimiter, semantics,
+                              dtype, mode), {} when it does not say, None when it does
+                              not answer now
+    info(client) -> dict      what the server says it is (version, settings), for the
+                              record of a launched server
+
+`describe` and `fact_problem` word a server fact that differs from what a request wants.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+from mibench.errors import MibenchError
+
+# name -> "module:class" under mibench.engines.wires (imported on first use), or the class
+WIRES: dict[str, object] = {"sglang": "sglang:SGLang"}
+
+
+def wire(name: str = "sglang"):
+    """The wire called `name`, or a MibenchError naming `wire`."""
+    if not isinstance(name, str) or name not in WIRES:
+        raise MibenchError(f"unknown wire {name!r} (known: {', '.join(WIRES)})", field="wire")
+    entry = WIRES[name]
+    if isinstance(entry, str):
+        module, _, cls = entry.partition(":")
+        entry = getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+    return entry()
+
+
+def describe(value) -> str:
+    """A server fact as a reader should see it: a token id, a name, or, for anything else,
+    its JSON type and value (so `"151643"` never reads like the token id 151643)."""
+    if value is None:
+        return "none"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"token id {value}"
+    kind = {str: "a string", bool: "a boolean", float: "a number", list: "a list",
+            dict: "an object"}.get(type(value), type(value).__name__)
+    return f"{kind} ({json.dumps(value)[:40]})"
+
+
+def fact_problem(facts: dict, key: str, wanted) -> str | None:
+    """What differs between what a server reports (`facts[key]`, GET /v1/models) and what
+    the request or case wants, in words that say when only the types differ; None when
+    they agree or the server does not say."""
+    if key not in facts:
+        return None
+    got = facts[key]
+    if got == wanted and type(got) is type(wanted):
+        return None
+    if isinstance(wanted, str):  # semantics, dtype: names
+        if isinstance(got, str):
+            return f"scores with {key} {got}"
+        return f"reports its {key} as {describe(got)}, not a name"
+    if type(got) is not type(wanted) and str(got) == str(wanted):
+        return (f"reports its {key} as {describe(got)}, not as the {describe(wanted)}: "
+                "the types differ (a server must report a token id)")
+    return f"scores with {key} {describe(got)}"
