@@ -1,8 +1,10 @@
-"""The report's server-latency section: one table row per `engine: http` case (its load,
-what came back, latency percentiles) and one plot of every such case's latency CDF.
+"""The report's servers section: the servers mibench launched (what they are: command,
+arguments, version, package, source commit, start-up time, log), one table row per
+`engine: http` case (its load, what came back, latency percentiles) and one plot of every
+such case's latency CDF.
 
-Both take the report's rows (`tables.rows_of`) and return None when no case is an http
-case, so the section appears only for artifacts that hold one.
+Each takes the report's rows (`tables.rows_of`) and returns None when no case has what it
+shows, so the section appears only for artifacts that hold http cases.
 """
 
 from __future__ import annotations
@@ -54,6 +56,36 @@ def latency_table(rows: list[Row]) -> Table | None:
                  note="Latency: sending a request to its whole answer, answered requests "
                       "only (nearest-rank percentiles); req/s and items/s: answered "
                       "requests over the load's duration.")
+
+
+def servers_table(rows: list[Row]) -> Table | None:
+    """One row per server mibench launched (the cases that shared it listed by count):
+    its name and arguments, what it says its version is, its package's version in its
+    interpreter, its source's commit, start-up time, its log; the exact commands below."""
+    seen: dict[tuple, tuple[Row, int]] = {}
+    for r in rows:
+        s = r.case.server
+        if s is not None:
+            key = (r.run, tuple(s.command))
+            seen[key] = (seen.get(key, (r, 0))[0], seen.get(key, (r, 0))[1] + 1)
+    if not seen:
+        return None
+    out, commands = [], []
+    for r, n in seen.values():
+        s = r.case.server
+        args = ", ".join(f"{k}={v}" for k, v in s.args.items()) or "-"
+        source = s.source or {}
+        commit = (source.get("commit") or "")[:12] + ("+" if source.get("dirty") else "")
+        package = f"{s.package} {s.package_version or '?'}" if s.package else "-"
+        out.append([s.name or "-", args, str(s.reported.get("version") or "-"), package,
+                    commit or "-", f"{s.startup_s:.1f}", str(n), f"`{s.log}`"])
+        commands.append(" ".join(s.command))
+    note = "Started on a free loopback port, stopped after its cases and parity checks. " \
+           "Commands: " + "; ".join(f"`{c}`" for c in dict.fromkeys(commands))
+    return Table(header=["Server", "Arguments", "Reported version", "Package", "Source commit",
+                         "Start-up (s)", "Cases", "Log"], rows=out,
+                 align=["l", "l", "l", "l", "l", "r", "r", "l"],
+                 title="Servers mibench launched", note=note)
 
 
 def cdf_chart(rows: list[Row], path: Path) -> Path | None:

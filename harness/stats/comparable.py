@@ -3,7 +3,8 @@ compared at all (pure functions on records; the gate is harness/stats/compare.py
 
 A case's `measurement` is everything that must agree for a comparison to mean anything:
 the workload (every field), model, dtype, topology and hardware (on a CPU also the machine,
-core count and CPU model). `invalid` names what makes an artifact unusable: no cases, a
+core count and CPU model), and for a server its name, arguments (every `server_args`
+value, axes or not) and wire. `invalid` names what makes an artifact unusable: no cases, a
 duplicate case id, a run time that is not finite and > 0, summaries that disagree with the
 samples.
 """
@@ -36,6 +37,9 @@ def measurement(record: RunRecord, case: CaseRecord) -> dict[str, object]:
         if key == "requests" and isinstance(value, str) and value.startswith(root):
             value = value[len(root):]  # the same file in another checkout
         out[f"workload.{key}"] = value
+    for key in ("server", "server_args", "wire"):
+        if key in case.params:
+            out[key] = case.params[key]
     tp = case.topology.get("tp")
     out |= {"model": case.model.get("path"), "dtype": case.model.get("dtype"), "tp": tp,
             "mesh": case.topology.get("mesh_shape") or {"tp": tp}}
