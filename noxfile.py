@@ -91,11 +91,11 @@ def sglang_jax(session):
     requests, parity against torch, concurrency invariance) and its report in
     artifacts/sglang-jax-cpu/report.md, then the opt-in test tests/test_sglang_jax.py.
     Needs MIBENCH_SGLANG_JAX: the python of a venv built by
-    ../shared/peers/setup-sglang-jax.sh (skipped without it)."""
+    a venv with a CPU build of sglang-jax (skipped without it)."""
     import os
 
     if not os.environ.get("MIBENCH_SGLANG_JAX"):
-        session.skip("MIBENCH_SGLANG_JAX is not set (../shared/peers/setup-sglang-jax.sh VENV; "
+        session.skip("MIBENCH_SGLANG_JAX is not set (a venv with sglang-jax's CPU build: "
                      "export MIBENCH_SGLANG_JAX=VENV/bin/python)")
     _run_and_report(session, "configs/sglang-jax-cpu.yaml", "artifacts/sglang-jax-cpu")
     session.run("python", "-m", "pytest", "-q", "tests/test_sglang_jax.py", env=ENV)

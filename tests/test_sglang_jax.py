@@ -1,5 +1,6 @@
 """The real sglang-jax, launched by mibench (configs/sglang-jax-cpu.yaml): opt-in, when
-MIBENCH_SGLANG_JAX names the python of a venv built by ../shared/peers/setup-sglang-jax.sh
+MIBENCH_SGLANG_JAX names the python of a venv with a CPU build of sglang-jax (on the
+project's machines: ../shared/peers/setup-sglang-jax.sh VENV)
 (about 15 minutes to build, 10 minutes to run here). CI does not build it; `nox -s
 sglang_jax` runs this test and the config where it is installed.
 
