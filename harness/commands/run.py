@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 from mibench.errors import MibenchError
 from mibench.harness.commands.common import CaseGlobs, Sets, guarded, writable_folder
+from mibench.harness.run.progress import STYLES
 
 
 @guarded
@@ -32,7 +33,7 @@ def run(config: Path, out: Annotated[Path, typer.Option(help="Artifact folder.")
             help="Processes in the multi-process run.")] = None,
         process_id: Annotated[int | None, typer.Option(
             help="This process's index; process 0 writes the artifact.")] = None,
-        progress: Annotated[str, typer.Option(
+        progress: Annotated[Literal[STYLES], typer.Option(
             help="Progress on stderr: auto (a bar on a terminal, else lines), bar, "
                  "lines (one per case: CI logs) or none.")] = "auto",
         case: CaseGlobs = None):

@@ -142,8 +142,22 @@ def _option_field(option: Option) -> tuple:
 
 
 class _CaseHead(Strict):
+    """`engine` and its `mode`; an engine with one mode (http: single) needs no `mode`."""
+
     engine: str
     mode: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _only_mode(cls, data):
+        from mibench.engines import MODES
+
+        if isinstance(data, dict) and "mode" not in data:
+            modes = MODES.get(data.get("engine")) if isinstance(data.get("engine"), str) \
+                else None
+            if modes is not None and len(modes) == 1:
+                return {**data, "mode": next(iter(modes))}
+        return data
 
 
 
