@@ -208,3 +208,60 @@ def test_comparison_and_history_plots(tmp_path, pair):
                         [(9.0, 11.0), None, (11.0, 13.0)], [(2, -0.2)])
     path = plots.history_chart("cfg", [trend, trend], tmp_path / "h.png")
     assert path.read_bytes()[:8] == PNG
+
+
+# --- maintained libraries in place of hand-written parts: the figures did not change ------
+
+
+def _old_table(header, rows):
+    """report/console.py's hand-written table before rich's."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(r):
+        return "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def test_rich_console_tables_show_the_same_figures(pair):
+    from mibench.harness.report.console import table
+
+    _, new = pair
+    header = ["case", "status", "items/s", "ms/item"]
+    rows = [[c.case_id, c.status, f"{c.metrics.throughput_items_per_s.median:.2f}"
+             if c.metrics.throughput_items_per_s else "-", "1.5"] for c in new.cases]
+    def cells(text):
+        return [ln.split() for ln in text.splitlines() if not set(ln) <= set("-─ ")]
+    assert cells(table(header, rows)) == cells(_old_table(header, rows))
+    narrow = table(header, rows, width=60)  # a terminal of 60 columns: the ids wrap
+    assert max(len(ln) for ln in narrow.splitlines()) <= 60
+
+
+def test_numpy_percentiles_are_the_nearest_rank_ones():
+    import random
+
+    from mibench.harness.run.http_case import nearest_rank
+
+    rng = random.Random(7)
+    for n in (1, 2, 3, 10, 99, 100, 101, 1000):
+        values = [rng.lognormvariate(0, 1) for _ in range(n)]
+        ordered = sorted(values)
+        for p in (50, 90, 99, 100):
+            assert nearest_rank(values, p) == ordered[max(1, math.ceil(p / 100 * n)) - 1]
+
+
+def test_the_report_names_the_peak_and_mfu_has_one_decimal(pair):
+    from mibench.harness.report.tables import results_matrix
+
+    _, new = pair
+    t = results_matrix(rows_of([new]))
+    assert "peak bfloat16 918 TFLOP/s (vendor)" in t.note
+    mfu = [r[t.header.index("MFU")] for r in t.rows]
+    assert all(re.fullmatch(r"\d+\.\d%|<0\.1%|-", m) for m in mfu) and "0.4%" in mfu
+    busy = new.model_copy(deep=True)
+    busy.provenance.devices.peak_flops = {}
+    busy.provenance.devices.peak_source = "unknown, so MFU is not computed: ..."
+    for c in busy.cases:
+        c.metrics.mfu = None
+    t = results_matrix(rows_of([busy]))
+    assert "peak unknown, so MFU is unknown (unknown, so MFU is not computed" in t.note

@@ -58,6 +58,7 @@ def run_config(config_path: Path, options) -> int:
     from mibench.harness.config import load_config
     from mibench.harness.report.console import render_summary
     from mibench.harness.run.plan import make_plan
+    from mibench.harness.run.progress import announce
     from mibench.harness.run.runner import artifact_path, exit_code, run
 
     config = load_config(config_path, options.sets)
@@ -76,6 +77,9 @@ def run_config(config_path: Path, options) -> int:
     if writer and (resume is None or Path(resume).is_file()):  # else: "no such artifact"
         writable_folder(folder, "--resume" if resume else "--out")
     plan = plan.in_processes(writer=writer, workers=not multi_process)
+    if writer:
+        announce(options.progress, f"{config.name}: {len(plan.cases)} case(s); probing the "
+                 "devices, then each engine group's worker loads its model and compiles")
     try:  # a multi-process run's processes score in-process: the mesh spans them
         record = run(plan)
     except KeyboardInterrupt:
