@@ -381,8 +381,7 @@ SMALL = ["--set", "model.path=embedded:tiny", "--set", "workload.query_tokens=64
 def test_shipped_tpu_configs_compile_small(tmp_path, libtpu_path, config, target, extend):
     out = mibench("compile", CONFIGS / config, "--target", target, *SMALL,
                   "--set", f"cases.{extend}.extend_batch_size=4",
-                  "--set", f"cases.{extend}.precompile_bs=[1,4]", "--out", tmp_path / "out",
-                  env={"MIBENCH_COMPILE_UNROLLED": "0"})  # the fit, not the FLOPs ratio
+                  "--set", f"cases.{extend}.precompile_bs=[1,4]", "--out", tmp_path / "out")
     assert out.returncode == 0, out.stdout + out.stderr
     data, cases = artifact(tmp_path / "out")
     chips = data["target"]["chips"]

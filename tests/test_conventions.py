@@ -106,3 +106,15 @@ def test_validate_takes_several_configs(tmp_path):
     assert "== " in result.output and "cpu-smoke: " in result.output
     result = CliRunner().invoke(app, ["validate", str(configs / "cpu-smoke.yaml"), str(bad)])
     assert result.exit_code == 2 and "cpu-smoke: " in result.output and "bad.yaml" in result.output
+
+
+def test_a_distribution_with_one_kind_needs_no_dist(tmp_path):
+    config = load_config(write_config(tmp_path, """
+        name: dist
+        model: {path: "embedded:tiny"}
+        workload: {query_tokens: 8, num_items: 2, item_tokens: {min: 2, max: 4},
+                   label_token_ids: [198]}
+        cases: [{engine: jax, mode: single}]
+    """))
+    (case,) = expand(config)
+    assert case.workload.item_tokens == (2, 4)

@@ -36,9 +36,10 @@ __all__ = ["Config", "ConfigError", "Case", "Workload", "WorkloadFields"]
 
 
 class Dist(Strict):
-    """Item lengths drawn uniformly from [min, max] (inclusive)."""
+    """Item lengths drawn uniformly from [min, max] (inclusive); `dist: uniform`, the one
+    distribution, may be left out."""
 
-    dist: Literal["uniform"]
+    dist: Literal["uniform"] = "uniform"
     min: PositiveInt
     max: PositiveInt
 
