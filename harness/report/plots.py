@@ -292,7 +292,7 @@ def history_chart(title: str, trends: list[Trend], path: Path,
             ax.axvline(index - 0.5, color=col, ls="--", lw=1.2)
             ax.text(index - 0.45, top * 1.2, f"{change:+.0%} time", color=col, fontsize=7,
                     va="top")
-        step = max(1, -(-len(t.labels) // 10))  # at most about 10 commit labels a panel
+        step = max(1, -(-len(t.labels) // 16))  # every commit up to 16 points a panel
         ticks = list(range(0, len(t.labels), step))
         ax.set_xticks(ticks, [t.labels[i] for i in ticks], rotation=35, ha="right",
                       fontsize=6.5)
