@@ -228,4 +228,4 @@ def commit_table(comparisons: list[Comparison]) -> Table | None:
     for comp in comparisons:
         header += [f"{comp.new} ms/item", "Time change [interval]", "Evidence", "Verdict"]
     return Table(header, body, ["l", "r"] + ["r", "r", "l", "l"] * len(comparisons),
-                 note=fmt.CONVENTION)
+                 note=fmt.CONVENTION).lift_constant(["Evidence"])

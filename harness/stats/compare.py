@@ -60,8 +60,7 @@ from mibench.harness.stats.significance import (
 
 DEFAULT_THRESHOLD = 0.05
 MIN_RUNS = 3
-DECIDE = ("`mibench ab` (paired rounds), more `runs.processes` or `--noise-from` an A/A "
-          "folder would decide it")
+DECIDE = "`mibench ab`, more `runs.processes` or `--noise-from` would decide it"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,8 +217,8 @@ def timing_verdict(ratio: float, low: float, high: float, significant: bool,
     if -threshold <= lo and hi <= threshold:
         return "unchanged", f"the {level} interval lies within +-{threshold:.0%}"
     where = ("beyond the threshold, within the noise" if abs(change) > threshold
-             else f"within {threshold:.0%}, but the interval reaches beyond it")
-    return "inconclusive", f"{where} ({level} interval {lo:+.1%} to {hi:+.1%}); {DECIDE}"
+             else f"within {threshold:.0%}, but its {level} interval reaches beyond")
+    return "inconclusive", f"{where}; {DECIDE}"
 
 
 def speed_test(first: CaseRecord, second: CaseRecord, floor: float,
