@@ -1,5 +1,6 @@
 """Developer sessions: `nox -s tests`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
-`nox -s overhead`, `nox -s calibrate`, `nox -s nightly`, `nox -s compile`."""
+`nox -s overhead`, `nox -s calibrate`, `nox -s nightly`, `nox -s compile`,
+`nox -s serve_smoke`, `nox -s sglang_jax`."""
 
 import nox
 
@@ -77,66 +78,46 @@ def smoke(session):
 
 @nox.session(python="3.11")
 def serve_smoke(session):
-    """`mibench serve` on a free port of 127.0.0.1, the `http` engine against it and the
-    `jax` engine in process on the same workload (configs/serve-smoke.yaml), then the report
-    of both side by side (artifacts/serve-smoke/report.md); the server is stopped with
-    Ctrl-C (SIGINT) at the end, whatever happened. Extra arguments go to `mibench run`."""
-    import json
+    """`mibench serve` launched by mibench on a free port of 127.0.0.1 (configs/serve-smoke
+    .yaml), the `http` engine against it and the `jax` engine in process on the same
+    workload, then the report of both side by side (artifacts/serve-smoke/report.md).
+    Extra arguments go to `mibench run`."""
+    _run_and_report(session, "configs/serve-smoke.yaml", "artifacts/serve-smoke")
+
+
+@nox.session(python="3.11")
+def sglang_jax(session):
+    """sglang-jax launched by mibench (configs/sglang-jax-cpu.yaml: 1 and 16 running
+    requests, parity against torch, concurrency invariance) and its report in
+    artifacts/sglang-jax-cpu/report.md, then the opt-in test tests/test_sglang_jax.py.
+    Needs MIBENCH_SGLANG_JAX: the python of a venv built by
+    ../shared/peers/setup-sglang-jax.sh (skipped without it)."""
     import os
-    import shutil
-    import signal
-    import socket
-    import subprocess
-    import time
-    import urllib.request
+
+    if not os.environ.get("MIBENCH_SGLANG_JAX"):
+        session.skip("MIBENCH_SGLANG_JAX is not set (../shared/peers/setup-sglang-jax.sh VENV; "
+                     "export MIBENCH_SGLANG_JAX=VENV/bin/python)")
+    _run_and_report(session, "configs/sglang-jax-cpu.yaml", "artifacts/sglang-jax-cpu")
+    session.run("python", "-m", "pytest", "-q", "tests/test_sglang_jax.py", env=ENV)
+
+
+def _run_and_report(session, config: str, folder: str) -> None:
+    """`mibench run CONFIG --out FOLDER` (exit 3, a failed case or parity check, is
+    recorded: reported, then the session fails), then the report of the new artifact."""
+    import json
     from pathlib import Path
 
     _install(session)
-    with socket.socket() as s:  # a free port: bound, then released for the server
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
-    out = Path("artifacts/serve-smoke")
-    out.mkdir(parents=True, exist_ok=True)
-    log = open(out / "serve.log", "w")  # noqa: SIM115 - open while the server runs
-    bins = session.bin_paths  # None under --no-venv: the mibench on PATH
-    exe = (shutil.which("mibench", path=os.pathsep.join(bins)) if bins else None) or "mibench"
-    server = subprocess.Popen(
-        [exe, "serve", "--model",
-         "embedded:tiny", "--mode", "single", "--delimiter", "151643", "--port", str(port)],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **ENV})
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=5) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                session.error(f"mibench serve did not start (see {out / 'serve.log'})")
-            time.sleep(0.5)
-        before = set(out.glob("*.json"))
-        session.run("mibench", "run", "configs/serve-smoke.yaml", "--out", str(out),
-                    "--set", f"cases.1.base_url={url}", *session.posargs, env=ENV,
-                    success_codes=[0, 3])
-    finally:
-        if server.poll() is None:
-            server.send_signal(signal.SIGINT)
-            try:
-                server.wait(60)
-            except subprocess.TimeoutExpired:
-                server.kill()
-        log.close()
+    out = Path(folder)
+    before = set(out.glob("*.json"))
+    session.run("mibench", "run", config, "--out", str(out), *session.posargs, env=ENV,
+                success_codes=[0, 3])
     new = max(set(out.glob("*.json")) - before, key=lambda p: p.stat().st_mtime)
     session.run("mibench", "report", str(new), "--out", str(out / "report.md"), env=ENV)
-    failed = [c["case_id"] for c in json.loads(new.read_text())["cases"] if c["status"] != "ok"]
-    if failed:
-        session.error(f"cases not ok: {', '.join(failed)} (see {new})")
-    if server.returncode != 0:
-        session.error(f"mibench serve exited {server.returncode} on SIGINT (see "
-                      f"{out / 'serve.log'})")
+    data = json.loads(new.read_text())
+    failed = [c["case_id"] for c in data["cases"] if c["status"] == "failed"]
+    if failed or (data.get("parity") or {}).get("passed") is False:
+        session.error(f"failed cases {failed} or parity checks (see {out / 'report.md'})")
 
 
 @nox.session(python="3.11")

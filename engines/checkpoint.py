@@ -225,11 +225,6 @@ def scan_weights(folder: Path) -> dict[str, TensorInfo]:
     return infos
 
 
-def weight_files(folder: Path) -> dict[str, Path]:
-    """Tensor name -> file, from model.safetensors.index.json or the lone safetensors file."""
-    return {name: info.file for name, info in scan_weights(folder).items()}
-
-
 def expected_tensors(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
     """Every tensor the config implies, with its shape as stored (Hugging Face layout)."""
     v, d = cfg.vocab_size, cfg.hidden_size

@@ -1,6 +1,7 @@
 """The engine contract: everything the harness may ask of an engine (the JAX engine, the
-PyTorch reference, the test fake and, later, an `http` engine). The harness reaches an
-engine only through `load_engine` and these members, never through its internals."""
+PyTorch reference, the `http` engine in front of a server, and the test fake). The
+harness reaches an engine only through `load_engine` and these members, never through its
+internals."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ class JaxEngine:
         self.model_config, np_params = load_params(self.folder)
         self.cfg, np_params = fit_kv_heads(self.model_config, np_params, tp)
         placed = place_params(np_params, jnp.dtype(dtype), self.shard)
-        self.module = Decoder(self.cfg, placed, jnp.dtype(dtype))
+        self.module = Decoder(self.cfg, placed)
         self.params = self.module.weights()
         self.compiled: set = set()  # shapes a mode has precompiled on this engine
         self.platform = jax.devices()[0].platform  # cpu, gpu or tpu

@@ -159,19 +159,19 @@ def vocab_logsumexp(h_rd, head_vd, block: int = 2048, row_block: int = 512):
 
 
 class Decoder(nnx.Module):
-    """Thin parameter shell: holds the weights as nnx.Params in the engine layout."""
+    """Thin parameter shell: holds the weights, already cast and placed on their devices
+    (sharding.place_params), as nnx.Params in the engine layout; nothing is copied."""
 
-    def __init__(self, cfg: ModelConfig, params: dict, dtype):
+    def __init__(self, cfg: ModelConfig, placed: dict):
         self.cfg = cfg
-        self.embed = nnx.Param(jnp.asarray(params["embed"], dtype))
-        self.final_norm = nnx.Param(jnp.asarray(params["final_norm"], dtype))
-        self.lm_head = (nnx.Param(jnp.asarray(params["lm_head"], dtype))
-                        if "lm_head" in params else None)
-        self.layers = nnx.Dict({k: nnx.Param(jnp.asarray(v, dtype))
-                                for k, v in params["layers"].items()})
+        self.embed = nnx.Param(placed["embed"])
+        self.final_norm = nnx.Param(placed["final_norm"])
+        self.lm_head = nnx.Param(placed["lm_head"]) if "lm_head" in placed else None
+        self.layers = nnx.Dict({k: nnx.Param(v) for k, v in placed["layers"].items()})
 
     def weights(self) -> dict:
-        """The parameters as a plain pytree, for the jitted module-level functions."""
+        """The parameters as a plain pytree (the same arrays), for the jitted module-level
+        functions."""
         w = {"embed": self.embed[...], "final_norm": self.final_norm[...],
              "layers": {k: v[...] for k, v in self.layers.items()}}
         if self.lm_head is not None:

@@ -8,9 +8,12 @@ that the tp size does not divide stays replicated (correct, only less parallel):
 `tiny` preset's 4 query heads at tp 8. When the KV heads do not divide by tp, each is
 repeated r times (K' = K * r, the smallest multiple that tp divides while K' <= N), as
 serving engines do, which leaves every query head reading the same keys and values.
-Activations and the KV cache follow the weights through XLA's sharding propagation (no
-explicit constraints yet: correct everywhere, to be pinned where a TPU profile shows
-resharding).
+Activations and the KV cache follow the weights through XLA's sharding propagation; their
+layouts are named below (bonsai's way: the letters are the axes, B batch, T tokens, D
+hidden, N query heads, K KV heads, H head dim, F MLP hidden, L layers, P prefix), and a test
+checks that what comes out of the compiled programs is placed so (tests/test_placement.py).
+No explicit constraint pins them yet: correct everywhere, to be pinned where a TPU profile
+shows resharding.
 """
 
 from __future__ import annotations
@@ -27,8 +30,14 @@ from mibench.errors import TopologyUnavailable
 
 AXIS = "tp"
 
+# named layouts over the mesh axis (PartitionSpecs; without a mesh nothing is sharded)
+ACT_BTD = PartitionSpec()  # hidden states between layers: replicated
+ACT_BTNH = PartitionSpec(None, None, AXIS, None)  # queries (keys, values: BTKH) by head
+ACT_BTF = PartitionSpec(None, None, AXIS)  # the MLP's gate and up activations by column
+KV_L1PKH = PartitionSpec(None, None, None, AXIS, None)  # the prefix KV cache by KV head
 
-# stacked layer weight -> which axis (after the leading L axis) is split over "tp"
+
+# stacked layer weight [L, ...] -> the array axis split over "tp" (wq [L, D, N*H]: 2)
 LAYER_SPLIT = {"wq": 2, "wk": 2, "wv": 2, "w_gate": 2, "w_up": 2, "bq": 1, "bk": 1, "bv": 1,
                "wo": 1, "w_down": 1}
 

@@ -276,3 +276,15 @@ def test_the_timing_loop_records_the_timed_calls_peak_rise():
 
     timings = measure(touch_200mb, RunPlan(warmup=0, timed=2), Timings())
     assert len(timings.timed_s) == 2 and timings.peak_rise_bytes >= 150 * MiB
+
+
+@pytest.mark.slow
+def test_http_overhead_job_times_both_paths_on_the_same_scores():
+    """`mibench job http-overhead`: the launched server and the in-process engine answer the
+    same request with the same scores; both paths are timed."""
+    from mibench.harness.jobs import http_overhead
+
+    out = http_overhead.main(calls=3)
+    assert out["max_abs_diff"] == 0.0
+    assert out["in_process_ms"] > 0 and out["http_ms"] > 0 and out["client_cpu_ms"] > 0
+    assert out["ratio"] == pytest.approx(out["http_ms"] / out["in_process_ms"])

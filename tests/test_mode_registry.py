@@ -81,3 +81,13 @@ def test_every_declared_mode_has_its_parts():
                 mode.check(example)
             assert mode.num_tokens(9, [3, 3, 3, 3], {}, "delimited") >= 12
             assert mode.host_bytes(shape, {})["token lists"] > 0
+
+
+def test_the_flax_shell_holds_the_placed_weights_without_a_copy(jax_tiny):
+    """The engine's parameter pytree is the very arrays the nnx.Params hold."""
+    import jax
+
+    pairs = zip(jax.tree.leaves(jax_tiny.params), jax.tree.leaves(jax_tiny.module.weights()),
+                strict=True)
+    assert all(a is b for a, b in pairs)
+    assert jax_tiny.module.embed[...] is jax_tiny.params["embed"]

@@ -53,7 +53,7 @@ cases:
     mode: single
     launch:
       name: fake
-      command: ["{python}", "-m", "fakeserver", "{port}"]
+      command: ["{python}", "-m", "fakeserver", "{port}", "MARKER"]
       ready: {path: /get_server_info, timeout_s: 30}
       stop: {grace_s: 2}
       repo_path: "."
@@ -67,6 +67,16 @@ def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c",
                            "user.email=t@localhost", *args], check=True, capture_output=True,
                           text=True).stdout.strip()
+
+
+def marker(tmp_path) -> str:
+    return f"mibench-ab-{tmp_path.name}"
+
+
+def servers_running(tmp_path) -> list[int]:
+    from test_launch import processes_with
+
+    return processes_with(marker(tmp_path))
 
 
 @pytest.fixture
@@ -85,7 +95,7 @@ def server_repo(tmp_path):
 
 def ab(tmp_path, *args) -> tuple[int, str]:
     config = tmp_path / "c.yaml"
-    config.write_text(CONFIG)
+    config.write_text(CONFIG.replace("MARKER", marker(tmp_path)))
     result = CliRunner().invoke(app, ["ab", *args[:2], str(config), "--out",
                                       str(tmp_path / "out"), *args[2:]])
     return result.exit_code, result.output
@@ -101,6 +111,7 @@ def test_a_slower_server_revision_is_a_regression_and_a_a_is_not(tmp_path, serve
     code, out = ab(tmp_path, "HEAD~1", "HEAD~1", "--server-repo", str(server_repo),
                    "--rounds", "3")
     assert code == 0, out
+    assert servers_running(tmp_path) == []  # both sides' servers stopped after each A/B
     from mibench.harness.records import read_ab
 
     (record,) = [r for r in map(read_ab, (tmp_path / "out").glob("ab-server-*.json"))
@@ -123,6 +134,7 @@ def test_two_interpreters_and_bad_sides_are_one_line(tmp_path, server_repo):
 
 def test_two_interpreters_a_a(tmp_path, server_repo):
     config = textwrap.dedent(CONFIG).replace('repo_path: "."', f"cwd: {server_repo}")
+    config = config.replace("MARKER", marker(tmp_path))
     (tmp_path / "c.yaml").write_text(config)
     result = CliRunner().invoke(app, ["ab", "old", "new", str(tmp_path / "c.yaml"), "--out",
                                       str(tmp_path / "out"), "--rounds", "3",

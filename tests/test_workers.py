@@ -26,9 +26,11 @@ cases:
 """
 
 
-def run_with(tmp_path, trouble):
+def run_with(tmp_path, trouble, timeout_s: float = 60):
+    """CONFIG with `trouble` in the packed case's calls; a generous timeout unless the
+    trouble is a hang (a starved machine must not time out a trivial case)."""
     factory = functools.partial(FakeEngine, on_mode={"packed": trouble})
-    config = load_config(write_config(tmp_path, CONFIG))
+    config = load_config(write_config(tmp_path, CONFIG), [f"runs.timeout_s={timeout_s}"])
     record = run(plan_of(config, out=tmp_path / "out", progress=False, engine_factory=factory,
                          peak=fixed_peak(), workers=True))
     return {c.mode: c for c in record.cases}
@@ -40,7 +42,8 @@ def run_with(tmp_path, trouble):
     (testing.hang_in_native_code, "exceeded runs.timeout_s=1"),
 ])
 def test_a_dying_worker_fails_its_case_and_the_run_goes_on(tmp_path, trouble, cause):
-    cases = run_with(tmp_path, trouble)
+    hangs = trouble is testing.hang_in_native_code
+    cases = run_with(tmp_path, trouble, 1 if hangs else 60)
     assert cases["packed"].status == "failed"
     assert cause in cases["packed"].error.message, cases["packed"].error.message
     assert cases["packed"].error.type == "WorkerDied"

@@ -2,7 +2,8 @@
 turns, so the k-th timed call of one side runs right next to the k-th of the other.
 
 Each side's worker runs the ordinary case (`run_case`, the one timing loop) paced: before
-its first call and after each call it waits for the parent's go (harness/run/worker.py).
+its first call and after each call it waits for the parent's go (the remote engine's paced
+stepping: `start_case`, `next_event`, `go`; harness/run/worker.py).
 The parent lets one side make one call, then the other, in the order A B, B A, A B, ...
 (so neither side is always first). A load that comes and goes on a scale of seconds (a
 neighbour's job, a frequency change) then falls on both calls of a pair, and the paired
@@ -21,7 +22,7 @@ import dataclasses
 from mibench.harness.config.cases import CaseSpec
 from mibench.harness.records import CaseRecord
 from mibench.harness.run.case import failed_record
-from mibench.harness.run.worker import Worker, WorkerPool
+from mibench.harness.run.worker import RemoteEngine, WorkerPool
 
 
 def lockstep(case: CaseSpec, pools: dict[str, WorkerPool], order: list[str]
@@ -32,40 +33,38 @@ def lockstep(case: CaseSpec, pools: dict[str, WorkerPool], order: list[str]
     if runs.timeout_s:  # a paced worker's clock also runs while the other side calls
         case = dataclasses.replace(case, runs=dataclasses.replace(
             runs, timeout_s=runs.timeout_s * len(pools)))
-    workers: dict[str, Worker] = {}
+    engines: dict[str, RemoteEngine] = {}
     records: dict[str, CaseRecord] = {}
     for name in order:  # both start side by side (untimed)
         pools[name].spawn(case.engine_key)
     for name in order:
         try:
-            engine = pools[name].get(case.engine_key)
-            workers[name] = engine.worker
-            engine.worker.max_rss = case.runs.max_rss
-            engine.worker.send("case", case, None, True, timeout_s=case.runs.timeout_s)
+            engines[name] = pools[name].get(case.engine_key)
+            engines[name].start_case(case, None, paced=True)
         except Exception as e:
             records[name] = failed_record(case, e)
-            workers.pop(name, None)
+            engines.pop(name, None)
             pools[name].discard(case.engine_key)
-    active = [name for name in order if name in workers]
+    active = [name for name in order if name in engines]
     for name in list(active):  # each side builds its engine, then waits before its first call
-        _step(name, workers, records, active, pools, case, first=True)
+        _await_side(name, engines, records, active, pools, case, first=True)
     turn = 0
     while active:
         for name in (active if turn % 2 == 0 else active[::-1]):
             if name in active:
-                workers[name].go()
-                _step(name, workers, records, active, pools, case)
+                engines[name].go()
+                _await_side(name, engines, records, active, pools, case)
         turn += 1
     return records
 
 
-def _step(name: str, workers: dict[str, Worker], records: dict[str, CaseRecord],
-          active: list[str], pools: dict[str, WorkerPool], case: CaseSpec,
-          first: bool = False) -> None:
-    """Wait for the side's next message: it is waiting again (a tick, or `measuring` before
+def _await_side(name: str, engines: dict[str, RemoteEngine], records: dict[str, CaseRecord],
+                active: list[str], pools: dict[str, WorkerPool], case: CaseSpec,
+                first: bool = False) -> None:
+    """Wait for the side's next event: it is waiting again (a tick, or `measuring` before
     its first call), or it finished (its record) or failed."""
     try:
-        kind, payload = workers[name].next_event()
+        kind, payload = engines[name].next_event()
         if kind == "done":
             records[name] = CaseRecord.model_validate(payload)
             active.remove(name)

@@ -12,6 +12,7 @@ log ratios. Scores of the first round are compared as log scores.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import secrets
 import statistics
@@ -30,7 +31,7 @@ from mibench.harness.records.ab import (
     ABRecord,
     CostCheck,
     RoundSample,
-    ScoreCheck,
+    ScoresMoved,
     Side,
     Timing,
 )
@@ -65,7 +66,7 @@ def judge(case: ABCase, first_scores: dict, alpha: float, min_effect: float,
         found = max_log_diff(first_scores["base"], first_scores["new"])
         worst = found[0] if found is not None else None
         tol = SCORE_TOL.get(case.dtype, max(SCORE_TOL.values()))
-        case.scores = ScoreCheck(max_log_diff=worst, tolerance=tol,
+        case.scores = ScoresMoved(max_log_diff=worst, tolerance=tol,
                                  moved=worst is None or worst > tol)
     if not base_ok:
         case.verdict, case.why = "untested", "the base revision failed every round"
@@ -81,22 +82,41 @@ def judge(case: ABCase, first_scores: dict, alpha: float, min_effect: float,
         case.why = test.line()
 
 
-def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path, *,
-           rounds: int = 5, case_glob: list[str] | str | None = None, out: Path | None = None,
-           argv: list[str] | None = None, alpha: float | None = None,
-           min_effect: float | None = None, interleave: bool | None = None,
-           target=None, cost_threshold: float = 0.05,
-           note: Callable[[str], None] = lambda line: print(line, file=sys.stderr)
+@dataclasses.dataclass(frozen=True)
+class ABOptions:
+    """How an A/B run measures and judges: `rounds`; `case_glob` (globs on case ids, a
+    union); `out` (the artifact's folder; None: not written); `argv` (for the provenance);
+    the paired test's `alpha` and `min_effect` (None: stats/paired.py's); `interleave`
+    (the sides' calls alternate within a round; None: where JAX runs on the CPU); `target`
+    (a CompileTarget: also compile the JAX cases at both revisions for that TPU slice and
+    gate their compiled cost, ab/costs.py, at `cost_threshold`)."""
+
+    rounds: int = 5
+    case_glob: list[str] | str | None = None
+    out: Path | None = None
+    argv: list[str] | None = None
+    alpha: float | None = None
+    min_effect: float | None = None
+    interleave: bool | None = None
+    target: object = None
+    cost_threshold: float = 0.05
+
+
+def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
+           options: ABOptions | None = None,
+           note: Callable[[str], None] = lambda line: print(line, file=sys.stderr), **kw
            ) -> tuple[ABRecord, Path | None]:
     """Measure the selected cases of `config` at both revisions; returns the record and
-    its artifact path (written after every engine group, atomically). `interleave`: the
-    sides' calls alternate within a round (default: where JAX runs on the CPU). `target`
-    (a CompileTarget): also compile the JAX cases at both revisions for that TPU slice and
-    gate their compiled cost (ab/costs.py) at `cost_threshold`."""
+    its artifact path (written after every engine group, atomically). `options`: an
+    ABOptions, or its fields as keywords."""
     from mibench.harness.stats import paired
 
-    alpha = paired.ALPHA if alpha is None else alpha
-    min_effect = paired.MIN_EFFECT if min_effect is None else min_effect
+    o = options or ABOptions(**kw)
+    rounds, case_glob, out, argv, interleave = o.rounds, o.case_glob, o.out, o.argv, \
+        o.interleave
+    target, cost_threshold = o.target, o.cost_threshold
+    alpha = paired.ALPHA if o.alpha is None else o.alpha
+    min_effect = paired.MIN_EFFECT if o.min_effect is None else o.min_effect
     if rounds < 1:
         raise MibenchError(f"must be at least 1, got {rounds}", field="--rounds")
     cases = select_cases(expand(config), case_glob)
@@ -160,7 +180,7 @@ def with_cost(case: ABCase, cost: CostCheck | None) -> None:
     case.verdict = "regression"
 
 
-def _keep(rec: CaseRecord, case: CaseSpec, side: Revision, name: str, r: int, first: bool,
+def _record_sample(rec: CaseRecord, case: CaseSpec, side: Revision, name: str, r: int, first: bool,
           by_id: dict, scores: dict, note: Callable[[str], None]) -> None:
     sample = _sample(rec, r, first)
     getattr(by_id[case.case_id], name).append(sample)
@@ -177,7 +197,7 @@ def _round(group: list[CaseSpec], side: Revision, name: str, r: int, first: bool
     try:
         for case in group:
             rec = run_in_worker(case, pool, lambda dtype: None, lambda label: None)
-            _keep(rec, case, side, name, r, first, by_id, scores, note)
+            _record_sample(rec, case, side, name, r, first, by_id, scores, note)
     finally:
         pool.close()
 
@@ -195,7 +215,7 @@ def _interleaved(group: list[CaseSpec], sides: dict[str, Revision], order: list[
             else:
                 recs = lockstep(case, pools, order)
             for position, name in enumerate(order):
-                _keep(recs[name], case, sides[name], name, r, position == 0, by_id, scores,
+                _record_sample(recs[name], case, sides[name], name, r, position == 0, by_id, scores,
                       note)
     finally:
         for pool in pools.values():

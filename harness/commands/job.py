@@ -4,6 +4,7 @@ calls the job's plain function (imported on call, so `mibench --help` stays ligh
     mibench job gpu --out DIR [--budget-s 420] [--dry-run]
     mibench job overhead [CONFIG] [--rounds 3] [--set key=value] [--out FILE.json]
     mibench job calibrate --out DIR [--trials 20] [--rounds 5] [--no-load]
+    mibench job http-overhead [--calls 40]
 
 On a machine without the console script: `python -m mibench.harness.cli job ...`.
 """
@@ -53,6 +54,17 @@ def overhead(config: Annotated[Path | None, typer.Argument(
     from mibench.harness.jobs import overhead as job
 
     job.main(config if config is not None else job.CONFIG, rounds, set_ or [], out)
+
+
+@job_app.command("http-overhead")
+@guarded
+def http_overhead(calls: Annotated[int, typer.Option(help="Alternating pairs of calls "
+                                                         "timed.")] = 40):
+    """What the http path adds to a call of the same engine: mibench serve, launched, vs
+    the JAX engine in process, one request at a time; JSON on stdout."""
+    from mibench.harness.jobs import http_overhead as job
+
+    job.report(calls)
 
 
 @job_app.command("calibrate")

@@ -23,8 +23,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from mibench.engines import MODES, PART_OPTION, MibenchError, Mode, Shape, model_facts
 from mibench.harness.config.matrix import CaseSpec, workload_specs
 from mibench.harness.config.spec import Config, Workload
@@ -252,13 +250,10 @@ def parity_workload(config: Config) -> Workload | None:
     """The parity workload (parity.workload over the workload), validated."""
     if config.parity is None or config.parity.workload is None:
         return None
-    merged = {**config.workload.model_dump(exclude_unset=True),
-              **config.parity.workload.model_dump(exclude_unset=True)}
     try:
-        return Workload.model_validate(merged)
-    except ValidationError as e:
-        why = e.errors()[0]["msg"].removeprefix("Value error, ")
-        raise config.error(("parity", "workload"), why) from None
+        return config.workload.patched(config.parity.workload)
+    except ValueError as e:
+        raise config.error(("parity", "workload"), str(e)) from None
 
 
 def check_config(config: Config, cases: list[CaseSpec]) -> None:

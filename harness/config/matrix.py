@@ -16,8 +16,6 @@ import dataclasses
 import fnmatch
 import itertools
 
-from pydantic import ValidationError
-
 from mibench.engines import MODES, OPTIONS, WIRES, MibenchError, parse_base_url
 from mibench.harness.config.cases import CaseSpec, HttpPlan, LaunchSpec, RunPlan
 from mibench.harness.config.spec import HTTP_FIELDS, Case, Config, Workload
@@ -98,15 +96,10 @@ def check_http(config: Config, i: int, case: Case) -> None:
 
 
 def _workload(config: Config, case: Case, i: int) -> Workload:
-    if case.workload is None:
-        return config.workload
-    merged = {**config.workload.model_dump(exclude_unset=True),
-              **case.workload.model_dump(exclude_unset=True)}
     try:
-        return Workload.model_validate(merged)
-    except ValidationError as e:
-        why = e.errors()[0]["msg"].removeprefix("Value error, ")
-        raise config.error(("cases", i, "workload"), why) from None
+        return config.workload.patched(case.workload)
+    except ValueError as e:
+        raise config.error(("cases", i, "workload"), str(e)) from None
 
 
 def workload_specs(w: Workload) -> list[tuple[dict, WorkloadSpec]]:

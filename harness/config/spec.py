@@ -22,6 +22,7 @@ from pydantic import (
     PositiveFloat,
     PositiveInt,
     PrivateAttr,
+    ValidationError,
     create_model,
     field_validator,
     model_validator,
@@ -107,6 +108,17 @@ class Workload(WorkloadFields):
             missing = [k for k in generated if k not in given]
             raise ValueError(f"{', '.join(missing)} required (or requests: FILE.jsonl)")
         return self
+
+    def patched(self, patch: WorkloadFields | None) -> Workload:
+        """This workload with the keys `patch` sets over it (a case's or parity's), valid;
+        a ValueError saying why when the result is not a workload."""
+        if patch is None:
+            return self
+        merged = {**self.model_dump(exclude_unset=True), **patch.model_dump(exclude_unset=True)}
+        try:
+            return Workload.model_validate(merged)
+        except ValidationError as e:
+            raise ValueError(e.errors()[0]["msg"].removeprefix("Value error, ")) from None
 
 
 class RunsPatch(Strict):

@@ -53,7 +53,7 @@ class Timing(Record):
     round_log_ratios: list[float] = []
 
 
-class ScoreCheck(Record):
+class ScoresMoved(Record):
     """The first round's scores of both sides, compared as log scores."""
 
     max_log_diff: float | None
@@ -87,7 +87,7 @@ class ABCase(Record):
     base: list[RoundSample] = []
     new: list[RoundSample] = []
     timing: Timing | None = None
-    scores: ScoreCheck | None = None
+    scores: ScoresMoved | None = None
     cost: CostCheck | None = None  # compiled for the record's compile_target (JAX cases)
     # a server A/B (mibench ab --server-repo): each side's launched server
     servers: dict[str, ServerInfo] = {}

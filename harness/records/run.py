@@ -35,12 +35,12 @@ class Metrics(Record):
     latency_per_item_ms: Summary | None = None
     total_s: Summary | None = None  # wall time of one run (all items)
     tokens_per_s: float | None = None  # workload tokens (query once + items) / median time
-    useful_flops: float | None = None  # minimal work of one run (harness.metrics)
+    useful_flops: float | None = None  # minimal work of one run (harness/stats/metrics.py)
     peak_flops: float | None = None  # the peak `mfu` divides by (per chip x tp)
     mfu: float | None = None  # useful_flops / (median time x peak_flops)
     peak_memory_bytes: int | None = None
     peak_memory_source: str | None = None  # "device" (memory_stats), "rss" (sampled in case)
-    score_digest: str | None = None  # sha256 of the first call's scores (harness.metrics)
+    score_digest: str | None = None  # sha256 of the first call's scores (stats/metrics.py)
     # the largest rise of the resident set during one timed call, above its level just
     # before the call (what the call itself allocates on the host)
     peak_rss_rise_bytes: int | None = None

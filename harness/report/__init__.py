@@ -1,5 +1,5 @@
 """`mibench report`: a Markdown report of one or more artifacts (Jinja2 template
-`harness/templates/report.md.j2`), PNG plots beside it.
+`harness/report/templates/report.md.j2`), PNG plots beside it.
 
 `build_context` gathers the tables (pure: records in, a dict out); `render` fills the
 template; `write_report` does both and draws the plots. Each section is present only when

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from mibench.errors import Unavailable
 from mibench.harness.config.cases import CaseSpec
-from mibench.harness.records import CaseRecord, ErrorInfo
+from mibench.harness.records import CaseRecord, ErrorInfo, Metrics
 from mibench.harness.run import memory
 from mibench.harness.run.measure import Timings, measure
 from mibench.harness.run.pool import EnginePool, make_call
@@ -44,6 +44,26 @@ def failed_record(case: CaseSpec, e: BaseException) -> CaseRecord:
     return rec
 
 
+def metrics_of(case: CaseSpec, engine, requests, timed_s: list[float],
+               peak: Callable[[str], float | None]) -> Metrics:
+    """The one place a case's metrics are computed from its timed runs: throughput,
+    latency, tokens/s, useful FLOPs and MFU against the chip peak times tp."""
+    w = case.workload
+    flops = useful_flops(engine.model_config, requests, w.delimiter, len(w.label_token_ids),
+                         w.apply_softmax)
+    chip_peak = peak(case.dtype) if timed_s else None
+    return case_metrics(timed_s, requests, w.delimiter, flops,
+                        chip_peak * case.tp if chip_peak else None)
+
+
+def skipped_record(case: CaseSpec, e: BaseException) -> CaseRecord:
+    """The case `skipped`: this machine lacks what it needs (mibench.errors.Unavailable)."""
+    rec = case_record(case)
+    rec.status = "skipped"
+    rec.error = ErrorInfo(type=type(e).__name__, message=str(e), traceback="")
+    return rec
+
+
 def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
              tick: Callable[[str], None], measuring: Callable[[], None] = lambda: None
              ) -> CaseRecord:
@@ -66,9 +86,7 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
             measure(make_call(engine, requests, case), case.runs, timings, tick,
                     compile_counter())
     except Unavailable as e:
-        rec.status = "skipped"
-        rec.error = ErrorInfo(type=type(e).__name__, message=str(e), traceback="")
-        return rec
+        return skipped_record(case, e)
     except Exception as e:
         rec.status = "failed"
         rec.error = ErrorInfo(type=type(e).__name__, message=str(e),
@@ -76,12 +94,7 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
     rec.compile_s, rec.warmup_s, rec.timed_s = (timings.compile_s, timings.warmup_s,
                                                 timings.timed_s)
     if requests is not None and engine is not None:
-        w = case.workload
-        flops = useful_flops(engine.model_config, requests, w.delimiter,
-                             len(w.label_token_ids), w.apply_softmax)
-        chip_peak = peak(case.dtype) if timings.timed_s else None
-        rec.metrics = case_metrics(timings.timed_s, requests, w.delimiter, flops,
-                                   chip_peak * case.tp if chip_peak else None)
+        rec.metrics = metrics_of(case, engine, requests, timings.timed_s, peak)
         if timings.first_result is not None:
             rec.metrics.score_digest = score_digest(timings.first_result)
             rec.scores = timings.first_result

@@ -52,7 +52,7 @@ import json
 import numpy as np
 
 from mibench.harness.config.matrix import CaseSpec, short, workload_specs
-from mibench.harness.config.spec import Config, Workload
+from mibench.harness.config.spec import Config
 from mibench.harness.records import CaseRecord, ParityCheck, ParityRecord
 from mibench.harness.run.pool import EngineKey, EnginePool, score_all
 from mibench.workloads import Request, WorkloadSpec
@@ -73,10 +73,7 @@ ABS_TOL_SOFTMAX = {"bfloat16": 2e-2}
 
 
 def parity_workload(config: Config) -> WorkloadSpec:
-    w = config.workload
-    if config.parity is not None and config.parity.workload is not None:
-        w = Workload.model_validate({**w.model_dump(exclude_unset=True),
-                                     **config.parity.workload.model_dump(exclude_unset=True)})
+    w = config.workload.patched(config.parity.workload if config.parity else None)
     spec = workload_specs(w)[0][1]
     if spec.requests is not None:
         return spec

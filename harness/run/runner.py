@@ -28,7 +28,7 @@ from mibench.harness.records import (
     write_artifact,
 )
 from mibench.harness.run import parity
-from mibench.harness.run.case import case_record, failed_record, run_case
+from mibench.harness.run.case import failed_record, metrics_of, run_case, skipped_record
 from mibench.harness.run.peak import PeakTable
 from mibench.harness.run.plan import Plan, group_of
 from mibench.harness.run.pool import EngineKey, EnginePool
@@ -36,7 +36,6 @@ from mibench.harness.run.progress import make_progress
 from mibench.harness.run.provenance import collect, device_info, git_info
 from mibench.harness.run.server_pool import ServerPool
 from mibench.harness.run.worker import WorkerDied, WorkerPool, probe_env
-from mibench.harness.stats.metrics import case_metrics, useful_flops
 from mibench.harness.util import now
 
 
@@ -113,13 +112,9 @@ def pooled(case: CaseSpec, records: list[CaseRecord], pool: EnginePool,
     rec.process_timed_s = [r.timed_s for r in records]
     rec.timed_s = [t for r in records for t in r.timed_s]
     rec.warmup_s = [t for r in records for t in r.warmup_s]
-    engine, w = pool.get(case.engine_key), case.workload
-    requests = pool.requests(case.engine_key, w)
-    flops = useful_flops(engine.model_config, requests, w.delimiter, len(w.label_token_ids),
-                         w.apply_softmax)
-    chip_peak = peak(case.dtype)
-    metrics = case_metrics(rec.timed_s, requests, w.delimiter, flops,
-                           chip_peak * case.tp if chip_peak else None)
+    engine = pool.get(case.engine_key)
+    requests = pool.requests(case.engine_key, case.workload)
+    metrics = metrics_of(case, engine, requests, rec.timed_s, peak)
     metrics.score_digest = rec.metrics.score_digest
     metrics.peak_memory_bytes = max((r.metrics.peak_memory_bytes or 0) for r in records)
     metrics.peak_memory_source = rec.metrics.peak_memory_source
@@ -143,9 +138,7 @@ def _in_one_worker(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float
         engine = pool.get(case.engine_key)
         return engine.run_case(case, peak(case.dtype), tick)
     except Unavailable as e:
-        rec = case_record(case)
-        rec.status = "skipped"
-        rec.error = ErrorInfo(type=type(e).__name__, message=str(e), traceback="")
+        rec = skipped_record(case, e)
     except Exception as e:
         rec = failed_record(case, e)
         if isinstance(e, WorkerDied):

@@ -299,10 +299,29 @@ class RemoteEngine:
     def run_case(self, case, peak: float | None, tick: Callable[[str], None]) -> CaseRecord:
         """Measure `case` inside the worker (its own timed loop), under the case's memory
         cap and timeout."""
+        self.start_case(case, peak)
+        while True:
+            kind, payload = self.next_event()
+            if kind == "done":
+                return CaseRecord.model_validate(payload)
+            if kind == "tick":
+                tick(payload)
+
+    # paced stepping (`mibench ab` interleaving two revisions call by call: ab/interleave.py)
+    def start_case(self, case, peak: float | None, paced: bool = False) -> None:
+        """Start measuring `case` in the worker, under the case's memory cap and timeout;
+        paced, the worker waits for `go()` before its first call and after each call."""
         self.worker.max_rss = case.runs.max_rss
-        record = self.worker.request("case", case, peak, timeout_s=case.runs.timeout_s,
-                                     on_tick=tick)
-        return CaseRecord.model_validate(record)
+        self.worker.send("case", case, peak, paced, timeout_s=case.runs.timeout_s)
+
+    def next_event(self) -> tuple[str, object]:
+        """The case's next event: ("measuring", None) before its first timed call, ("tick",
+        label) after each call, ("done", record dict); a failure or death is raised."""
+        return self.worker.next_event()
+
+    def go(self) -> None:
+        """Let a paced case make its next call."""
+        self.worker.go()
 
     def close(self) -> None:
         self.worker.close()
