@@ -60,8 +60,7 @@ def test_score_request_file_and_text(tmp_path):
 @pytest.mark.parametrize("args,needle", [
     (["--query-ids", "1,2", "--item-ids", "3", "--labels", "999999999"], "label_token_ids"),
     (["--query-ids", "1,2"], "--item"),
-    (["--query-ids", "1,2", "--item-ids", "3", "--engine", "tpu"],
-     "'tpu' is not one of 'jax', 'torch', 'http'"),
+    (["--query-ids", "1,2", "--item-ids", "3", "--engine", "tpu"], "unknown engine"),
     (["--query-ids", "1,2", "--item-ids", "3", "--option", "mask"], "key=value"),
 ])
 def test_score_bad_input_exit_2(args, needle):

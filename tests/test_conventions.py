@@ -53,10 +53,10 @@ def test_help_has_no_placeholder_noise(name):
     (["run"], "[auto|bar|lines|none]"),
     (["score"], "[jax|torch|http]"), (["score"], "[float32|bfloat16]"),
     (["score"], "[single|packed|chunked|prefill_extend]"),
-    (["score"], "[delimited|plain]"),
-    (["serve"], "[single|packed|chunked|prefill_extend]"),
+    (["score"], "[delimited|plain]"), (["serve"], "[delimited|plain]"),
+    (["serve"], "[single|packed|chunked|prefill_extend]"), (["serve"], "[float32|bfloat16]"),
     (["compare"], "[md|json]"), (["history"], "[md|json]"),
-    (["export"], "[csv|bmf|json]"),
+    (["export"], "[csv|json|bmf]"),
     (["model", "make"], "tiny, tiny-kv8"),
 ])
 def test_help_shows_allowed_values(words, shown):

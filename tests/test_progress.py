@@ -105,8 +105,7 @@ def test_case_that_matches_nothing_is_exit_2_naming_the_option(tmp_path):
     assert IDS[0] in line and "Traceback" not in result.output
     assert not (tmp_path / "o").exists()  # nothing ran, nothing was written
     bad = CliRunner().invoke(app, ["run", str(config), "--progress", "fancy"])
-    assert bad.exit_code == 2 and bad.output.startswith("error: ")
-    assert "'--progress'" in bad.output and "'auto', 'bar', 'lines', 'none'" in bad.output
+    assert bad.exit_code == 2 and bad.output.startswith("error: --progress")
 
 
 def test_cpu_peak_is_calibrated_once_per_machine_and_cached(tmp_path, monkeypatch):

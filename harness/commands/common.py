@@ -22,7 +22,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Literal, get_args
+from typing import Annotated, get_args
 
 import typer
 from typer.core import TyperGroup
@@ -146,12 +146,23 @@ CaseGlobs = Annotated[list[str] | None, typer.Option(
                    "'jax/packed/*'); repeatable: the union.")]
 Threshold = Annotated[str, typer.Option(help="Smallest relative change that counts: 5% or "
                                              "0.05.")]
-Format = Annotated[Literal["md", "json"], typer.Option("--format", help="Markdown or JSON.")]
-# closed sets, from the registries: `--help` lists them and a value outside is a usage error
-EngineName = Literal[ENGINES]
-ModeName = Literal[tuple(dict.fromkeys(m for modes in MODES.values() for m in modes))]
-DtypeName = Literal[DTYPES]
-SemanticsName = Literal["delimited", "plain"]
+
+
+def choices(values) -> str:
+    """`[a|b|c]`: the allowed values of an option, as `--help` shows them."""
+    return "[" + "|".join(values) + "]"
+
+
+Format = Annotated[str, typer.Option("--format", metavar=choices(("md", "json")),
+                                     help="Markdown or JSON.")]
+# closed sets, from the registries: `--help` lists them; the engines check a value (their
+# one-line errors name the option and what is known)
+EngineName = Annotated[str, typer.Option(metavar=choices(ENGINES), help="The engine.")]
+ModeName = Annotated[str, typer.Option(
+    metavar=choices(dict.fromkeys(m for modes in MODES.values() for m in modes)),
+    help="The engine's mode (the jax engine has every one).")]
+DtypeName = Annotated[str, typer.Option(metavar=choices(DTYPES), help="Parameter dtype.")]
+SEMANTICS = ("delimited", "plain")
 
 
 def parse_threshold(text: str, field: str = "--threshold") -> float:

@@ -6,12 +6,18 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
 
 from mibench.errors import MibenchError
-from mibench.harness.commands.common import CaseGlobs, Sets, guarded, writable_folder
+from mibench.harness.commands.common import (
+    CaseGlobs,
+    Sets,
+    choices,
+    guarded,
+    writable_folder,
+)
 from mibench.harness.run.progress import STYLES
 
 
@@ -33,7 +39,7 @@ def run(config: Path, out: Annotated[Path, typer.Option(help="Artifact folder.")
             help="Processes in the multi-process run.")] = None,
         process_id: Annotated[int | None, typer.Option(
             help="This process's index; process 0 writes the artifact.")] = None,
-        progress: Annotated[Literal[STYLES], typer.Option(
+        progress: Annotated[str, typer.Option(metavar=choices(STYLES),
             help="Progress on stderr: auto (a bar on a terminal, else lines), bar, "
                  "lines (one per case: CI logs) or none.")] = "auto",
         case: CaseGlobs = None):

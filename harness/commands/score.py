@@ -12,10 +12,11 @@ import typer
 
 from mibench.errors import MibenchError
 from mibench.harness.commands.common import (
+    SEMANTICS,
     DtypeName,
     EngineName,
     ModeName,
-    SemanticsName,
+    choices,
     guarded,
     parse_options,
 )
@@ -37,7 +38,8 @@ def score(
     model: str = "embedded:tiny", engine: EngineName = "jax", mode: ModeName = "single",
     dtype: DtypeName = "float32", tp: int = 1,
     delimiter: Annotated[int | None, typer.Option(help="Delimiter token id.")] = None,
-    semantics: Annotated[SemanticsName | None, typer.Option(
+    semantics: Annotated[str | None, typer.Option(
+        metavar=choices(SEMANTICS),
         help="delimited (items after query + delimiter) or plain (after the query); "
              "default: delimited with --delimiter, else plain.")] = None,
     softmax: Annotated[bool, typer.Option(help="Softmax over the labels only.")] = False,

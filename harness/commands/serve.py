@@ -8,10 +8,11 @@ from typing import Annotated
 
 import typer
 
+from mibench.engines import MODES
 from mibench.harness.commands.common import (
+    SEMANTICS,
     DtypeName,
-    ModeName,
-    SemanticsName,
+    choices,
     guarded,
     parse_options,
 )
@@ -22,9 +23,11 @@ from mibench.harness.serve.limits import Limits as ServeLimits  # `serve`'s defa
 def serve(
     model: Annotated[str, typer.Option(help="Model: a checkpoint folder or "
                                             "embedded:<preset>; also the served name.")],
-    mode: Annotated[ModeName, typer.Option(help="The jax engine's mode.")] = "single",
+    mode: Annotated[str, typer.Option(metavar=choices(MODES["jax"]),
+                                      help="The jax engine's mode.")] = "single",
     delimiter: Annotated[int | None, typer.Option(help="Delimiter token id.")] = None,
-    semantics: Annotated[SemanticsName | None, typer.Option(
+    semantics: Annotated[str | None, typer.Option(
+        metavar=choices(SEMANTICS),
         help="delimited or plain; default: delimited with --delimiter, else plain.")] = None,
     dtype: DtypeName = "float32", tp: int = 1,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
