@@ -45,6 +45,7 @@ _LAZY = {
     "ModelConfig": ("config", "ModelConfig"),
     "model_facts": ("facts", "model_facts"),
     "make_model": ("embedded", "make_model"),
+    "PRESETS": ("presets", "PRESETS"),  # the embedded presets by name (plain data)
     "cache_dir": ("model_cache", "cache_dir"),
     "verify_model": ("checkpoint", "verify_model"),
     "model_folder": ("checkpoint", "resolve_model"),  # a model's checkpoint folder, made
@@ -62,6 +63,7 @@ _LAZY = {
     # `mibench compile`: the engine's programs compiled for a TPU slice without a TPU
     "TPU_TARGETS": ("tpu", "TPU_TARGETS"),
     "COST_LOOPS": ("compile", "COST_LOOPS"),
+    "UNROLLED_ENV": ("compile", "UNROLLED_ENV"),
     "tpu_target": ("tpu", "tpu_target"),
     "abstract_engine": ("tpu", "abstract_engine"),
     "compile_case": ("compile", "compile_case"),

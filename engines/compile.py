@@ -39,6 +39,10 @@ from mibench.errors import MibenchError
 COST_LOOPS = ("XLA's cost analysis counts a loop body once, not once per iteration: the "
               "layers run in one lax.scan (and attention tiles in inner loops), so flops and "
               "bytes_accessed cover one layer's body plus the code outside loops")
+# `compile_case(unrolled=None)` reads this (1: yes) so that a compile worker running another
+# revision's engines gets the choice too (`mibench compile --unrolled`; default off: the
+# second, unrolled compile of every program takes many times as long as the first)
+UNROLLED_ENV = "MIBENCH_COMPILE_UNROLLED"
 
 
 # ---- intercepting the programs -------------------------------------------------------------
@@ -122,9 +126,10 @@ def program_modules() -> list:
 class Recorder:
     """Stands in for the modes' jitted functions while a pass runs (see the module doc)."""
 
-    def __init__(self):
+    def __init__(self, unrolled: bool = False):
         import weakref
 
+        self.unrolled = unrolled  # also compile each program with its scans unrolled
         self.programs: dict[tuple, Program] = {}
         self.live = weakref.WeakSet()  # the DeviceValues the scorer still references
         self.pass_index = 0
@@ -219,7 +224,7 @@ class Recorder:
         except Exception as e:  # a lowering error, a sharding that does not fit, an OOM
             program.error = compiler_message(e)
         program.compile_s = time.perf_counter() - start
-        if program.error is None and os.environ.get("MIBENCH_COMPILE_UNROLLED", "1") != "0":
+        if program.error is None and self.unrolled:
             program.flops_unrolled = _unrolled_flops(jitted, call_args)
         return program
 
@@ -355,14 +360,17 @@ def _cost(compiled) -> dict:
 
 def compile_case(engine, requests: list, labels: list, mode: str,
                  apply_softmax: bool = False, delimiter: int | None = None,
-                 options: dict | None = None, semantics: str | None = None) -> dict:
+                 options: dict | None = None, semantics: str | None = None,
+                 unrolled: bool | None = None) -> dict:
     """Compile every program `mode` runs for `requests` ((query, items) pairs of token ids)
     on an `abstract_engine` (see the module doc). Returns plain data: `programs` (each with
     memory per chip, cost per call, calls per pass, compile time), `resolved` (the options
     as they resolve on the target), `topology`, the host traffic of a pass, and `failed`:
     None, or the program that did not lower or compile with the compiler's one-line
     message (the programs before it are listed). Anything the engine refuses (a bad option,
-    an attention path the target cannot run) raises its MibenchError."""
+    an attention path the target cannot run) raises its MibenchError. `unrolled`: also
+    compile every program with its scans unrolled, for `flops_unrolled` (slow; None: the
+    `UNROLLED_ENV` environment variable, off unless it is 1)."""
     options = dict(options or {})
     call = dict(mode=mode, apply_softmax=apply_softmax, delimiter=delimiter, **options)
     if semantics is not None:
@@ -370,7 +378,9 @@ def compile_case(engine, requests: list, labels: list, mode: str,
     import jax
 
     jax.clear_caches()  # every case compiles its programs itself: honest compile times
-    recorder = Recorder()
+    if unrolled is None:  # the harness's workers say it in their environment
+        unrolled = os.environ.get(UNROLLED_ENV, "0") == "1"
+    recorder = Recorder(unrolled)
     failed, host_s = None, None
     with recorder.intercepting():
         try:

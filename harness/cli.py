@@ -19,6 +19,7 @@ from mibench.harness.commands import (
     bisect,
     compare,
     env,
+    export,
     history,
     job,
     model,
@@ -61,6 +62,7 @@ app.command()(bisect.bisect)
 app.command()(report.report)
 app.command()(compare.compare)
 app.command()(history.history)
+app.command()(export.export)
 app.add_typer(model.model_app, name="model")
 app.add_typer(job.job_app, name="job")
 

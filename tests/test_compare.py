@@ -14,9 +14,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from mibench.harness.commands.common import parse_threshold
+from mibench.harness.commands.common import OneLineErrors, parse_threshold
 from mibench.harness.commands.compare import compare as compare_cmd
 from mibench.harness.records import ErrorInfo, RunRecord, read_artifact, write_artifact
+from mibench.harness.report.fmt import verdict_line
 from mibench.harness.stats.compare import METHOD, compare
 from mibench.harness.stats.history import aa_noise
 from mibench.harness.stats.significance import NoiseFloor, between_runs
@@ -32,7 +33,7 @@ REAL_CASE = "jax/chunked/chunk_size=4/tp=1"
 
 
 def cli(*args: str):
-    app = typer.Typer()
+    app = typer.Typer(cls=OneLineErrors)  # usage errors (`--format xml`) on one line too
     app.command()(compare_cmd)
     app.command("noop")(lambda: None)  # with two commands typer keeps the command name
     return CliRunner().invoke(app, ["compare", *args])
@@ -81,23 +82,33 @@ def test_artifact_against_itself_is_untested_then_passes_when_allowed(base):
     result = compare(base, base)
     assert not result.regression and result.outcome == "untested"  # jax/single: 1 run
     assert {c.case_id for c in result.untested} == {"jax/single/tp=1", "jax/single/tp=4"}
-    assert {c.verdict for c in result.cases} <= {"unchanged", "still failing", "skipped",
+    # no change at all, but the TPU floor's interval (about +-11%) reaches beyond 5%
+    assert {c.verdict for c in result.cases} <= {"inconclusive", "still failing", "skipped",
                                                  "untested"}
+    assert all(c.latency_change == 0 and c.latency_low < -0.05 for c in result.compared
+               if c.verdict == "inconclusive")
     assert compare(base, base, allow_untested=True).exit_code == 0
     assert all(c.scores.note.startswith("scores not compared") for c in result.compared)
 
 
-def test_ten_percent_faster_is_noise_at_the_tpu_floor_and_an_improvement_at_1_percent(
+def test_ten_percent_faster_is_inconclusive_at_the_tpu_floor_and_an_improvement_at_1_percent(
         base, new):
     seg = "jax/packed/mask=segment/tp=1"
     result = compare(base, new, allow_untested=True)
     assert result.floor.value == 0.03 and "tpu" in result.floor.source
     change = next(c for c in result.cases if c.case_id == seg)
-    assert change.verdict == "noise" and change.low < 0 < change.high
+    assert change.verdict == "inconclusive" and change.low < 0 < change.high
+    assert "`mibench ab`" in change.reason and "runs.processes" in change.reason
     assert change.change == pytest.approx(0.104, abs=0.002)
+    # one convention: time new / base - 1, + = slower; the items/s fields keep theirs
+    assert change.latency_change == pytest.approx(1 / 1.104 - 1, abs=0.002)
+    assert change.latency_low == pytest.approx(1 / (1 + change.high) - 1)
+    assert change.new_ms_per_item / change.base_ms_per_item - 1 == pytest.approx(
+        change.latency_change)
     tight = compare(base, new, floor=NoiseFloor(0.01, "--noise-floor"))
     change = next(c for c in tight.cases if c.case_id == seg)
     assert change.verdict == "improvement" and change.low > 0.05
+    assert change.latency_high < -0.05
 
 
 def test_half_throughput_in_one_case_is_a_regression(new, tmp_path):
@@ -111,7 +122,7 @@ def test_half_throughput_in_one_case_is_a_regression(new, tmp_path):
     assert out.exit_code == 1, out.output
     verdict = out.stdout.splitlines()[2]
     assert verdict.startswith("**REGRESSION** against 22222222") and CHUNKED in verdict
-    assert "items/s -50.0% [" in verdict and "99% interval, noise floor 3%" in verdict
+    assert "time +100.0% [" in verdict and "99% interval, noise floor 3%" in verdict
 
 
 def test_small_change_is_not_a_regression_and_one_run_is_untested(new):
@@ -187,7 +198,8 @@ def test_json_format_has_outcome_and_method():
               "--allow-untested")
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
-    assert data["schema"] == "mibench.compare/1" and data["outcome"] == "pass"
+    assert data["schema"] == "mibench.compare/2" and data["outcome"] == "pass"
+    assert "+ = slower" in data["convention"]
     assert data["regression"] is False and data["exit_code"] == 0
     assert data["methods"] == [METHOD] and len(data["cases"]) == 16
     assert data["floor"] == {"value": 0.03, "source": "default for tpu devices"}
@@ -197,7 +209,8 @@ def test_markdown_output_names_method_and_numbers():
     out = cli(str(DATA / "base.json"), str(DATA / "new.json"), "--threshold", "10%",
               "--allow-untested")
     assert out.exit_code == 0
-    assert METHOD in out.stdout and "larger than 10%" in out.stdout
+    assert METHOD in out.stdout and "by more than 10%" in out.stdout
+    assert "time per item, new / base - 1, + = slower" in out.stdout
     assert "noise floor, 3% (default for tpu devices)" in out.stdout
     assert "<details><summary>15 passing parity check(s)</summary>" in out.stdout
 
@@ -318,26 +331,27 @@ def steady(rec: RunRecord) -> RunRecord:
     return out
 
 
-def test_fifteen_percent_drift_is_noise_and_a_2x_slowdown_a_regression(real, tmp_path):
+def test_fifteen_percent_drift_is_inconclusive_and_a_2x_slowdown_a_regression(real, tmp_path):
     """Two runs of one config differing only by a drift of every case: within the CPU's
     default noise floor (10%) at 15%, a regression at 2x."""
     base = steady(real)
     drift = compare(base, drifted(base, 1.15))
     assert drift.exit_code == 0 and drift.floor.value == 0.10 and len(drift.compared) == 7
-    assert {c.verdict for c in drift.compared} == {"noise"}
+    assert {c.verdict for c in drift.compared} == {"inconclusive"}
     assert all(c.low < 0 < c.high for c in drift.compared)
+    assert "7 inconclusive" in verdict_line(drift) and "`mibench ab`" in verdict_line(drift)
     slow = compare(base, drifted(base, 2.0))
     assert slow.exit_code == 1 and {c.verdict for c in slow.compared} == {"regression"}
     assert all(c.high < -0.05 for c in slow.compared)
     # the real artifact's runs spread up to 3x on 2 shared cores: its noisiest cases stay
-    # `noise` even at 2x, the steadier ones fail the gate
+    # inconclusive even at 2x, the steadier ones fail the gate
     out = cli(str(REAL), save(drifted(real, 2.0), tmp_path / "slow.json"))
     assert out.exit_code == 1, out.output
     assert out.stdout.splitlines()[2].startswith("**REGRESSION** against ")
     data = json.loads(cli(str(REAL), str(tmp_path / "slow.json"), "--format", "json").stdout)
     verdicts = {c["case_id"]: c["verdict"] for c in data["cases"]}
     assert verdicts["jax/single/tp=1"] == verdicts[REAL_CASE] == "regression"
-    assert verdicts["torch/single/tp=1"] == "noise"  # runs of 10.5, 3.7 and 2.7 s
+    assert verdicts["torch/single/tp=1"] == "inconclusive"  # runs of 10.5, 3.7 and 2.7 s
 
 
 def test_a_narrower_noise_floor_makes_the_drift_a_regression(real, tmp_path):
@@ -480,3 +494,72 @@ def test_real_artifact_with_a_newly_failed_case_exits_1(tmp_path, real):
                            traceback="...")
     out = cli(str(REAL), save(failed, tmp_path / "failed.json"))
     assert out.exit_code == 1 and "newly failed: XlaRuntimeError" in out.stdout
+
+
+# --- honest verdict words and the one convention -------------------------------------------
+
+
+@pytest.mark.parametrize("ratio, low, high, significant, verdict", [
+    (1.30, 1.10, 1.50, True, "regression"),
+    (0.70, 0.55, 0.90, True, "improvement"),
+    (1.01, 0.97, 1.04, False, "unchanged"),  # the whole interval within 5%
+    (1.01, 0.70, 1.40, False, "inconclusive"),  # estimate within 5%, interval far beyond
+    (1.03, 1.01, 1.06, True, "inconclusive"),  # real, small, but may be beyond 5%
+    (1.20, 0.90, 1.60, False, "inconclusive"),  # beyond 5%, within the noise
+])
+def test_timing_verdict_words(ratio, low, high, significant, verdict):
+    from mibench.harness.stats.compare import DECIDE, timing_verdict
+
+    word, why = timing_verdict(ratio, low, high, significant, 0.05, "99%")
+    assert word == verdict
+    if word == "inconclusive":
+        assert DECIDE in why and "`mibench ab`" in why and "--noise-from" in why
+
+
+def _old_interval(base, new, floor, alpha):
+    """The formula `between_runs` used before scipy's interval: d +- q se."""
+    from scipy.stats import norm
+    from scipy.stats import t as student
+
+    sf2, parts, measured = math.log1p(floor) ** 2, [], False
+    for units in (base, new):
+        logs = [[math.log(t) for t in u] for u in units]
+        df = sum(len(u) - 1 for u in logs)
+        ss = sum(sum((x - np.mean(u)) ** 2 for x in u) for u in logs if len(u) > 1)
+        meds = [math.log(float(np.median(u))) for u in units]
+        v = sf2 + math.pi / 2 * (ss / df if df else 0.0) * np.mean([1 / len(u) for u in units])
+        s2 = float(np.var(meds, ddof=1)) if len(meds) > 1 else 0.0
+        measured |= s2 > v
+        parts.append((meds, max(s2, v)))
+    (mb, vb), (mn, vn) = parts
+    d, se = np.mean(mn) - np.mean(mb), math.sqrt(vb / len(mb) + vn / len(mn))
+    df = len(mb) + len(mn) - 2
+    q = student.ppf(1 - alpha / 2, df) if measured and df > 0 else norm.ppf(1 - alpha / 2)
+    return math.exp(d - q * se), math.exp(d + q * se)
+
+
+@pytest.mark.parametrize("processes, quantile", [(1, "normal"), (3, "t(4)")])
+def test_between_runs_interval_is_scipys_and_unchanged(processes, quantile):
+    """The interval comes from scipy's t / normal `interval`: the same figures as the
+    formula it replaced (one process a side: the floor, normal; three: t)."""
+    base = [[1.0, 1.1, 0.9], [2.0, 2.1, 1.9], [1.5, 1.4, 1.6]][:processes]
+    new = [[1.3, 1.2, 1.25], [2.1, 2.4, 2.2], [1.5, 1.9, 1.7]][:processes]
+    floor = 0.10
+    test = between_runs(base, new, floor, 0.01)
+    low, high = _old_interval(base, new, floor, 0.01)
+    assert test.quantile == quantile
+    assert (test.low, test.high) == (pytest.approx(low, rel=1e-12), pytest.approx(high, rel=1e-12))
+    assert test.new_s / test.base_s == pytest.approx(test.ratio)
+
+
+def test_paired_interval_is_scipys_and_unchanged():
+    from scipy.stats import t as student
+
+    from mibench.harness.stats.paired import paired_test
+
+    d = [0.1, 0.25, 0.05, 0.3, 0.12]
+    v = paired_test(d)
+    mean, se = np.mean(d), np.std(d, ddof=1) / math.sqrt(len(d))
+    half = student.ppf(0.995, len(d) - 1) * se
+    assert v.low == pytest.approx(math.expm1(mean - half), rel=1e-12)
+    assert v.high == pytest.approx(math.expm1(mean + half), rel=1e-12)

@@ -115,6 +115,41 @@ def test_torch_only_config_needs_no_libtpu(tmp_path):
     assert case.status == "skipped" and case.error.message == "not a JAX program (torch engine)"
 
 
+def test_several_configs_and_case_globs(tmp_path):
+    """Each config its own artifact; `--case` globs (repeatable: a union) select across
+    them; a glob that matches no case of any config is exit 2 before anything compiles."""
+    head = TINY.format(tp=1, extra="").split("cases:")[0].replace(
+        "topology: {tp: 1}", "topology: {tp: 1, target: v5e-4}")
+    one = write(tmp_path, head.replace("compile-tiny", "one") + "cases:\n"
+                "  - {engine: torch, mode: single}\n"
+                "  - {engine: torch, mode: prefill_extend, extend_batch_size: 4}\n", "one.yaml")
+    two = write(tmp_path, head.replace("compile-tiny", "two") + "cases:\n"
+                "  - {engine: torch, mode: single, workload: {num_items: 3}}\n", "two.yaml")
+    out = mibench("compile", one, two, "--case", "torch/single/*", "--case", "*/items=3*",
+                  "--out", tmp_path / "out")
+    assert out.returncode == 0, out.stderr
+    ids = sorted(c["case_id"] for p in (tmp_path / "out").glob("*.json")
+                 for c in json.loads(p.read_text())["cases"])
+    assert ids == ["torch/single/tp=1", "torch/single/tp=1/items=3"]
+    bad = mibench("compile", one, two, "--case", "jax/*", "--out", tmp_path / "bad")
+    assert bad.returncode == 2 and "error: --case: 'jax/*' matches no case" in bad.stderr
+    assert not (tmp_path / "bad").exists() or not list((tmp_path / "bad").glob("*.json"))
+
+
+def test_compile_is_fast_by_default():
+    """No second, unrolled compile unless `--unrolled`: the worker's environment says so
+    (every revision's engines read it), and so does the engine's own default."""
+    from mibench.engines.compile import UNROLLED_ENV, Recorder
+    from mibench.harness.run.compile_worker import worker_env
+    from mibench.harness.run.libtpu import LibTpuPath
+
+    lib = LibTpuPath(path=Path("/nonexistent/libtpu.so"), version="0", source="test")
+    assert worker_env(lib)[UNROLLED_ENV] == "0" and worker_env(lib, True)[UNROLLED_ENV] == "1"
+    assert Recorder().unrolled is False
+    help_text = mibench("compile", "--help").stdout
+    assert "--unrolled" in help_text and "CONFIGS..." in help_text
+
+
 # ---- compiling with libtpu ---------------------------------------------------------------
 
 
@@ -136,7 +171,7 @@ def check_ok(case, attention: str, chips: int):
 @pytest.mark.slow
 def test_tiny_config_compiles_for_v6e_1(tmp_path, libtpu_path):
     out = mibench("compile", write(tmp_path, TINY.format(tp=1, extra="")), "--target",
-                  "v6e-1", "--out", tmp_path / "out")
+                  "v6e-1", "--unrolled", "--out", tmp_path / "out")
     assert out.returncode == 0, out.stdout + out.stderr
     data, cases = artifact(tmp_path / "out")
     assert data["target"]["device_kind"] == "TPU v6 lite"
@@ -346,8 +381,7 @@ SMALL = ["--set", "model.path=embedded:tiny", "--set", "workload.query_tokens=64
 def test_shipped_tpu_configs_compile_small(tmp_path, libtpu_path, config, target, extend):
     out = mibench("compile", CONFIGS / config, "--target", target, *SMALL,
                   "--set", f"cases.{extend}.extend_batch_size=4",
-                  "--set", f"cases.{extend}.precompile_bs=[1,4]", "--out", tmp_path / "out",
-                  env={"MIBENCH_COMPILE_UNROLLED": "0"})  # the fit, not the FLOPs ratio
+                  "--set", f"cases.{extend}.precompile_bs=[1,4]", "--out", tmp_path / "out")
     assert out.returncode == 0, out.stdout + out.stderr
     data, cases = artifact(tmp_path / "out")
     chips = data["target"]["chips"]

@@ -100,9 +100,10 @@ def test_markdown_names_method_and_writes_trend_plots(step, tmp_path):
     assert "binary segmentation with Welch's t statistic" in text
     assert "alpha=0.01, min_size=3, min_change=5%, permutations=999" in text
     assert f"at {commits[7]}:" in text and "change point" in text
-    png = tmp_path / "history-trend-1.png"
+    png = tmp_path / "history-trends.png"  # one figure: a panel per case of the config
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 1000
-    assert "](history-trend-1.png)" in text
+    assert "](history-trends.png)" in text and not list(tmp_path.glob("*-trend-*.png"))
+    assert "(time +" in text or "(time -" in text  # change points in the one convention
 
 
 def test_json_output(step):

@@ -66,7 +66,8 @@ def test_parity_groups_get_a_line_too(tmp_path, capsys):
     run(plan_of(config, out=tmp_path / "out", engine_factory=fake_factory(), peak=fixed_peak(),
                 progress="lines"))
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 5 and err[-1].startswith("parity ('embedded:tiny', 'float32', 1)")
+    assert len(err) == 5 and err[-1].startswith("parity embedded:tiny float32 tp=1 elapsed ")
+    assert "(" not in err[-1]  # no Python tuple
 
 
 def test_none_prints_nothing_and_a_bad_style_is_named(tmp_path, capsys):
@@ -142,9 +143,10 @@ def test_a_broken_or_unwritable_cache_costs_only_the_caching(tmp_path, monkeypat
     assert table("float32") == 2e11 and "not cached" in table.source
 
 
-def test_a_calibration_on_a_busy_machine_is_not_cached(tmp_path, monkeypatch):
+def test_a_calibration_on_a_busy_machine_is_not_cached_nor_used(tmp_path, monkeypatch):
     """Threads that waited for a CPU half of the time measured the other processes, not
-    the peak: tried again, then used for this run only."""
+    the peak: tried again, then neither cached nor used: the peak and MFU are unknown, and
+    the table asks once, not once per case."""
     monkeypatch.setenv("MIBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(peak_mod, "RETRY_S", 0.0)
     clock = iter(range(0, 10**12, 10**9))  # each read: 1 s more running and waiting
@@ -152,11 +154,93 @@ def test_a_calibration_on_a_busy_machine_is_not_cached(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(peak_mod, "calibrate_cpu", lambda dtype: calls.append(dtype) or 1e11)
     table = peak_mod.PeakTable("cpu", "cpu")
-    assert table("float32") == 1e11 and len(calls) == peak_mod.ATTEMPTS
-    assert "not cached: the CPUs were busy" in table.source and "50%" in table.source
+    assert table("float32") is None and len(calls) == peak_mod.ATTEMPTS
+    assert table("float32") is None and len(calls) == peak_mod.ATTEMPTS  # asked once
+    assert table.source.startswith("unknown, so MFU is not computed")
+    assert "the CPUs were busy" in table.source and "50%" in table.source
+    assert "mibench env" in table.source and table.values == {}
     assert not (tmp_path / "cache" / "peak.json").exists()
     # idle again: measured once and cached
     monkeypatch.setattr(peak_mod, "run_queue_ns", lambda: (next(clock), 0))
     table = peak_mod.PeakTable("cpu", "cpu")
     assert table("float32") == 1e11 and len(calls) == peak_mod.ATTEMPTS + 1
     assert (tmp_path / "cache" / "peak.json").exists() and "(cached" in table.source
+
+
+# --- the bar and its ETA ----------------------------------------------------------------
+
+
+def test_eta_weighs_calls_by_their_measured_cost():
+    """Two cases of 1 compile + 5 runs: the first call takes 10 s, each run 1 s. Counting
+    calls would say 6 calls done of 12 after case 1 (15 s), so 15 s left; by cost, the
+    next case is one 10 s first call and 5 runs: 15 s too. Inside case 2, after its
+    compile, calls would say 7 of 12 done in 25 s (18 s left); by cost, 5 s."""
+    from mibench.harness.run.progress import Eta
+
+    t = [0.0]
+    eta = Eta(12, clock=lambda: t[0])
+    assert eta.remaining() is None  # nothing measured yet
+    for i in (1, 2):
+        eta.start_case(i, 2, 6)
+        for label in ["compile"] + [f"run {k}/5" for k in range(1, 6)]:
+            t[0] += 10.0 if label == "compile" else 1.0
+            eta.tick(label)
+            if i == 2 and label == "compile":
+                assert eta.remaining() == pytest.approx(5.0)
+        if i == 1:
+            eta.end_case()
+            assert eta.remaining() == pytest.approx(15.0)
+    # a slow case after fast ones: its own calls set its ETA as soon as one is measured
+    eta.end_case()
+    slow = Eta(18, clock=lambda: t[0])
+    slow.start_case(1, 3, 6)
+    for label in ["compile"] + [f"run {k}/5" for k in range(1, 6)]:
+        t[0] += 0.5
+        slow.tick(label)
+    slow.end_case()
+    slow.start_case(2, 3, 6)
+    t[0] += 0.5
+    slow.tick("compile")
+    t[0] += 8.0
+    slow.tick("run 1/5")  # this case's runs take 8 s, the last case's 0.5 s
+    assert slow.remaining() == pytest.approx(4 * 8.0 + 0.5 + 5 * 0.5)
+
+
+def render_bar(width: int, case_id: str) -> tuple[list[str], str]:
+    """(the lines printed above the bar, the bar) of a RichProgress at `width` columns."""
+    import io
+
+    from rich.console import Console
+
+    from mibench.harness.run.progress import RichProgress
+
+    t = [0.0]
+    out = io.StringIO()
+    console = Console(file=out, width=width, force_terminal=True, color_system=None)
+    bar = RichProgress(14, timer=lambda: t[0], console=console)
+    for i in (1, 2):
+        bar.start_case(i, 2, case_id, 7)
+        for label in ["compile", "warmup 1/1", "run 1/5", "run 2/5"]:
+            t[0] += 1.0
+            bar.tick(label)
+        if i == 1:
+            record = type("R", (), {"status": "ok", "error": None, "metrics": type(
+                "M", (), {"throughput_items_per_s": type("S", (), {"median": 123.4})})})
+            bar.end_case(record)
+    live = bar._progress.get_renderable()
+    shot = Console(width=width, force_terminal=False, color_system=None)
+    with shot.capture() as cap:
+        shot.print(live)
+    bar._progress.stop()
+    printed = [line[line.index("✓"):] for line in out.getvalue().splitlines() if "✓" in line]
+    return printed, cap.get().rstrip("\n")
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_bar_survives_80_columns_and_finished_cases_stay(width):
+    case_id = "jax/prefill_extend/extend_batch_size=4/precompile_bs=1,2,4/tp=1"
+    printed, bar = render_bar(width, case_id)
+    assert len(bar) <= width and "\n" not in bar
+    assert "━" in bar and "2/2" in bar and "run 2/5" in bar and "ETA 0:00:" in bar
+    assert "…" in bar and bar.startswith("jax/prefill")  # the id cut, not the bar
+    assert printed and printed[0].startswith(f"✓ [1/2] {case_id} ok 123.4 items/s")

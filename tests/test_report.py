@@ -20,7 +20,7 @@ from mibench.harness.commands.report import report as report_cmd
 from mibench.harness.config import load_config
 from mibench.harness.config.matrix import expand, select_cases
 from mibench.harness.records import read_artifact
-from mibench.harness.report import build_context, write_report
+from mibench.harness.report import SUMMARY_LINES, build_context, write_report
 from mibench.harness.report.repro import command
 
 DATA = Path(__file__).parent / "data" / "reports"
@@ -87,13 +87,13 @@ def test_commit_report_matches_golden_and_has_every_section(commits_report):
     check_golden(text, "golden-commits.md")
     assert sections(text) == COMMIT_SECTIONS
     headers = table_headers(text)
-    for start in ("| Hardware | Engine | Mode | Options | TP | Items/s | Latency/item (ms) | "
-                  "Time for 500 items (s) | Compile (s) |",
+    for start in ("| Engine | Mode | Options | TP | Items/s | Latency/item (ms) | "
+                  "Compile (s) | MFU |",
                   "| Mode (fastest options) | Items/s | vs jax/single |",
                   "| mask | Items/s |", "| chunk_size | Items/s |", "| extend_batch_size |",
                   "| Check | Case | Against | Max abs diff |",
-                  "| Case | 11111111 (baseline) items/s | 22222222 items/s | Change [interval] | "
-                  "Evidence | Verdict |",
+                  "| Case | 11111111 (baseline) ms/item | 22222222 ms/item | "
+                  "Time change [interval] | Evidence | Verdict |",
                   "| Case | Model | TP=1 items/s | TP=4 items/s | Efficiency TP=4 |",
                   "| Case | Runs | Median (s) |", "| Field | 11111111 | 22222222 |",
                   "| Case | Command |"):
@@ -105,14 +105,16 @@ def test_report_says_what_the_seeds_say(commits_report):
     text, _ = commits_report
     verdict = text.split("## Summary\n\n", 1)[1].splitlines()[0]
     assert verdict.startswith("**UNTESTED** against 11111111: 2 of 13 compared case(s)")
-    assert "torch/single/tp=1: items/s -0.9% [-11.3%, +10.7%] (99% interval" in verdict
+    assert "torch/single/tp=1: time +0.9% [-9.6%, +12.7%] (99% interval" in verdict
+    assert "11 inconclusive" in verdict and "`mibench ab`" in verdict
     assert "**FAILED** `ValueError: Specified dims (1, 8, 2) do not evenly divide" in text
     assert "**OOM** `XlaRuntimeError: RESOURCE_EXHAUSTED" in text
-    assert "| segment | 115.93 | 8.63 | 4.31 | 2.24x | ok |" in text  # dense vs segment A/B
+    assert "| segment | 115.93 | 8.63 | 2.24x | ok |" in text  # dense vs segment A/B
     assert "| jax/chunked (chunk_size=32) | qwen3-0.6b | 70.49 | 141.03 | 0.50 |" in text
     assert "**run 4: 2.07 s (2.3x)**" in text  # the tail pause at extend batch 16
-    assert "| +10.4% [-0.9%, +23.0%] | 99% CI, floor 3%, 1+1 proc, 5+5 runs | noise |" in text
-    assert "| +1.4% (untested) | 1+1 timed runs: at least 3" in text
+    assert ("| 9.523 | 8.626 | -9.4% [-18.7%, +0.9%] | 99% CI, floor 3%, 1+1 proc, 5+5 runs "
+            "| inconclusive |") in text
+    assert "| -1.3% (untested) | 1+1 timed runs: at least 3" in text
     assert "<details><summary>15 passing parity check(s)</summary>" in text
 
 
@@ -209,8 +211,9 @@ def test_real_artifact_report(tmp_path):
 def test_first_artifact_is_the_baseline_of_later_commits():
     base, new = read_artifact(DATA / "base.json"), read_artifact(DATA / "new.json")
     text = write_report([base, new], None)
-    assert "## Commit comparison" in text and "| 11111111 (baseline) items/s |" in text
-    assert "| Hardware | Commit | Engine |" in text  # one matrix, a column per commit
+    assert "## Commit comparison" in text and "| 11111111 (baseline) ms/item |" in text
+    assert "| Commit | Engine |" in text  # one matrix, a column per commit
+    assert "Every row: Hardware: TPU v6 lite x4; Items: 500." in text  # said once, above
     assert "## Commit comparison" not in write_report([new, new], None)  # same commit
 
 
@@ -221,7 +224,9 @@ def test_summary_variant_links_no_images(tmp_path):
     assert result.exit_code == 0, result.output
     text = out.read_text()
     assert "![" not in text and not list(tmp_path.glob("*.png"))
-    assert sections(text)[:2] == ["Summary", "Commit comparison"]
+    assert text.splitlines()[2].startswith("**UNTESTED** against 11111111")  # verdict first
+    assert "| Case | Base ms/item | New ms/item | Time change [interval] | Verdict |" in text
+    assert len(text.splitlines()) <= SUMMARY_LINES
 
 
 def test_failing_parity_rows_stay_outside_the_fold():

@@ -6,7 +6,11 @@
   the same for Click's usage errors (an unknown option, a value of the wrong type), which
   Typer would print as a box of several lines.
 - Option types every command spells the same way (`Sets`, `CaseGlobs`, `Threshold`,
-  `Format`), and their parsers: `parse_threshold`, `parse_format`, `parse_options`.
+  `Format`; the closed sets `EngineName`, `ModeName`, `DtypeName`, `SemanticsName`, whose
+  allowed values `--help` shows), and their parsers: `parse_threshold`, `parse_format`,
+  `parse_options`.
+- Help without placeholder noise (`plain_help`): `CONFIG`, `PATH`, `N`, `TEXT`, allowed
+  values as `[a|b]`, nothing after a flag.
 - Files: `writable_folder` (an artifact folder), `out_file` (a report file), and the
   artifact readers `load` / `load_checked` / `schema_of`.
 """
@@ -18,7 +22,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, get_args
 
 import typer
 from typer.core import TyperGroup
@@ -28,6 +32,7 @@ try:  # typer >= 0.20 carries its own copy of click
 except ImportError:  # pragma: no cover - older typer on the click package
     from click import exceptions as click_errors
 
+from mibench.engines import DTYPES, ENGINES, MODES  # the registries (no jax: fast help)
 from mibench.errors import MibenchError
 
 
@@ -72,6 +77,7 @@ class OneLineErrors(TyperGroup):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
              **extra):
+        plain_help(self)
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
@@ -89,16 +95,74 @@ class OneLineErrors(TyperGroup):
         sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)
 
 
+def _metavar(param) -> str:
+    """What `--help` shows after an option: its allowed values, or a word for its kind."""
+    if getattr(param, "is_flag", False) or getattr(param, "count", False):
+        return ""
+    desc = param.type_descriptor
+    if desc.is_choice:
+        return "[" + "|".join(str(c) for c in desc.choices) + "]"
+    kind = get_args(desc.annotation)[0] if desc.is_list else desc.annotation
+    if desc.is_path or kind is Path:
+        return "PATH"
+    return {int: "N", float: "NUMBER"}.get(kind, "TEXT")
+
+
+def plain_help(command) -> None:
+    """Metavars without placeholder noise in every command under `command` (Typer shows
+    `<bool>`, `<list[str]>`, `<path>` and `{config}` otherwise): arguments by their name
+    in capitals (`CONFIG`, `[OUT]`, `ARTIFACTS...`), options by `_metavar`."""
+    for sub in getattr(command, "commands", {}).values():
+        plain_help(sub)
+    made = command.get_help_option  # `--help` itself is made on demand: a flag, no metavar
+
+    def help_option(ctx, made=made):
+        option = made(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = help_option
+    for param in getattr(command, "params", []):
+        if param.metavar is not None:
+            continue
+        if param.param_type_name == "argument":
+            param.metavar = param.name.upper()
+            usage = param.metavar + ("..." if param.nargs != 1 else "")
+            usage = usage if param.required else f"[{usage}]"
+            param.get_usage_pieces = lambda ctx, usage=usage: [usage]
+            param.display_type_rich = lambda ctx: None
+        else:
+            param.metavar = _metavar(param)
+
+
 # ---- option types ------------------------------------------------------------------------
 
 Sets = Annotated[list[str] | None, typer.Option(
-    "--set", help="Override a config key: a.b=value (value parsed as YAML); repeatable.")]
+    "--set", metavar="KEY=VALUE",
+    help="Override a config key: a.b=value (value parsed as YAML); repeatable.")]
 CaseGlobs = Annotated[list[str] | None, typer.Option(
-    "--case", help="Only the cases whose id matches this glob (fnmatch, e.g. "
+    "--case", metavar="GLOB", help="Only the cases whose id matches this glob (fnmatch, e.g. "
                    "'jax/packed/*'); repeatable: the union.")]
 Threshold = Annotated[str, typer.Option(help="Smallest relative change that counts: 5% or "
                                              "0.05.")]
-Format = Annotated[str, typer.Option("--format", help="md or json.")]
+
+
+def choices(values) -> str:
+    """`[a|b|c]`: the allowed values of an option, as `--help` shows them."""
+    return "[" + "|".join(values) + "]"
+
+
+Format = Annotated[str, typer.Option("--format", metavar=choices(("md", "json")),
+                                     help="Markdown or JSON.")]
+# closed sets, from the registries: `--help` lists them; the engines check a value (their
+# one-line errors name the option and what is known)
+EngineName = Annotated[str, typer.Option(metavar=choices(ENGINES), help="The engine.")]
+ModeName = Annotated[str, typer.Option(
+    metavar=choices(dict.fromkeys(m for modes in MODES.values() for m in modes)),
+    help="The engine's mode (the jax engine has every one).")]
+DtypeName = Annotated[str, typer.Option(metavar=choices(DTYPES), help="Parameter dtype.")]
+SEMANTICS = ("delimited", "plain")
 
 
 def parse_threshold(text: str, field: str = "--threshold") -> float:
@@ -197,6 +261,21 @@ def load(path: Path):
     from mibench.harness.records import read_artifact
 
     return read_artifact(path)
+
+
+def select_records(records: list, globs: list[str] | None) -> list:
+    """Copies of the artifacts (run or compile) holding only the cases whose id matches one
+    of the `--case` globs (all of them without globs); a glob that matches no case of any
+    artifact is a MibenchError naming --case."""
+    import fnmatch
+
+    from mibench.harness.config.matrix import select_cases
+
+    if not globs:
+        return list(records)
+    select_cases([c for r in records for c in r.cases], globs, "these artifacts")
+    return [r.model_copy(update={"cases": [c for c in r.cases if any(
+        fnmatch.fnmatchcase(c.case_id, g) for g in globs)]}) for r in records]
 
 
 def load_checked(path: Path):

@@ -11,6 +11,7 @@ import typer
 
 from mibench.errors import MibenchError
 from mibench.harness.commands.common import (
+    CaseGlobs,
     Format,
     Threshold,
     guarded,
@@ -19,6 +20,7 @@ from mibench.harness.commands.common import (
     parse_format,
     parse_threshold,
     schema_of,
+    select_records,
 )
 
 COMPILE = "mibench.compile/1"
@@ -42,7 +44,8 @@ def compare(base: Annotated[Path, typer.Argument(help="Baseline artifact.")],
                      "'rebaselined: ...'); NEW must have an ok case.")] = False,
             cost_threshold: Annotated[str, typer.Option(
                 help="Compile artifacts (`mibench compile`): the growth of a case's peak "
-                     "HBM, bytes accessed or FLOPs that fails the gate.")] = "5%"):
+                     "HBM, bytes accessed or FLOPs that fails the gate.")] = "5%",
+            case: CaseGlobs = None):
     """Regression verdict of NEW against BASE: exit 0 none, 1 regression or untested cases,
     2 nothing comparable or bad input."""
     from mibench.harness.report.export import compare_json, compare_markdown
@@ -50,9 +53,9 @@ def compare(base: Annotated[Path, typer.Argument(help="Baseline artifact.")],
 
     limit, kind = parse_threshold(threshold), parse_format(format)
     if COMPILE in (schema_of(base), schema_of(new)):
-        raise typer.Exit(compare_compile(base, new, cost_threshold, kind))
+        raise typer.Exit(compare_compile(base, new, cost_threshold, kind, case))
     floor = parse_floor(noise_floor, noise_from)
-    old, fresh = load_checked(base), load_checked(new)
+    old, fresh = select_records([load_checked(base), load_checked(new)], case)
     result = compare_records(old, fresh, threshold=limit, floor=floor,
                              allow_untested=allow_untested)
     note = None
@@ -89,7 +92,8 @@ def parse_floor(text: str | None, folder: Path | None):
     return None
 
 
-def compare_compile(base: Path, new: Path, cost_threshold: str, kind: str) -> int:
+def compare_compile(base: Path, new: Path, cost_threshold: str, kind: str,
+                    case: list[str] | None = None) -> int:
     """`compare` on two compile artifacts: exact costs, a threshold gate; the exit code."""
     from mibench.harness.records import read_compile_artifact
     from mibench.harness.stats.compile_compare import (
@@ -105,7 +109,8 @@ def compare_compile(base: Path, new: Path, cost_threshold: str, kind: str) -> in
         raise MibenchError("is not a compile artifact; compare a compile artifact with "
                            "another", field=str(odd))
     limit = parse_threshold(cost_threshold, "--cost-threshold")
-    result = compare_costs(read_compile_artifact(base), read_compile_artifact(new), limit)
+    old, fresh = select_records([read_compile_artifact(base), read_compile_artifact(new)], case)
+    result = compare_costs(old, fresh, limit)
     print(compile_compare_json(result) if kind == "json" else compile_compare_markdown(result),
           end="")
     return result.exit_code

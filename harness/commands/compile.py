@@ -1,6 +1,8 @@
-"""`mibench compile CONFIG --target v6e-4`: every JAX case of CONFIG compiled for a TPU
-slice by the real TPU compiler (libtpu), without a TPU and without weights
-(harness/run/compile.py); exit 0 every case ok or skipped, 3 a case failed, 2 bad input."""
+"""`mibench compile CONFIG... --target v6e-4`: every (selected) JAX case of each CONFIG
+compiled for a TPU slice by the real TPU compiler (libtpu), without a TPU and without
+weights (harness/run/compile.py), one artifact per config; exit 0 every case ok or skipped,
+3 a case failed, 2 bad input. Fast by default: `--unrolled` also compiles every program
+with its scans unrolled for the FLOPs ratio, which takes many times as long."""
 
 from __future__ import annotations
 
@@ -10,26 +12,58 @@ from typing import Annotated
 
 import typer
 
-from mibench.harness.commands.common import Sets, guarded, writable_folder
+from mibench.harness.commands.common import CaseGlobs, Sets, guarded, writable_folder
 
 
 @guarded
-def compile_(config: Path,
+def compile_(configs: Annotated[list[Path], typer.Argument(help="Configs to compile.")],
              target: Annotated[str | None, typer.Option(
                  help="TPU slice to compile for, KIND-CHIPS: v6e-1, v6e-4, v6e-8, v5e-4, "
-                      "v5p-4, ... (default: the config's topology.target).")] = None,
+                      "v5p-4, ... (default: each config's topology.target).")] = None,
              out: Annotated[Path, typer.Option(help="Artifact folder.")] = Path("artifacts"),
-             set_: Sets = None):
-    """Compile every JAX case of CONFIG for a TPU slice without a TPU (libtpu, abstract
+             set_: Sets = None, case: CaseGlobs = None,
+             unrolled: Annotated[bool, typer.Option(
+                 "--unrolled", help="Also compile every program with its scans unrolled, "
+                                    "for the FLOPs ratio against the useful FLOPs (slow: "
+                                    "many times the compile time).")] = False):
+    """Compile every JAX case of each CONFIG for a TPU slice without a TPU (libtpu, abstract
     weights): HBM per chip, FLOPs, host traffic, compile time (exit 3: a case failed)."""
-    raise typer.Exit(compile_config(config, out, set_ or [], target, sys.argv))
+    raise typer.Exit(compile_configs(configs, out, set_ or [], target, sys.argv, case or [],
+                                     unrolled))
 
 
-def compile_config(config_path: Path, out: Path, sets: list[str], target_flag: str | None,
-                   argv: list[str]) -> int:
-    """Load, compile every case, write the artifact, print a table; the exit code."""
+def compile_configs(paths: list[Path], out: Path, sets: list[str], target_flag: str | None,
+                    argv: list[str], globs: list[str], unrolled: bool = False) -> int:
+    """Every config loaded, its target resolved and its cases selected before anything
+    compiles (a bad config, a missing target or a `--case` glob that matches no case of
+    any config is exit 2 first); then each compiled in turn. The exit code: 3 if a case of
+    any config failed, else 0."""
+    import fnmatch
+
     from mibench.harness.config import load_config
-    from mibench.harness.config.matrix import expand
+    from mibench.harness.config.matrix import expand, select_cases
+    from mibench.harness.run.compile import resolve_target
+
+    loaded = []
+    for path in paths:
+        config = load_config(path, sets)
+        resolve_target(target_flag, config)
+        loaded.append((config, expand(config)))
+    select_cases([c for _, cases in loaded for c in cases], globs, "these configs")
+    code = 0
+    for config, cases in loaded:
+        chosen = [c for c in cases
+                  if not globs or any(fnmatch.fnmatchcase(c.case_id, g) for g in globs)]
+        if not chosen:
+            print(f"{config.name}: no case selected by --case", flush=True)
+            continue
+        code = max(code, compile_config(config, chosen, out, target_flag, argv, unrolled))
+    return code
+
+
+def compile_config(config, cases: list, out: Path, target_flag: str | None,
+                   argv: list[str], unrolled: bool = False) -> int:
+    """Compile the config's `cases`, write the artifact, print a table; the exit code."""
     from mibench.harness.records import locked, write_artifact
     from mibench.harness.run import libtpu
     from mibench.harness.run.compile import (
@@ -42,9 +76,7 @@ def compile_config(config_path: Path, out: Path, sets: list[str], target_flag: s
     )
     from mibench.harness.util import now
 
-    config = load_config(config_path, sets)
     target = resolve_target(target_flag, config)
-    cases = expand(config)
     writable_folder(out, "--out")
     jax_cases = [c for c in cases if c.engine == "jax"]
     lib = libtpu.find() if jax_cases else None
@@ -60,7 +92,7 @@ def compile_config(config_path: Path, out: Path, sets: list[str], target_flag: s
 
     with locked(path):
         write_artifact(record, path)
-        compile_cases(cases, target, lib, on_case=done)
+        compile_cases(cases, target, lib, on_case=done, unrolled=unrolled)
         record.finished_at = now()
         write_artifact(record, path)
     print(f"artifact: {path}")

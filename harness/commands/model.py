@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from mibench.engines import PRESETS
 from mibench.harness.commands.common import guarded, writable_folder
 
 model_app = typer.Typer(no_args_is_help=True, help="Model files.")
@@ -15,7 +16,9 @@ model_app = typer.Typer(no_args_is_help=True, help="Model files.")
 
 @model_app.command("make")
 @guarded
-def model_make(preset: str, out: Annotated[Path, typer.Option(help="Output folder.")]):
+def model_make(preset: Annotated[str, typer.Argument(
+                   help=f"One of: {', '.join(PRESETS)}.")],
+               out: Annotated[Path, typer.Option(help="Output folder.")]):
     """Write embedded preset PRESET as a Hugging Face checkpoint folder."""
     from mibench.engines import make_model, model_facts
 

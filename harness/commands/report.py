@@ -8,7 +8,9 @@ from typing import Annotated
 
 import typer
 
+from mibench.errors import MibenchError
 from mibench.harness.commands.common import (
+    CaseGlobs,
     Threshold,
     guarded,
     load,
@@ -16,6 +18,7 @@ from mibench.harness.commands.common import (
     out_file,
     parse_threshold,
     schema_of,
+    select_records,
     write_text,
 )
 
@@ -29,13 +32,18 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
                     "stdout, no plots).")] = None,
            threshold: Threshold = "5%",
            summary: Annotated[bool, typer.Option(
-               "--summary", help="The job-summary variant (e.g. for $GITHUB_STEP_SUMMARY): "
-                                 "no plots and no image links.")] = False):
+               "--summary", help="The PR-comment / job-summary variant (e.g. for "
+                                 "$GITHUB_STEP_SUMMARY): at most 40 lines, the verdict and "
+                                 "the cases to look at first, no plots.")] = False,
+           case: CaseGlobs = None):
     """Markdown report of ARTIFACTS: results, speedups, A/B, parity, commits, topology."""
     limit = parse_threshold(threshold)
     out_file(out)
     kinds = {schema_of(p) for p in artifacts}
     if len(artifacts) == 1 and baseline is None and kinds == {"mibench.ab/1"}:
+        if case:
+            raise MibenchError("selects the cases of run artifacts; an A/B artifact holds "
+                               "the cases it measured", field="--case")
         from mibench.harness.records import read_ab
         from mibench.harness.report.ab import render_markdown
 
@@ -45,12 +53,15 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
         from mibench.harness.records import read_compile_artifact
         from mibench.harness.report.compile import render_fit
 
-        write_text(out, render_fit([read_compile_artifact(p) for p in artifacts]))
+        write_text(out, render_fit(select_records([read_compile_artifact(p)
+                                                   for p in artifacts], case)))
         return
     from mibench.harness.report import write_report
 
     comparing = baseline is not None or len(artifacts) > 1
     records = [(load_checked if comparing else load)(p) for p in artifacts]
     base = load_checked(baseline) if baseline is not None else None
+    records = select_records(records + ([base] if base else []), case)
+    records, base = (records[:-1], records[-1]) if base else (records, None)
     text = write_report(records, out, baseline=base, threshold=limit, summary=summary)
     print(f"wrote {out}" if out is not None else text, end="\n" if out else "")

@@ -11,7 +11,14 @@ from typing import Annotated
 import typer
 
 from mibench.errors import MibenchError
-from mibench.harness.commands.common import CaseGlobs, Sets, guarded, writable_folder
+from mibench.harness.commands.common import (
+    CaseGlobs,
+    Sets,
+    choices,
+    guarded,
+    writable_folder,
+)
+from mibench.harness.run.progress import STYLES
 
 
 @guarded
@@ -32,7 +39,7 @@ def run(config: Path, out: Annotated[Path, typer.Option(help="Artifact folder.")
             help="Processes in the multi-process run.")] = None,
         process_id: Annotated[int | None, typer.Option(
             help="This process's index; process 0 writes the artifact.")] = None,
-        progress: Annotated[str, typer.Option(
+        progress: Annotated[str, typer.Option(metavar=choices(STYLES),
             help="Progress on stderr: auto (a bar on a terminal, else lines), bar, "
                  "lines (one per case: CI logs) or none.")] = "auto",
         case: CaseGlobs = None):
@@ -57,6 +64,7 @@ def run_config(config_path: Path, options) -> int:
     from mibench.harness.config import load_config
     from mibench.harness.report.console import render_summary
     from mibench.harness.run.plan import make_plan
+    from mibench.harness.run.progress import announce
     from mibench.harness.run.runner import artifact_path, exit_code, run
 
     config = load_config(config_path, options.sets)
@@ -75,6 +83,9 @@ def run_config(config_path: Path, options) -> int:
     if writer and (resume is None or Path(resume).is_file()):  # else: "no such artifact"
         writable_folder(folder, "--resume" if resume else "--out")
     plan = plan.in_processes(writer=writer, workers=not multi_process)
+    if writer:
+        announce(options.progress, f"{config.name}: {len(plan.cases)} case(s); probing the "
+                 "devices, then each engine group's worker loads its model and compiles")
     try:  # a multi-process run's processes score in-process: the mesh spans them
         record = run(plan)
     except KeyboardInterrupt:

@@ -11,7 +11,15 @@ from typing import Annotated
 import typer
 
 from mibench.errors import MibenchError
-from mibench.harness.commands.common import guarded, parse_options
+from mibench.harness.commands.common import (
+    SEMANTICS,
+    DtypeName,
+    EngineName,
+    ModeName,
+    choices,
+    guarded,
+    parse_options,
+)
 
 
 @guarded
@@ -27,10 +35,11 @@ def score(
         help='JSON file {"query": ..., "items": ...}: query a list of token ids or a string, '
              'items a list of id lists or a list of strings.')] = None,
     labels: Annotated[str, typer.Option(help="Label token ids, e.g. 198,9834.")] = "198",
-    model: str = "embedded:tiny", engine: str = "jax", mode: str = "single",
-    dtype: str = "float32", tp: int = 1,
+    model: str = "embedded:tiny", engine: EngineName = "jax", mode: ModeName = "single",
+    dtype: DtypeName = "float32", tp: int = 1,
     delimiter: Annotated[int | None, typer.Option(help="Delimiter token id.")] = None,
     semantics: Annotated[str | None, typer.Option(
+        metavar=choices(SEMANTICS),
         help="delimited (items after query + delimiter) or plain (after the query); "
              "default: delimited with --delimiter, else plain.")] = None,
     softmax: Annotated[bool, typer.Option(help="Softmax over the labels only.")] = False,

@@ -8,7 +8,14 @@ from typing import Annotated
 
 import typer
 
-from mibench.harness.commands.common import guarded, parse_options
+from mibench.engines import MODES
+from mibench.harness.commands.common import (
+    SEMANTICS,
+    DtypeName,
+    choices,
+    guarded,
+    parse_options,
+)
 from mibench.harness.serve.limits import Limits as ServeLimits  # `serve`'s defaults
 
 
@@ -16,11 +23,13 @@ from mibench.harness.serve.limits import Limits as ServeLimits  # `serve`'s defa
 def serve(
     model: Annotated[str, typer.Option(help="Model: a checkpoint folder or "
                                             "embedded:<preset>; also the served name.")],
-    mode: Annotated[str, typer.Option(help="The jax engine's mode.")] = "single",
+    mode: Annotated[str, typer.Option(metavar=choices(MODES["jax"]),
+                                      help="The jax engine's mode.")] = "single",
     delimiter: Annotated[int | None, typer.Option(help="Delimiter token id.")] = None,
     semantics: Annotated[str | None, typer.Option(
+        metavar=choices(SEMANTICS),
         help="delimited or plain; default: delimited with --delimiter, else plain.")] = None,
-    dtype: str = "float32", tp: int = 1,
+    dtype: DtypeName = "float32", tp: int = 1,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port (0: a free one).")] = 8000,
     option: Annotated[list[str] | None, typer.Option(

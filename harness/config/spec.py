@@ -37,9 +37,10 @@ __all__ = ["Config", "ConfigError", "Case", "Workload", "WorkloadFields"]
 
 
 class Dist(Strict):
-    """Item lengths drawn uniformly from [min, max] (inclusive)."""
+    """Item lengths drawn uniformly from [min, max] (inclusive); `dist: uniform`, the one
+    distribution, may be left out."""
 
-    dist: Literal["uniform"]
+    dist: Literal["uniform"] = "uniform"
     min: PositiveInt
     max: PositiveInt
 
@@ -154,8 +155,22 @@ def _option_field(option: Option) -> tuple:
 
 
 class _CaseHead(Strict):
+    """`engine` and its `mode`; an engine with one mode (http: single) needs no `mode`."""
+
     engine: str
     mode: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _only_mode(cls, data):
+        from mibench.engines import MODES
+
+        if isinstance(data, dict) and "mode" not in data:
+            modes = MODES.get(data.get("engine")) if isinstance(data.get("engine"), str) \
+                else None
+            if modes is not None and len(modes) == 1:
+                return {**data, "mode": next(iter(modes))}
+        return data
 
 
 

@@ -12,13 +12,26 @@ import re
 from pathlib import Path
 
 from mibench.harness.records import RunRecord
-from mibench.harness.report import fmt, groups, latency, plots, tables
+from mibench.harness.report import figures, fmt, groups, latency, plots, tables
+from mibench.harness.report.figures import Pair
 from mibench.harness.report.tables import Row
 from mibench.harness.stats.comparable import label
-from mibench.harness.stats.compare import DEFAULT_THRESHOLD, MIN_RUNS, Comparison, compare
+from mibench.harness.stats.compare import (
+    DEFAULT_THRESHOLD,
+    MIN_RUNS,
+    Comparison,
+    compare,
+    speed_test,
+)
 from mibench.harness.stats.scores import SCORE_TOL
+from mibench.harness.stats.significance import default_floor
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+SUMMARY_LINES = 40  # the budget of `--summary`: a PR comment or job summary, not a page
+# the order of the summary's verdict table: what a reviewer must see first
+SEVERITY = ["regression", "scores moved", "failed", "missing", "untested", "inconclusive",
+            "improvement", "still failing", "not comparable", "added", "removed", "fixed",
+            "skipped"]
 
 
 def method_lines(comp: Comparison) -> list[str]:
@@ -43,16 +56,40 @@ def template(name: str):
 
 
 def comparisons_for(records: list[RunRecord], baseline: RunRecord | None,
-                    threshold: float) -> list[Comparison]:
+                    threshold: float) -> list[Pair]:
     """Against `baseline` when given; otherwise the first artifact is the baseline of the
     others of the same config name at a different commit."""
     if baseline is not None:
-        return [compare(baseline, r, threshold) for r in records
+        return [Pair(baseline, r, compare(baseline, r, threshold)) for r in records
                 if r.run_id != baseline.run_id]
     first = records[0]
     same = [r for r in records[1:] if r.config.get("name") == first.config.get("name")
             and label(r) != label(first)]
-    return [compare(first, r, threshold) for r in same]
+    return [Pair(first, r, compare(first, r, threshold)) for r in same]
+
+
+def fastest_line(rows: list[Row]) -> list[str]:
+    """`Fastest: ...` only when the fastest case is faster than the runner-up beyond the
+    noise (the between-run test of `compare`); otherwise the line says it is not decided."""
+    ok = sorted((r for r in rows if groups.throughput(r) is not None), key=groups.throughput,
+                reverse=True)
+    if len(ok) < 2:
+        return []
+    first, second = ok[:2]
+    floor = default_floor(first.record.provenance.devices.platform)
+    test = speed_test(first.case, second.case, floor.value)
+    def name(r: Row) -> str:
+        return f"{r.case.case_id} ({fmt.num(groups.throughput(r))} items/s, {r.run})"
+    if test is None:
+        return [f"Fastest: not decided between {name(first)} and {name(second)} (fewer than "
+                f"{MIN_RUNS} timed runs)."]
+    diff = (f"time {1 / test.ratio - 1:+.1%} [{1 / test.high - 1:+.1%}, "
+            f"{1 / test.low - 1:+.1%}], {1 - test.alpha:.0%} interval, noise floor "
+            f"{floor.value:.0%}")
+    if test.low > 1:
+        return [f"Fastest: {name(first)}, faster than {name(second)}: {diff}."]
+    return [f"Fastest: not decided: {name(first)} and {name(second)} are within the noise "
+            f"({diff})."]
 
 
 def summary(rows: list[Row], records: list[RunRecord], comps: list[Comparison],
@@ -60,23 +97,19 @@ def summary(rows: list[Row], records: list[RunRecord], comps: list[Comparison],
     counts = {s: sum(r.case.status == s for r in rows) for s in ("ok", "failed", "skipped")}
     checks = [c for r in records for c in (r.parity.checks if r.parity else [])]
     passed = sum(c.status == "passed" for c in checks)
-    regressed = [f"{c.case_id} ({comp.new}): " + (f"{fmt.interval(c)}, " if c.low is not None
-                                                  else "") + c.reason
+    regressed = [f"{c.case_id} ({comp.new}): "
+                 + (f"{fmt.interval(c)}, " if c.latency_low is not None else "") + c.reason
                  for comp in comps for c in comp.cases if c.regression]
     regressed += [f"parity {p.key} ({comp.new}): {p.new_status}" for comp in comps
                   for p in comp.parity if p.regression]
     verdicts = [(f"{comp.new}: " if len(comps) > 1 else "") + fmt.verdict_line(comp)
                 for comp in comps]
     verdict = "\n\n".join(verdicts) or "no baseline to compare with"
-    ok = [r for r in rows if groups.throughput(r) is not None]
-    fastest = max(ok, key=groups.throughput, default=None)
     lines = [f"{len(rows)} cases in {len(records)} artifact(s): {counts['ok']} ok, "
              f"{counts['failed']} failed, {counts['skipped']} skipped."]
     if checks:
         lines.append(f"Parity: {passed} of {len(checks)} checks passed.")
-    if fastest is not None:
-        lines.append(f"Fastest: {fastest.case.case_id} at {fmt.num(groups.throughput(fastest))} "
-                     f"items/s ({fastest.run}, {fmt.hardware(fastest.record)}).")
+    lines += fastest_line(rows)
     lines += [f"Partial artifact {lab}: the run did not finish (cases measured so far)."
               for lab, r in zip(tables.unique_labels(records), records, strict=True)
               if r.finished_at is None]
@@ -93,7 +126,8 @@ def build_context(records: list[RunRecord], baseline: RunRecord | None = None,
                   threshold: float = DEFAULT_THRESHOLD, title: str | None = None) -> dict:
     """Every table of the report; a section's value is None (or empty) when it has no data."""
     rows = tables.rows_of(records)
-    comps = comparisons_for(records, baseline, threshold)
+    pairs = comparisons_for(records, baseline, threshold)
+    comps = [p.comp for p in pairs]
     spread, pauses = tables.spread_table(rows)
     has_models = groups.has_model_matrix(rows)
     names = sorted({r.config.get("name", "?") for r in records})
@@ -118,8 +152,66 @@ def build_context(records: list[RunRecord], baseline: RunRecord | None = None,
         "repro": tables.repro_table(rows),
         "plots": {},
         "_rows": rows,
-        "_comparisons": comps,
+        "_records": ([baseline] if baseline is not None else []) + records,
+        "_pairs": pairs,
     }
+
+
+def _verdict_rows(comps: list[Comparison], limit: int) -> tuple[fmt.Table | None, int]:
+    """The cases of the comparisons that are not `unchanged`, worst first, at most `limit`
+    rows; (table, rows left out)."""
+    many = len(comps) > 1
+    found = sorted(((comp, c) for comp in comps for c in comp.cases
+                    if c.verdict in SEVERITY), key=lambda cc: SEVERITY.index(cc[1].verdict))
+    if not found:
+        return None, 0
+    body = [([comp.new] if many else []) + [
+        c.case_id, fmt.num(c.base_ms_per_item, 3), fmt.num(c.new_ms_per_item, 3),
+        fmt.interval(c).removeprefix("time "),
+        f"**{c.verdict}**" if c.regression else c.verdict] for comp, c in found[:limit]]
+    header = (["New"] if many else []) + ["Case", "Base ms/item", "New ms/item",
+                                          "Time change [interval]", "Verdict"]
+    unchanged = sum(c.verdict == "unchanged" for comp in comps for c in comp.cases)
+    title = "Cases that are not unchanged" + (f" ({unchanged} unchanged not shown)"
+                                              if unchanged else "")
+    table = fmt.Table(header, body, ["l"] * (2 if many else 1) + ["r"] * 3 + ["l"],
+                      title=title, note=fmt.CONVENTION)
+    return table, max(0, len(found) - limit)
+
+
+def _results_rows(rows: list[Row], limit: int) -> tuple[fmt.Table | None, int]:
+    """Without a comparison: the cases, fastest first, at most `limit` rows."""
+    if not rows:
+        return None, 0
+    order = sorted(rows, key=lambda r: -(groups.throughput(r) or -1))
+    body = [[r.case.case_id, fmt.num(groups.throughput(r)), fmt.mfu(r.case.metrics.mfu),
+             fmt.status(r.case)] for r in order[:limit]]
+    return fmt.Table(["Case", "Items/s", "MFU", "Status"], body, ["l", "r", "r", "l"],
+                     title="Cases, fastest first"), max(0, len(rows) - limit)
+
+
+def render_summary(context: dict, budget: int = SUMMARY_LINES) -> str:
+    """The `--summary` page: the verdict, the summary's lines, and the cases a reviewer
+    must see (regressions first; without a baseline, the fastest), cut to `budget` lines
+    with a line saying how many were left out."""
+    s = context["summary"]
+    lines = s["lines"] + [f"Regression: {r}" for r in s["regressions"][:5]]
+    lines += [f"Warning: {w}" for w in s["warnings"][:3]]
+    extra = len(s["regressions"][5:]) + len(s["warnings"][3:])
+    if extra:
+        lines.append(f"{extra} more regression(s) and warning(s) in the full report.")
+    comps = [p.comp for p in context["_pairs"]]
+    for limit in range(budget, -1, -1):
+        table, left = (_verdict_rows(comps, limit) if comps
+                       else _results_rows(context["_rows"], limit))
+        footer = ((f"{left} more case(s) in the full report. " if left else "")
+                  + "Full report: `mibench report` without `--summary`.")
+        text = render(dict(title=context["title"], summary=s, lines=lines, table=table,
+                           footer=footer), "summary.md.j2")
+        if len(text.splitlines()) <= budget:
+            return text
+    kept = text.splitlines()[:budget - 1]  # many comparisons: their verdicts alone overflow
+    return "\n".join(kept + [f"_(cut to {budget} lines: the full report has the rest)_"]) + "\n"
 
 
 def render(context: dict, name: str = "report.md.j2") -> str:
@@ -130,27 +222,23 @@ def render(context: dict, name: str = "report.md.j2") -> str:
 def draw_plots(context: dict, out: Path) -> dict[str, str]:
     """Plots beside `out` (FILE.md -> FILE-throughput.png, ...): name -> relative link."""
     rows: list[Row] = context["_rows"]
+    records: list[RunRecord] = list({r.run_id: r for r in context["_records"]}.values())
+    pairs: list[Pair] = context["_pairs"]
+    names = dict(zip((r.run_id for r in records), tables.unique_labels(records), strict=True))
     many = len({r.run for r in rows}) > 1
-    names = [(f"{r.run} " if many else "") + r.case.case_id for r in rows]
     stem = out.with_suffix("")
+    ids, sides = figures.throughput_bars(records, [names[r.run_id] for r in records], pairs)
+    ok = [r for r in rows if r.case.status == "ok"]
     made = {
-        "throughput": plots.throughput_chart(names, [groups.throughput(r) for r in rows],
-                                             Path(f"{stem}-throughput.png")),
-        "spread": plots.spread_chart(
-            [n for n, r in zip(names, rows, strict=True) if r.case.status == "ok"],
-            [r.case.timed_s for r in rows if r.case.status == "ok"],
-            Path(f"{stem}-spread.png"), tables.TAIL_FACTOR),
+        "throughput": plots.throughput_chart(ids, sides, Path(f"{stem}-throughput.png")),
+        "spread": plots.spread_chart([(f"{r.run} " if many else "") + r.case.case_id
+                                      for r in ok], [r.case.timed_s for r in ok],
+                                     Path(f"{stem}-spread.png"), tables.TAIL_FACTOR),
+        "topology": plots.scaling_chart(groups.topology_lines(rows),
+                                        Path(f"{stem}-topology.png")),
+        "latency": latency.cdf_chart(rows, Path(f"{stem}-latency.png")),
+        "commits": figures.comparison_plot(pairs, names, Path(f"{stem}-commits.png")),
     }
-    made["topology"] = plots.scaling_chart(groups.topology_lines(rows),
-                                           Path(f"{stem}-topology.png"))
-    made["latency"] = latency.cdf_chart(rows, Path(f"{stem}-latency.png"))
-    comps: list[Comparison] = context["_comparisons"]
-    if comps:
-        ids = [c.case_id for c in comps[0].cases if c.change is not None]
-        changes = {comp.new: [next((c.change for c in comp.cases if c.case_id == i), None)
-                              for i in ids] for comp in comps}
-        made["commits"] = plots.change_chart(ids, changes, Path(f"{stem}-commits.png"),
-                                             comps[0].threshold)
     return {k: p.name for k, p in made.items() if p is not None}
 
 
@@ -161,7 +249,7 @@ def write_report(records: list[RunRecord], out: Path | None, baseline: RunRecord
     context = build_context(records, baseline, threshold)
     if out is not None and not summary:
         context["plots"] = draw_plots(context, out)
-    text = render(context)
+    text = render_summary(context) if summary else render(context)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text)

@@ -7,7 +7,16 @@ from __future__ import annotations
 from mibench.harness.records.ab import ABRecord
 from mibench.harness.report.console import table
 from mibench.harness.report.fmt import Table
-from mibench.harness.stats.paired import timing_line
+from mibench.harness.stats.paired import shown, timing_line
+
+SUBJECT = 60  # characters of a commit subject shown (a title is no place for 300)
+CONVENTION = ("Change: time per call new / base - 1, + = slower, the same convention as "
+              "`mibench compare` and `report`.")
+COLUMNS = ("base ms and new ms: the median over the rounds of each side's median call. The "
+           "change is the paired estimate: the geometric mean of the rounds' new/base ratios "
+           "(calls paired within a round), so load that falls on both sides cancels; it can "
+           "differ from new ms / base ms when the load moved between rounds, and the "
+           "interval is the change's.")
 
 
 def _ms(x: float | None) -> str:
@@ -27,7 +36,7 @@ def rows(record: ABRecord) -> list[list[str]]:
         t = c.timing
         scores = "-" if c.scores is None else (
             f"{c.scores.max_log_diff:.2g}" if c.scores.max_log_diff is not None else "shape")
-        out.append([c.case_id, c.verdict or "-", _ms(_median(c.base)), _ms(_median(c.new)),
+        out.append([c.case_id, shown(c.verdict, t), _ms(_median(c.base)), _ms(_median(c.new)),
                     timing_line(t) if t else "-", scores])
     return out
 
@@ -39,17 +48,35 @@ PACING = {
     "sides": "Each round measures both revisions in fresh worker processes, one after the "
              "other in alternating order; a round's ratio is that of the sides' medians.",
 }
-HEADER = ["case", "verdict", "base ms", "new ms", "change [CI]", "max |log score diff|"]
+HEADER = ["case", "verdict", "base ms", "new ms", "change [CI] (+ = slower)",
+          "max |log score diff|"]
+
+
+def short_subject(subject: str, limit: int = SUBJECT) -> str:
+    """A commit subject cut to `limit` characters at a word, with an ellipsis."""
+    subject = " ".join(subject.split())
+    if len(subject) <= limit:
+        return subject
+    cut = subject[:limit - 1].rsplit(" ", 1)[0] if " " in subject[:limit - 1] else \
+        subject[:limit - 1]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def title(record: ABRecord) -> str:
+    """`A/B: 1a2b3c4d vs 5e6f7a8b` (the subjects go on the next line, shortened)."""
+    return f"A/B: {record.base.commit[:8]} vs {record.new.commit[:8]}"
 
 
 def headline(record: ABRecord) -> str:
+    """What was compared and how, in one line: both commits with their (short) subjects,
+    the rounds, the pacing and the test."""
     method = record.cases[0].timing if record.cases and record.cases[0].timing else None
     how = (f"{method.method}, alpha {method.alpha:g}, min effect {method.min_effect:.0%}"
            if method else "no timing test")
     pacing = {"calls": "calls interleaved", "sides": "sides in turn"}[record.pacing]
-    return (f"A/B: base {record.base.commit[:8]} ({record.base.subject}) vs new "
-            f"{record.new.commit[:8]} ({record.new.subject}); {record.rounds} rounds, "
-            f"{pacing}; {how}")
+    return (f"base {record.base.commit[:8]} ({short_subject(record.base.subject)}) vs new "
+            f"{record.new.commit[:8]} ({short_subject(record.new.subject)}); "
+            f"{record.rounds} rounds, {pacing}; {how}")
 
 
 def _pair(a, b, get, unit: str = "") -> str:
@@ -87,7 +114,7 @@ def _cost_title(record: ABRecord) -> str:
 def render_text(record: ABRecord, path=None) -> str:
     worst = [c for c in record.cases if c.verdict == "regression"]
     costs = cost_rows(record)
-    lines = [headline(record), table(HEADER, rows(record)),
+    lines = [f"{title(record)}: {headline(record)}", table(HEADER, rows(record)), CONVENTION,
              *([_cost_title(record), table(COST_HEADER, costs)] if costs else []),
              f"verdict: {record.verdict}" + (f" ({len(worst)} of {len(record.cases)} cases: "
                                               + "; ".join(f"{c.case_id} {c.why}"
@@ -102,8 +129,9 @@ def render_markdown(record: ABRecord) -> str:
     verdict = f"**Verdict: {record.verdict}**" + (
         ": " + "; ".join(f"`{c.case_id}` {c.why}" for c in worst) if worst else "")
     t = Table(HEADER, rows(record), ["l", "l", "r", "r", "l", "r"], title="A/B comparison",
-              note=PACING[record.pacing] + " The change is the geometric mean of the "
-                   "rounds' ratios, with its confidence interval.")
+              note=f"{CONVENTION} {PACING[record.pacing]} {COLUMNS} A `no change` whose "
+                   "interval reaches beyond the minimum effect is inconclusive: more "
+                   "`--rounds` would decide it.")
     samples = Table(["case", "side", "round", "first", "status", "median ms", "timed runs"],
                     [[c.case_id, side, str(s.round + 1), "yes" if s.first else "no",
                       s.status, _ms(s.median_s), str(len(s.timed_s))]
@@ -114,7 +142,8 @@ def render_markdown(record: ABRecord) -> str:
                  note="Compiled by the real TPU compiler at each revision (exact, no noise; "
                       "a growth past the cost threshold or a case that stops compiling or "
                       "fitting is a regression).") if costs else None
-    return "\n\n".join([f"# {headline(record)}", verdict, f"## {t.title}", t.note,
+    return "\n\n".join([f"# {title(record)}", headline(record), verdict, f"## {t.title}",
+                        t.note,
                         t.markdown(),
                         *([f"## {cost.title}", cost.note, cost.markdown()] if cost else []),
                         "<details><summary>Every round</summary>\n\n" + samples.markdown()

@@ -6,15 +6,35 @@ from pathlib import Path
 
 from mibench.engines import MODES
 from mibench.harness.config.matrix import short
+from mibench.harness.report.fmt import mfu
 from mibench.harness.stats.describe import median
 
 
-def table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    def line(r):
-        return "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+def table(header: list[str], rows: list[list[str]], width: int | None = None) -> str:
+    """Plain text (no colour, no frame): the header, a rule, the rows, columns two spaces
+    apart (rich's table). On a terminal narrower than the table, rich wraps the widest
+    cells (a long case id) to fit; elsewhere (logs, pipes, `width` None off a terminal)
+    nothing wraps."""
+    import io
+    import shutil
+    import sys
 
-    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    if width is None:
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 100_000
+    t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1),
+              header_style="", collapse_padding=True)
+    for name in header:
+        t.add_column(name, overflow="fold")
+    for row in rows:
+        t.add_row(*(str(c) for c in row))
+    out = io.StringIO()
+    Console(file=out, width=width, color_system=None, force_terminal=False,
+            highlight=False, emoji=False, markup=False).print(t)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines() if line.strip())
 
 
 def _workload(w) -> str:
@@ -70,7 +90,7 @@ def render_summary(record, path) -> str:
         tput, lat = median(m.throughput_items_per_s), median(m.latency_per_item_ms)
         note = f"{c.error.type}: {c.error.message}"[:80] if c.error else ""
         rows.append([c.case_id, c.status, _fmt(tput, ".2f"), _fmt(lat, ".3f"),
-                     _fmt(c.compile_s, ".2f"), _fmt(m.mfu, ".2%"), note])
+                     _fmt(c.compile_s, ".2f"), mfu(m.mfu), note])
     out = [table(["case", "status", "items/s", "ms/item", "compile_s", "mfu", "error"], rows)]
     if record.parity is not None:
         bad = [p for p in record.parity.checks if p.status != "passed"]

@@ -15,7 +15,10 @@ from mibench.harness.report.fmt import Table
 from mibench.harness.stats.compare import MIN_RUNS, Comparison
 from mibench.harness.stats.history import History, Series
 
-COMPARE_SCHEMA = "mibench.compare/1"
+# /2: the timing verdicts are regression, improvement, unchanged (the whole interval within
+# the threshold) and inconclusive (was `noise`, and part of `unchanged`); the cases carry
+# latency_low/high and the per-side ms/item; `change`, `low`, `high` mean what they meant
+COMPARE_SCHEMA = "mibench.compare/2"
 HISTORY_SCHEMA = "mibench.history/1"
 
 
@@ -23,9 +26,15 @@ def _render(name: str, **context) -> str:
     return render(context, name)
 
 
+def _status(c) -> str:
+    both = c.base_status == c.new_status
+    return (c.new_status or "-") if both else f"{c.base_status or '-'} -> {c.new_status or '-'}"
+
+
 def compare_table(comp: Comparison) -> Table:
-    """Every case side by side: statuses, items/s (from the raw runs), the change with its
-    interval, the evidence, the scores and the verdict with its reason."""
+    """Every case side by side: status, ms/item of both sides and the change of time per
+    item with its interval (one statistic, + = slower), the evidence, the scores and the
+    verdict with its reason."""
     body = []
     for c in comp.cases:
         verdict = f"**{c.verdict}**" if c.regression or c.verdict == "untested" else c.verdict
@@ -33,16 +42,14 @@ def compare_table(comp: Comparison) -> Table:
             f"**{fmt.sci(c.scores.max_log_diff)} > {c.scores.tolerance:g}**" if c.scores.moved
             else "not compared" if c.scores.max_log_diff is None
             else f"{fmt.sci(c.scores.max_log_diff)} <= {c.scores.tolerance:g}")
-        change = "-" if c.change is None else (
-            fmt.pct(c.change) + (f" [{fmt.pct(c.low)}, {fmt.pct(c.high)}]"
-                                 if c.low is not None else ""))
-        body.append([c.case_id, c.base_status or "-", c.new_status or "-",
-                     fmt.num(c.base_items_per_s), fmt.num(c.new_items_per_s), change,
+        body.append([c.case_id, _status(c), fmt.num(c.base_ms_per_item, 3),
+                     fmt.num(c.new_ms_per_item, 3), fmt.interval(c).removeprefix("time "),
                      fmt.significance(c.test), scores, verdict, c.reason])
-    return Table(["Case", "Base status", "New status", f"{comp.base} items/s",
-                  f"{comp.new} items/s", "Items/s change [interval]", "Evidence",
-                  "Scores (max abs ln diff)", "Verdict", "Why"], body,
-                 ["l"] * 3 + ["r"] * 3 + ["l"] * 4)
+    table = Table(["Case", "Status", f"{comp.base} ms/item", f"{comp.new} ms/item",
+                   "Time change [interval]", "Evidence", "Scores (max abs ln diff)",
+                   "Verdict", "Why"], body, ["l"] * 2 + ["r"] * 3 + ["l"] * 4,
+                  note=fmt.CONVENTION)
+    return table.lift_constant(["Status", "Evidence", "Scores (max abs ln diff)"])
 
 
 def parity_changes(comp: Comparison) -> tuple[Table | None, Table | None]:
@@ -76,8 +83,22 @@ def compare_markdown(comp: Comparison, note: str | None = None) -> str:
 def compare_json(comp: Comparison, note: str | None = None) -> str:
     data = {"schema": COMPARE_SCHEMA, "outcome": comp.outcome, "exit_code": comp.exit_code,
             "regression": comp.regression, "verdict": fmt.verdict_line(comp),
+            "convention": "latency_change, latency_low, latency_high: time per item new / "
+                          "base - 1 (+ = slower); change, low, high: items/s new / base - 1 "
+                          "(+ = faster)",
             "methods": comp.methods, "note": note, **dataclasses.asdict(comp)}
     return json.dumps(data, indent=1, default=str) + "\n"
+
+
+def point_labels(points) -> list[str]:
+    """Each point's commit label, `#n` added where a commit has several artifacts."""
+    labels = [p.label for p in points]
+    seen: dict[str, int] = {}
+    out = []
+    for lab in labels:
+        seen[lab] = seen.get(lab, 0) + 1
+        out.append(f"{lab} #{seen[lab]}" if labels.count(lab) > 1 else lab)
+    return out
 
 
 def _peak_current(s: Series) -> tuple[str, str, str]:
@@ -85,42 +106,51 @@ def _peak_current(s: Series) -> tuple[str, str, str]:
     if peak is None:
         return "-", cur.status, "-"
     now = fmt.num(cur.items_per_s) if cur.items_per_s is not None else f"**{cur.status}**"
-    delta = fmt.pct(cur.items_per_s / peak.items_per_s - 1) if cur.items_per_s else "-"
-    return f"{fmt.num(peak.items_per_s)} ({peak.label})", f"{now} ({cur.label})", delta
+    slower = fmt.pct(peak.items_per_s / cur.items_per_s - 1) if cur.items_per_s else "-"
+    return f"{fmt.num(peak.items_per_s)} ({peak.label})", f"{now} ({cur.label})", slower
 
 
 def history_tables(hist: History) -> tuple[Table, list[Table]]:
     """The summary (peak vs current, change points) and one series table per case."""
     rows, series = [], []
     for s in hist.series:
-        cps = "; ".join(f"at {s.points[c.index].label}: {fmt.num(c.before)} -> "
-                        f"{fmt.num(c.after)} ({fmt.pct(c.change)}, p={c.p_value:.3g})"
+        labels = point_labels(s.points)
+        cps = "; ".join(f"at {labels[c.index]}: {fmt.num(c.before)} -> {fmt.num(c.after)} "
+                        f"items/s (time {fmt.pct(c.time_change)}, p={c.p_value:.3g})"
                         for c in s.change_points) or "none"
         name = s.name if len(hist.configs) > 1 else s.case_id
         rows.append([name, *_peak_current(s), cps])
-        body = [[p.label, p.time, p.run_id,
+        body = [[labels[i], p.time, p.run_id,
                  fmt.num(p.items_per_s) if p.items_per_s is not None else f"**{p.status}**",
                  "change point" if any(c.index == i for c in s.change_points) else ""]
                 for i, p in enumerate(s.points)]
         series.append(Table(["Commit", "Time", "Run", "Items/s (median)", ""], body,
                             ["l", "l", "l", "r", "l"], title=name))
-    summary = Table(["Case", "Peak items/s", "Current items/s", "Current vs peak",
-                     "Change points"], rows, ["l", "r", "r", "r", "l"])
+    summary = Table(["Case", "Peak items/s", "Current items/s", "Time, current vs peak",
+                     "Change points"], rows, ["l", "r", "r", "r", "l"],
+                    note="Time changes: time per item, new / old - 1, + = slower (the "
+                         "convention of every mibench table).")
     return summary, series
 
 
 def history_plots(hist: History, out: Path) -> dict[str, str]:
-    """One trend PNG per case beside `out`: series title -> file name."""
+    """One figure of small multiples per config beside `out` (a panel per case):
+    config -> file name."""
     made = {}
     stem = out.with_suffix("")
-    for k, s in enumerate(hist.series):
-        name = s.name if len(hist.configs) > 1 else s.case_id
-        path = plots.trend_chart(name, [p.label for p in s.points],
-                                 [p.items_per_s for p in s.points],
-                                 [c.index for c in s.change_points],
-                                 Path(f"{stem}-trend-{k + 1}.png"))
+    for k, config in enumerate(hist.configs):
+        trends = [plots.Trend(
+            name=s.case_id, labels=point_labels(s.points),
+            values=[p.items_per_s for p in s.points],
+            whiskers=[(p.items_per_s_min, p.items_per_s_max)
+                      if p.items_per_s_min is not None else None for p in s.points],
+            change_points=[(c.index, c.time_change) for c in s.change_points])
+            for s in hist.series if s.config == config]
+        suffix = "" if len(hist.configs) == 1 else f"-{k + 1}"
+        path = plots.history_chart(f"{config}: median items/s per commit", trends,
+                                   Path(f"{stem}-trends{suffix}.png"))
         if path is not None:
-            made[name] = path.name
+            made[config] = path.name
     return made
 
 

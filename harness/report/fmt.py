@@ -9,10 +9,14 @@ import dataclasses
 
 from mibench.harness.config.matrix import model_name, short
 from mibench.harness.records import CaseRecord, RunRecord
-from mibench.harness.stats.compare import MIN_RUNS
+from mibench.harness.stats.compare import DECIDE, MIN_RUNS
 from mibench.harness.stats.significance import Test
 
 OOM_MARKERS = ("RESOURCE_EXHAUSTED", "out of memory", "Out of memory", "OOM")
+# the one convention for change, said under every table that shows one
+CONVENTION = ("Change: time per item, new / base - 1, + = slower, with its interval; the "
+              "ms/item columns are the same statistic (the median run, or the geometric "
+              "mean of the worker processes' medians), so new / base of them is the change.")
 
 
 @dataclasses.dataclass
@@ -24,6 +28,24 @@ class Table:
     align: list[str] | None = None
     title: str | None = None
     note: str | None = None
+    facts: list[str] = dataclasses.field(default_factory=list)  # said once, above the table
+
+    def lift_constant(self, columns: list[str]) -> Table:
+        """The table without those of `columns` whose cells are one value on every row (of
+        two or more rows): each such value goes into `facts` (`Hardware: CPU (2 cores)`),
+        or nowhere when it is `-`."""
+        if len(self.rows) < 2:
+            return self
+        drop = [i for i, h in enumerate(self.header) if h in columns
+                and len({r[i] for r in self.rows}) == 1]
+        facts = [f"{self.header[i]}: {self.rows[0][i]}" for i in drop
+                 if self.rows[0][i] not in ("-", "")]
+        keep = [i for i in range(len(self.header)) if i not in drop]
+        align = self.align or ["l"] * len(self.header)
+        return dataclasses.replace(
+            self, header=[self.header[i] for i in keep], rows=[[r[i] for i in keep]
+                                                               for r in self.rows],
+            align=[align[i] for i in keep], facts=self.facts + facts)
 
     def markdown(self) -> str:
         align = self.align or ["l"] * len(self.header)
@@ -47,6 +69,24 @@ def num(x: float | None, digits: int = 2) -> str:
 
 def pct(x: float | None) -> str:
     return "-" if x is None else f"{x:+.1%}"
+
+
+def flops(x: float | None) -> str:
+    """`210 GFLOP/s`, `918 TFLOP/s`."""
+    if x is None:
+        return "-"
+    for unit, scale in (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9)):
+        if x >= scale:
+            return f"{x / scale:.3g} {unit}"
+    return f"{x:.3g} FLOP/s"
+
+
+def mfu(x: float | None) -> str:
+    """MFU with one decimal, `<0.1%` below it (`-`: unknown, e.g. no quiet calibration of a
+    CPU's peak)."""
+    if x is None:
+        return "-"
+    return "<0.1%" if 0 < x < 0.0005 else f"{x:.1%}"
 
 
 def times(x: float | None) -> str:
@@ -113,12 +153,13 @@ def significance(test: Test | None) -> str:
 
 
 def interval(c) -> str:
-    """`items/s -50.0% [-58.3%, -40.0%]` of a CaseChange (the change alone when untested)."""
-    if c.change is None:
+    """`time +50.0% [+40.0%, +58.3%]` of a CaseChange: time per item new / base - 1,
+    + = slower (the change alone when untested)."""
+    if c.latency_change is None:
         return "-"
-    if c.low is None:
-        return f"items/s {c.change:+.1%} (untested)"
-    return f"items/s {c.change:+.1%} [{c.low:+.1%}, {c.high:+.1%}]"
+    if c.latency_low is None:
+        return f"time {c.latency_change:+.1%} (untested)"
+    return f"time {c.latency_change:+.1%} [{c.latency_low:+.1%}, {c.latency_high:+.1%}]"
 
 
 def score_notes(comp) -> list[str]:
@@ -137,10 +178,14 @@ def verdict_line(comp) -> str:
     how = (f"{1 - comp.alpha:.0%} interval, noise floor {comp.floor.value:.0%} "
            f"({comp.floor.source})")
     compared = comp.compared
-    worst = min((c for c in compared if c.low is not None), key=lambda c: c.change,
-                default=None)
+    worst = max((c for c in compared if c.latency_low is not None),
+                key=lambda c: c.latency_change, default=None)
     largest = (f"worst change {worst.case_id}: {interval(worst)} ({how})" if worst
                else "no case had enough timed runs for a timing verdict")
+    vague = comp.inconclusive
+    if vague:
+        largest += (f"; {len(vague)} inconclusive (an interval reaches beyond "
+                    f"{comp.threshold:.0%}: {DECIDE})")
     if comp.outcome == "regression":
         bad = [c for c in comp.cases if c.regression]
         parts = [f"{c.case_id}: " + (interval(c) if c.verdict == "regression" else

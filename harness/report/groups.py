@@ -39,7 +39,8 @@ def _where(row: Row, runs: bool, tp: bool = True) -> str:
 
 def speedups(rows: list[Row]) -> list[Table]:
     """Per context (artifact, model, dtype, tp, workload): the fastest case of each
-    engine/mode, and a matrix of row-over-column throughput ratios."""
+    engine/mode, slowest first, and each one's speedup over every slower mode (the upper
+    half would only repeat them as reciprocals)."""
     groups: dict[tuple, dict[str, Row]] = defaultdict(dict)
     for r in rows:
         thr = throughput(r)
@@ -54,9 +55,10 @@ def speedups(rows: list[Row]) -> list[Table]:
         order = sorted(best, key=lambda k: throughput(best[k]))
         thr = {k: throughput(best[k]) for k in order}
         body = [[fmt.mode_label(best[a].case), fmt.num(thr[a])] +
-                [fmt.times(thr[a] / thr[b]) for b in order] for a in order]
-        header = ["Mode (fastest options)", "Items/s"] + [f"vs {b}" for b in order]
-        out.append(Table(header, body, ["l"] + ["r"] * (len(order) + 1),
+                [fmt.times(thr[a] / thr[b]) if j < i else "" for j, b in enumerate(order[:-1])]
+                for i, a in enumerate(order) if i > 0]  # the slowest: only a column
+        header = ["Mode (fastest options)", "Items/s"] + [f"vs {b}" for b in order[:-1]]
+        out.append(Table(header, body, ["l"] + ["r"] * len(order),
                          title=_where(next(iter(best.values())), runs)))
     return out
 
@@ -87,14 +89,13 @@ def _ab_table(key: str, members: list[Row], runs: bool) -> Table:
         thr, metrics = throughput(m), m.case.metrics
         body.append([short(m.case.params[key]), fmt.num(thr),
                      fmt.num(median(metrics.latency_per_item_ms)),
-                     fmt.num(median(metrics.total_s)),
                      fmt.times(thr / base) if thr is not None and base else "-",
                      fmt.status(m.case)])
     values = " vs ".join(short(m.case.params[key]) for m in members)
     title = f"{key}: {values} ({first.case.engine}/{first.case.mode}, {_where(first, runs)})"
-    return Table([key, "Items/s", "Latency/item (ms)", f"Time for {first.items} items (s)",
-                  f"vs {short(first.case.params[key])}", "Status"], body,
-                 ["l", "r", "r", "r", "r", "l"], title=title)
+    return Table([key, "Items/s", "Latency/item (ms)",
+                  f"Speedup vs {short(first.case.params[key])}", "Status"], body,
+                 ["l", "r", "r", "r", "l"], title=title)
 
 
 def topology_lines(rows: list[Row]) -> dict[str, dict[int, float]]:
@@ -202,8 +203,9 @@ def parity_by_model(records: list[RunRecord]) -> Table | None:
 
 
 def commit_table(comparisons: list[Comparison]) -> Table | None:
-    """One column group per compared artifact: items/s, the change with its interval and
-    the evidence vs the baseline (the first column); figures from the raw timed runs."""
+    """One column group per compared artifact: ms/item, the change of time per item with
+    its interval (+ = slower), the evidence and the verdict vs the baseline (the first
+    column); figures from the raw timed runs, columns and change from one statistic."""
     if not comparisons:
         return None
     base = comparisons[0].base
@@ -214,15 +216,16 @@ def commit_table(comparisons: list[Comparison]) -> Table | None:
     body = []
     for case_id in order:
         first = next(b[case_id] for b in by if case_id in b)
-        cells = [case_id, fmt.num(first.base_items_per_s)]
+        cells = [case_id, fmt.num(first.base_ms_per_item, 3)]
         for b in by:
             c = b.get(case_id)
             verdict = "-" if c is None else (f"**{c.verdict}**" if c.regression else c.verdict)
             cells += ["-", "-", "-", verdict] if c is None else [
-                fmt.num(c.new_items_per_s), fmt.interval(c).removeprefix("items/s "),
+                fmt.num(c.new_ms_per_item, 3), fmt.interval(c).removeprefix("time "),
                 fmt.significance(c.test) if c.test else c.reason, verdict]
         body.append(cells)
-    header = ["Case", f"{base} (baseline) items/s"]
+    header = ["Case", f"{base} (baseline) ms/item"]
     for comp in comparisons:
-        header += [f"{comp.new} items/s", "Change [interval]", "Evidence", "Verdict"]
-    return Table(header, body, ["l", "r"] + ["r", "r", "l", "l"] * len(comparisons))
+        header += [f"{comp.new} ms/item", "Time change [interval]", "Evidence", "Verdict"]
+    return Table(header, body, ["l", "r"] + ["r", "r", "l", "l"] * len(comparisons),
+                 note=fmt.CONVENTION).lift_constant(["Evidence"])

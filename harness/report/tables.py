@@ -46,40 +46,52 @@ def _distinct(rows: list[Row], key) -> int:
     return len({key(r) for r in rows})
 
 
+CONSTANT = ["Hardware", "Commit", "Engine", "Options", "Model", "TP", "Items", "Peak mem",
+            "Status"]  # lifted above the results matrix when one value on every row
+
+
+def peak_note(records: list[RunRecord]) -> str:
+    """The peak FLOP/s each artifact's MFU divides by, and where it came from."""
+    parts = []
+    for lab, r in zip(unique_labels(records), records, strict=True):
+        d = r.provenance.devices
+        value = ", ".join(f"{k} {fmt.flops(v)}" for k, v in sorted(d.peak_flops.items()))
+        where = f"{lab}: " if len(records) > 1 else ""
+        parts.append(f"{where}{value or 'unknown, so MFU is unknown'}"
+                     + (f" ({d.peak_source})" if d.peak_source else ""))
+    return "; ".join(dict.fromkeys(parts))
+
+
 def results_matrix(rows: list[Row]) -> Table:
-    """Hardware, engine, mode and options, topology, items/s, latency per item, time for N
-    items, compile time, MFU, peak memory, status (the seeds' matrix plus the harness's)."""
+    """Hardware, engine, mode and options, topology, items/s, latency per item, compile
+    time, MFU, peak memory, status (the seeds' matrix plus the harness's); a column with one
+    value on every row is said once above the table (`Table.facts`)."""
     many_runs = _distinct(rows, lambda r: r.run) > 1
     many_models = _distinct(rows, lambda r: fmt.model_label(r.case)) > 1
     # an http case's time is its whole load (many requests): it has its own latency table
     loads = [r for r in rows if r.case.http is not None]
-    counts = {r.items for r in rows if r.case.http is None}
-    total = f"Time for {counts.pop()} items (s)" if len(counts) == 1 and None not in counts \
-        else "Time (s)"
     header = (["Hardware"] + (["Commit"] if many_runs else []) + ["Engine", "Mode", "Options"]
-              + (["Model"] if many_models else []) + ["TP"] + (["Items"] if len(
-                  {r.items for r in rows}) > 1 else []))
+              + (["Model"] if many_models else []) + ["TP", "Items"])
     align = ["l"] * len(header)
-    header += ["Items/s", "Latency/item (ms)", total, "Compile (s)", "MFU", "Peak mem",
-               "Status"]
-    align += ["r"] * 6 + ["l"]
+    header += ["Items/s", "Latency/item (ms)", "Compile (s)", "MFU", "Peak mem", "Status"]
+    align += ["r"] * 5 + ["l"]
     out = []
     for r in rows:
         c, m = r.case, r.case.metrics
         cells = [fmt.hardware(r.record)] + ([r.run] if many_runs else []) + [
             c.engine, c.mode, fmt.options(c)] + ([fmt.model_label(c)] if many_models else [])
-        cells += [str(c.topology.get("tp", "?"))] + ([str(r.items)] if "Items" in header else [])
+        cells += [str(c.topology.get("tp", "?")), str(r.items) if r.items else "-"]
         cells += [fmt.num(median(m.throughput_items_per_s)),
-                  fmt.num(median(m.latency_per_item_ms)),
-                  "-" if c.http is not None else fmt.num(median(m.total_s)),
-                  fmt.num(c.compile_s), "-" if m.mfu is None else f"{m.mfu:.2%}",
-                  fmt.size(m.peak_memory_bytes), fmt.status(c)]
+                  fmt.num(median(m.latency_per_item_ms)), fmt.num(c.compile_s),
+                  fmt.mfu(m.mfu), fmt.size(m.peak_memory_bytes), fmt.status(c)]
         out.append(cells)
-    note = "Medians over the timed runs; MFU = useful FLOPs / (median time x peak)."
+    records = list({id(r.record): r.record for r in rows}.values())
+    note = ("Medians over the timed runs; MFU = useful FLOPs / (median time x peak), peak "
+            f"{peak_note(records)}.")
     if loads:
         note += (" An http case times a load of many requests, not one pass: its items/s is "
                  "over the load, and its request latencies are in the latency table.")
-    return Table(header, out, align, note=note)
+    return Table(header, out, align, note=note).lift_constant(CONSTANT)
 
 
 def _parity_measures(c: ParityCheck, logs: bool) -> list[str]:
@@ -187,7 +199,7 @@ def environment_table(records: list[RunRecord]) -> Table:
          if r.provenance.engine_repo else "-"),
         ("Devices", lambda r: f"{r.provenance.devices.platform} / {r.provenance.devices.kind} "
                               f"x{r.provenance.devices.count}"),
-        ("Peak FLOP/s", lambda r: ", ".join(f"{k} {v:.3g}" for k, v in
+        ("Peak FLOP/s", lambda r: ", ".join(f"{k} {fmt.flops(v)}" for k, v in
                                             r.provenance.devices.peak_flops.items()) +
          (f" ({r.provenance.devices.peak_source})" if r.provenance.devices.peak_source else "")),
         ("Host", lambda r: " ".join(str(v) for v in r.provenance.host.values() if v)),
@@ -198,7 +210,8 @@ def environment_table(records: list[RunRecord]) -> Table:
     fields += [(name, lambda r, n=name: r.provenance.packages.get(n) or "-") for name in packages]
     body = [[name] + [str(get(r)) or "-" for r in records] for name, get in fields]
     body = [row for row in body if row[0] != "Case commits" or set(row[1:]) != {"-"}]
-    return Table(["Field"] + unique_labels(records), body)
+    return Table(["Field"] + unique_labels(records), body,
+                 title=f"Environment ({len(body)} fields)")
 
 
 def repro_table(rows: list[Row]) -> Table:

@@ -84,11 +84,12 @@ def new_record(config, target: CompileTarget, lib, argv: list[str]) -> CompileRe
 
 
 def compile_cases(cases: list[CaseSpec], target: CompileTarget, lib, *, engine_root: str = "",
-                  on_case: Callable[[CompileCase], None] = lambda rec: None
-                  ) -> list[CompileCase]:
+                  on_case: Callable[[CompileCase], None] = lambda rec: None,
+                  unrolled: bool = False) -> list[CompileCase]:
     """Compile every case, one worker per engine group (a fresh one after a death), with
     the engines of `engine_root` (another revision's checkout, for `mibench ab`) or this
-    checkout's; torch cases are `skipped`. Calls `on_case` as each case finishes."""
+    checkout's; torch cases are `skipped`. Calls `on_case` as each case finishes.
+    `unrolled`: also the FLOPs of every program with its scans unrolled (slow)."""
     done: list[CompileCase] = []
     worker, key = None, None
     try:
@@ -102,7 +103,7 @@ def compile_cases(cases: list[CaseSpec], target: CompileTarget, lib, *, engine_r
                     worker.close()
                     worker = None
                 if worker is None:
-                    worker = CompileWorker(worker_env(lib), engine_root)
+                    worker = CompileWorker(worker_env(lib, unrolled), engine_root)
                     key = case.engine_key
                 try:
                     rec = worker.compile(case, target)

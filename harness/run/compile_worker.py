@@ -195,8 +195,14 @@ class CompileWorker:
         Path(self.log).unlink(missing_ok=True)
 
 
-def worker_env(lib) -> dict[str, str]:
+def worker_env(lib, unrolled: bool = False) -> dict[str, str]:
     """libtpu's environment for a compile worker. Compile-only devices touch no chip, so
     libtpu's one-process-per-host lockfile (/tmp/libtpu_lockfile) is waived: two compiles
-    at once (two terminals, the test suite) would otherwise fail every case of the second."""
-    return {"ALLOW_MULTIPLE_LIBTPU_LOAD": "1", **libtpu.worker_env(lib)}
+    at once (two terminals, the test suite) would otherwise fail every case of the second.
+    `unrolled` (`mibench compile --unrolled`) goes to the engines through their variable,
+    which every revision's `compile_case` reads (older ones default it on: it is set
+    either way)."""
+    from mibench.engines import UNROLLED_ENV
+
+    return {"ALLOW_MULTIPLE_LIBTPU_LOAD": "1", **libtpu.worker_env(lib),
+            UNROLLED_ENV: "1" if unrolled else "0"}

@@ -6,9 +6,12 @@ a warm-up), measured **once per machine** and cached in `$MIBENCH_CACHE/peak.jso
 the CPU model, the CPUs this process may use, the dtype and the jax version: a measurement
 repeated every run moves by tens of percent on a busy machine (1.05e11 to 1.79e11 seen on
 one), and would move every CPU `mfu` with it. A calibration during which the threads
-mostly waited for a CPU (another process was busy) is not cached. Delete the file (or its
-entry) to measure again. `PeakTable.source` says where the figure came from, e.g.
-`calibrated (cached 2026-11-26, AMD EPYC 7B13, 2 cpus, jax 0.10.2)`.
+mostly waited for a CPU (another process was busy) is not cached **and not used**: with no
+quiet calibration cached the peak is unknown and so is `mfu` (3.89% and 5.63% were seen for
+the same items/s from two busy runs' own measurements); `mibench env` on a quiet machine
+calibrates it. Delete the file (or its entry) to measure again. `PeakTable.source` says
+where the figure came from, e.g. `calibrated (cached 2026-11-26, AMD EPYC 7B13, 2 cpus,
+jax 0.10.2)`, or why there is none.
 """
 
 from __future__ import annotations
@@ -163,11 +166,12 @@ def write_cache(path: Path, entries: dict) -> None:
 
 
 def cached_cpu_peak(dtype: str, path: Path | None = None,
-                    calibrate=None) -> tuple[float, dict]:
+                    calibrate=None) -> tuple[float | None, dict]:
     """(FLOP/s, its cache entry) for this machine and `dtype`: the cached figure, else a
     calibration that is then cached. A calibration on a busy machine (`BUSY`) is tried
-    again, and if the machine stays busy used for this run only; so is one whose cache
-    cannot be written. The entry then says `cached: false` and why."""
+    again, and if the machine stays busy it is not used: (None, the entry with `cached:
+    false`, `busy: true` and why). A quiet one whose cache cannot be written is used for
+    this run only (`cached: false` and why)."""
     path = path or cache_path()
     m = machine(dtype)
     entry = read_cache(path).get(_key(m))
@@ -184,8 +188,9 @@ def cached_cpu_peak(dtype: str, path: Path | None = None,
             break
     entry = {**m, "flops": best, "calibrated_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")}
     if busy is not None and busy > BUSY:
-        return best, {**entry, "cached": False, "why": f"the CPUs were busy, its threads "
-                      f"waited for one {busy:.0%} of the time"}
+        return None, {**entry, "cached": False, "busy": True,
+                      "why": f"the CPUs were busy, its threads waited for one {busy:.0%} of "
+                             "the time"}
     try:
         entries = read_cache(path)  # re-read: another run may have added its own
         entries[_key(m)] = entry
@@ -196,12 +201,18 @@ def cached_cpu_peak(dtype: str, path: Path | None = None,
 
 
 def describe(entries: list[dict]) -> str:
-    """`calibrated (cached 2026-11-26, CPU, N cpus, jax V)` for the entries a run used."""
+    """Where a run's CPU peak came from: `calibrated (cached 2026-11-26, CPU, N cpus, jax
+    V)`, a quiet calibration that could not be cached, or `unknown: ...` (busy)."""
     if not entries:
         return "calibrated"
     dates = sorted({e.get("calibrated_at", "?") for e in entries})
     first = entries[0]
     where = f"{first['cpu']}, {first['cpus']} cpus, jax {first['jax']}"
+    busy = [e for e in entries if e.get("busy")]
+    if busy:
+        return (f"unknown, so MFU is not computed: no quiet calibration of this CPU is cached "
+                f"and this run's ({busy[0]['why']}) is not used; `mibench env` on a quiet "
+                f"machine calibrates it ({where})")
     if all(e.get("cached") for e in entries):
         return f"calibrated (cached {', '.join(dates)}, {where})"
     why = next(e.get("why") for e in entries if not e.get("cached"))
@@ -215,6 +226,7 @@ class PeakTable:
         self.platform, self.kind = platform or "cpu", kind or ""
         self.values: dict[str, float] = {}
         self.entries: dict[str, dict] = {}  # CPU: dtype -> the cache entry used
+        self.unknown: set[str] = set()  # dtypes with no peak (asked once)
         self.kept: str | None = None  # the source of `values` given from outside (a resume)
 
     @property
@@ -226,12 +238,15 @@ class PeakTable:
         return describe(list(self.entries.values()))
 
     def __call__(self, dtype: str) -> float | None:
-        if dtype not in self.values:
+        """The peak for `dtype`, or None (unknown: an unknown accelerator, or a CPU with no
+        quiet calibration); asked once per dtype and kept either way."""
+        if dtype not in self.values and dtype not in self.unknown:
             if self.platform == "cpu":
                 value, self.entries[dtype] = cached_cpu_peak(dtype)
             else:
                 value = vendor_peak(self.kind, dtype)
             if value is None:
+                self.unknown.add(dtype)
                 return None
             self.values[dtype] = value
-        return self.values[dtype]
+        return self.values.get(dtype)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from mibench.harness.config.cases import CaseSpec
 from mibench.harness.config.matrix import expand, select_cases
@@ -37,11 +38,19 @@ class RunOptions:
             object.__setattr__(self, "progress", "auto" if self.progress else "none")
 
 
-GroupKey = tuple[str, str, int]  # (model, dtype, tp): the cases parity compares
+class GroupKey(NamedTuple):
+    """The cases parity compares: one model, dtype and tp (`embedded:tiny float32 tp=1`)."""
+
+    model: str
+    dtype: str
+    tp: int
+
+    def __str__(self) -> str:
+        return f"{self.model} {self.dtype} tp={self.tp}"
 
 
 def group_of(case: CaseSpec) -> GroupKey:
-    return (case.model, case.dtype, case.tp)
+    return GroupKey(case.model, case.dtype, case.tp)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -49,7 +49,14 @@ class ChangePoint:
 
     @property
     def change(self) -> float:
+        """Of the series' values (items/s: positive is faster)."""
         return self.after / self.before - 1 if self.before else math.inf
+
+    @property
+    def time_change(self) -> float:
+        """The same step as a change of time, before / after - 1 (positive: slower), the
+        convention of every report."""
+        return self.before / self.after - 1 if self.after else math.inf
 
 
 def welch_t(x, min_size: int):

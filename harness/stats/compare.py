@@ -13,12 +13,25 @@ case ids, a run time that is not finite and > 0, summaries that disagree with th
 
 **Verdicts** of a case that is ok on both sides:
 
-- `regression`: items/s fell by more than `threshold` AND the between-run interval of the
-  change excludes 0 (harness.stats.significance);
+- `regression`: the time per item grew by more than `threshold` AND the between-run
+  interval of the change excludes 0 (harness.stats.significance);
 - `scores moved`: its scores moved beyond the modes tolerance as log scores (float32 1e-5,
   bfloat16 1e-1), a regression whatever the times;
-- `improvement`, `noise` (beyond the threshold, inside the interval), `unchanged`;
+- `improvement`: the time per item fell by more than `threshold`, the interval below 0;
+- `unchanged`: the whole interval lies within +-`threshold` (the gate could have seen a
+  change of that size, and there is none);
+- `inconclusive`: anything else: the interval reaches beyond the threshold (a change
+  beyond it that the noise could explain, or one within it that the interval cannot
+  vouch for). Exit 0, not a regression; `DECIDE` says what would decide it;
 - `untested`: fewer than `MIN_RUNS` timed runs on a side; fails the gate unless allowed.
+
+**One convention** for every change (`mibench compare`, `ab`, `report`, `history`): time
+new / base - 1, `+` = slower (`CaseChange.latency_change`, `latency_low`,
+`latency_high`), with the per-side figures beside it (`base_ms_per_item`,
+`new_ms_per_item`) from the same statistic: the geometric mean of the process medians
+(the median of the runs with one process a side), so new / base of the two columns is the
+change exactly. `change`, `low`, `high` keep their meaning: the same change as items/s
+(positive: faster).
 
 Also a regression: a case ok in the baseline and failed now, a case ok in the baseline and
 missing from a new run that did not finish, a parity check that passed (or did not exist)
@@ -47,12 +60,15 @@ from mibench.harness.stats.significance import (
 
 DEFAULT_THRESHOLD = 0.05
 MIN_RUNS = 3
+DECIDE = "`mibench ab`, more `runs.processes` or `--noise-from` would decide it"
 
 
 @dataclasses.dataclass(frozen=True)
 class CaseChange:
-    """One case id in either artifact. `change`, `low`, `high`: the relative change of
-    items/s and its interval (positive: faster)."""
+    """One case id in either artifact. `latency_change`, `latency_low`, `latency_high`: the
+    change of time per item, new / base - 1, and its interval (positive: slower), the
+    convention every command reports; `change`, `low`, `high`: the same as items/s
+    (positive: faster), kept for readers of `mibench.compare/1`."""
 
     case_id: str
     base_status: str | None  # None: not in the baseline
@@ -63,9 +79,15 @@ class CaseChange:
     low: float | None = None
     high: float | None = None
     latency_change: float | None = None  # of the time per item (positive: slower)
+    latency_low: float | None = None  # its interval
+    latency_high: float | None = None
+    # the per-side centres the change is the ratio of: ms per item (geometric mean of the
+    # process medians; the median of the runs with one process)
+    base_ms_per_item: float | None = None
+    new_ms_per_item: float | None = None
     test: Test | None = None
     scores: ScoreCheck | None = None
-    # regression|scores moved|failed|improvement|unchanged|noise|untested|not comparable|
+    # regression|scores moved|failed|improvement|unchanged|inconclusive|untested|not comparable|
     # added|removed|missing|fixed|still failing|skipped
     verdict: str = "unchanged"
     regression: bool = False
@@ -112,6 +134,10 @@ class Comparison:
     @property
     def untested(self) -> list[CaseChange]:
         return [c for c in self.cases if c.verdict == "untested"]
+
+    @property
+    def inconclusive(self) -> list[CaseChange]:
+        return [c for c in self.cases if c.verdict == "inconclusive"]
 
     @property
     def outcome(self) -> str:
@@ -166,9 +192,47 @@ def items_per_s(case: CaseRecord) -> float | None:
     return statistics.median(rates(case.timed_s, n)) if n and case.timed_s else None
 
 
+def ms_per_item(case: CaseRecord) -> float | None:
+    """Median ms per item over the timed runs, from the raw times (None: no runs or count)."""
+    n = items_of(case)
+    return 1e3 * statistics.median(case.timed_s) / n if n and case.timed_s else None
+
+
 def process_runs(case: CaseRecord) -> list[list[float]]:
     """The timed runs grouped by worker process (one group without `process_timed_s`)."""
     return [list(p) for p in case.process_timed_s if p] or [list(case.timed_s)]
+
+
+def timing_verdict(ratio: float, low: float, high: float, significant: bool,
+                   threshold: float, level: str) -> tuple[str, str]:
+    """(verdict, reason) of a change of time per item `ratio` (new / base) with its interval
+    [`low`, `high`] at `level`: regression / improvement beyond `threshold` and
+    significant; unchanged when the whole interval lies within +-threshold; else
+    inconclusive, saying what would decide it."""
+    change, lo, hi = ratio - 1, low - 1, high - 1
+    if significant and change > threshold:
+        return "regression", f"slower by more than {threshold:.0%}, beyond the noise"
+    if significant and change < -threshold:
+        return "improvement", f"faster by more than {threshold:.0%}, beyond the noise"
+    if -threshold <= lo and hi <= threshold:
+        return "unchanged", f"the {level} interval lies within +-{threshold:.0%}"
+    where = ("beyond the threshold, within the noise" if abs(change) > threshold
+             else f"within {threshold:.0%}, but its {level} interval reaches beyond")
+    return "inconclusive", f"{where}; {DECIDE}"
+
+
+def speed_test(first: CaseRecord, second: CaseRecord, floor: float,
+               alpha: float = DEFAULT_ALPHA) -> Test | None:
+    """Time per item of `second` against `first` (two cases, e.g. the two fastest of a
+    report; ratio > 1: `first` is faster) by the between-run test; None without
+    `MIN_RUNS` timed runs and an item count on each side."""
+    units = []
+    for case in (first, second):
+        n = items_of(case)
+        if not n or len(case.timed_s) < MIN_RUNS or case.status != "ok":
+            return None
+        units.append([[t / n for t in p] for p in process_runs(case)])
+    return between_runs(units[0], units[1], floor, alpha)
 
 
 def _timing(base: CaseRecord, new: CaseRecord, threshold: float, alpha: float,
@@ -178,22 +242,21 @@ def _timing(base: CaseRecord, new: CaseRecord, threshold: float, alpha: float,
         ratio = statistics.median(new.timed_s) / statistics.median(base.timed_s) \
             if base.timed_s and new.timed_s else None
         return dict(change=None if ratio is None else 1 / ratio - 1,
-                    latency_change=None if ratio is None else ratio - 1, verdict="untested",
+                    latency_change=None if ratio is None else ratio - 1,
+                    base_ms_per_item=ms_per_item(base), new_ms_per_item=ms_per_item(new),
+                    verdict="untested",
                     reason=f"{len(base.timed_s)}+{len(new.timed_s)} timed runs: at least "
                            f"{MIN_RUNS} on each side are needed for a timing verdict")
     test = between_runs(process_runs(base), process_runs(new), floor, alpha)
-    change, low, high = 1 / test.ratio - 1, 1 / test.high - 1, 1 / test.low - 1
-    level = f"{1 - alpha:.0%}"
-    if test.significant and change < -threshold:
-        verdict, why = "regression", f"slower by more than {threshold:.0%}, beyond the noise"
-    elif test.significant and change > threshold:
-        verdict, why = "improvement", f"faster by more than {threshold:.0%}, beyond the noise"
-    elif abs(change) > threshold:
-        verdict, why = "noise", f"within the noise (the {level} interval includes 0)"
-    else:
-        verdict, why = "unchanged", f"within {threshold:.0%}"
-    return dict(change=change, low=low, high=high, latency_change=test.ratio - 1, test=test,
-                verdict=verdict, reason=why)
+    verdict, why = timing_verdict(test.ratio, test.low, test.high, test.significant,
+                                  threshold, f"{1 - alpha:.0%}")
+    n_base, n_new = items_of(base), items_of(new)
+    return dict(change=1 / test.ratio - 1, low=1 / test.high - 1, high=1 / test.low - 1,
+                latency_change=test.ratio - 1, latency_low=test.low - 1,
+                latency_high=test.high - 1,
+                base_ms_per_item=1e3 * test.base_s / n_base if n_base else None,
+                new_ms_per_item=1e3 * test.new_s / n_new if n_new else None,
+                test=test, verdict=verdict, reason=why)
 
 
 def case_change(base_rec: RunRecord, base: CaseRecord, new_rec: RunRecord, new: CaseRecord,

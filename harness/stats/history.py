@@ -42,6 +42,8 @@ class Point:
     run_id: str
     status: str  # ok / failed / skipped / missing
     items_per_s: float | None
+    items_per_s_min: float | None = None  # the slowest and fastest timed run
+    items_per_s_max: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,7 +170,9 @@ def _series(config: str, case_id: str, timeline: list[tuple[str, RunRecord]],
         thr = c.metrics.throughput_items_per_s if c is not None and c.status == "ok" else None
         points.append(Point(label=label(r), commit=r.provenance.git.commit, time=time,
                             run_id=r.run_id, status=c.status if c else "missing",
-                            items_per_s=median(thr)))
+                            items_per_s=median(thr),
+                            items_per_s_min=thr.min if thr is not None else None,
+                            items_per_s_max=thr.max if thr is not None else None))
     where = [i for i, p in enumerate(points) if p.items_per_s is not None]
     found = binary_segmentation([points[i].items_per_s for i in where], params)
     moved = [dataclasses.replace(cp, index=where[cp.index]) for cp in found]

@@ -16,6 +16,9 @@ The test on the rounds' d:
 - **Minimum effect**: a change is a regression (improvement) only when p < alpha AND it is
   slower (faster) than `min_effect`, so a real but tiny difference is not a failure.
 - Fewer than 3 rounds: `untested` (the interval has nothing to stand on).
+- What a person reads (`shown`): a `no change` whose interval reaches beyond the minimum
+  effect is **inconclusive** (more rounds would decide it), one whose interval lies within
+  it **unchanged**; the stored verdict stays `no change`, so artifacts keep their meaning.
 
 Defaults: alpha 0.01 (a 99% interval), min_effect 5%. Calibrated by `mibench job
 calibrate` (A/A false alarms and detection of 20% / 50% slowdowns; docs/reports.md).
@@ -61,6 +64,18 @@ class PairedVerdict:
                 f"p={self.p_value:.2g}, {self.rounds} rounds)")
 
 
+def shown(verdict: str | None, timing) -> str:
+    """The verdict word of the reports: `no change` becomes `unchanged` when the interval of
+    `timing` (a PairedVerdict or a stored Timing) lies within +-min_effect, else
+    `inconclusive`; every other verdict is itself."""
+    if verdict != "no change" or timing is None:
+        return verdict or "-"
+    if timing.low is None or timing.high is None:
+        return "inconclusive"
+    within = -timing.min_effect <= timing.low and timing.high <= timing.min_effect
+    return "unchanged" if within else "inconclusive"
+
+
 def timing_line(timing) -> str:
     """`PairedVerdict.line` of a stored verdict (an A/B artifact's `Timing` record)."""
     return PairedVerdict(**timing.model_dump(exclude={"round_log_ratios"})).line()
@@ -101,8 +116,7 @@ def paired_test(d: list[float], alpha: float = ALPHA,
         low = high = mean
     else:
         p = float(2 * student.sf(abs(mean / se), k - 1))
-        half = float(student.ppf(1 - alpha / 2, k - 1)) * se
-        low, high = mean - half, mean + half
+        low, high = map(float, student.interval(1 - alpha, k - 1, loc=mean, scale=se))
     change = math.expm1(mean)
     verdict = "no change"
     if p < alpha and change > min_effect:

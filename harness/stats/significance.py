@@ -71,6 +71,8 @@ class Test:
     k_base: int  # processes (samples of the between-run spread)
     k_new: int
     ratio: float  # exp(d): time per item new / base
+    base_s: float  # exp(mean ln m_base): the base side's centre (of what was given, per run)
+    new_s: float  # exp(mean ln m_new); new_s / base_s == ratio
     low: float  # interval of the ratio at level 1 - alpha
     high: float
     alpha: float
@@ -113,12 +115,19 @@ def between_runs(base: list[list[float]], new: list[list[float]], floor: float,
     d = statistics.fmean(mn) - statistics.fmean(mb)
     se = math.sqrt(vb / len(mb) + vn / len(mn))
     df = len(mb) + len(mn) - 2
-    if measured and df > 0:
-        q, quantile = float(student.ppf(1 - alpha / 2, df)), f"t({df})"
+    if se == 0:  # a zero noise floor and identical runs: no spread at all
+        low, high = d, d
+        quantile = "normal"
+    elif measured and df > 0:
+        low, high = student.interval(1 - alpha, df, loc=d, scale=se)
+        quantile = f"t({df})"
     else:
-        q, quantile = float(norm.ppf(1 - alpha / 2)), "normal"
-    low, high = d - q * se, d + q * se
+        low, high = norm.interval(1 - alpha, loc=d, scale=se)
+        quantile = "normal"
+    low, high = float(low), float(high)
     return Test(method=METHOD, n_base=sum(map(len, base)), n_new=sum(map(len, new)),
-                k_base=len(base), k_new=len(new), ratio=math.exp(d), low=math.exp(low),
+                k_base=len(base), k_new=len(new), ratio=math.exp(d),
+                base_s=math.exp(statistics.fmean(mb)), new_s=math.exp(statistics.fmean(mn)),
+                low=math.exp(low),
                 high=math.exp(high), alpha=alpha, floor=floor, quantile=quantile,
                 significant=low > 0 or high < 0)

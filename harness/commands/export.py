@@ -1,0 +1,43 @@
+"""`mibench export ARTIFACT... --format csv|bmf|json`: the cases of run artifacts for other
+tools (a spreadsheet, Bencher, a notebook): one exporter per format
+(harness/report/exporters/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mibench.harness.commands.common import (
+    CaseGlobs,
+    choices,
+    guarded,
+    load,
+    out_file,
+    select_records,
+    write_text,
+)
+
+FORMATS = ("csv", "json", "bmf")  # harness/report/exporters' EXPORTERS (a test keeps them one)
+
+
+@guarded
+def export(artifacts: Annotated[list[Path], typer.Argument(help="Run artifacts (JSON).")],
+           format: Annotated[str, typer.Option(
+               "--format", metavar=choices(FORMATS),
+               help="csv: one line per case and timed run; json: the same rows; bmf: "
+                    "Bencher Metric Format (throughput, latency per case).")] = "csv",
+           out: Annotated[Path | None, typer.Option(
+               help="Write FILE (default: stdout).")] = None,
+           case: CaseGlobs = None):
+    """Export the cases of ARTIFACTS as CSV, JSON rows or Bencher Metric Format."""
+    out_file(out)
+    write_text(out, export_artifacts(artifacts, format, case))
+
+
+def export_artifacts(paths: list[Path], format: str, globs: list[str] | None = None) -> str:
+    """The text of `format` for the artifacts' (selected) cases."""
+    from mibench.harness.report.exporters import exporter
+
+    return exporter(format).export(select_records([load(p) for p in paths], globs))

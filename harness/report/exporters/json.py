@@ -1,0 +1,16 @@
+"""JSON: `{"schema": "mibench.export/1", "columns": [...], "rows": [{...}, ...]}`, the rows of
+the CSV export as objects."""
+
+from __future__ import annotations
+
+import json
+
+from mibench.harness.report.exporters.rows import COLUMNS, case_rows
+
+NAME, SUFFIX = "json", ".json"
+SCHEMA = "mibench.export/1"
+
+
+def export(records) -> str:
+    data = {"schema": SCHEMA, "columns": COLUMNS, "rows": case_rows(records)}
+    return json.dumps(data, indent=1) + "\n"
