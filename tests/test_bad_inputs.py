@@ -577,8 +577,10 @@ ARTIFACTS = [
     ("timed-str", "cases.0.timed_s"), ("timed-negative", "cases.0.timed_s.0"),
     ("compile-nan", "cases.0.compile_s"),
     ("throughput-zero", "throughput_items_per_s.median: 0.0 is not a measurement"),
-    ("throughput-negative", "throughput_items_per_s"), ("throughput-nan", "nan"),
-    ("throughput-inf", "inf"), ("latency-zero", "latency_per_item_ms.median"),
+    ("throughput-negative", "throughput_items_per_s"),
+    ("throughput-nan", "throughput_items_per_s.median is NaN"),
+    ("throughput-inf", "throughput_items_per_s.median is Infinity"),
+    ("latency-zero", "latency_per_item_ms.median"),
     ("provenance-missing", "provenance"), ("run-id-int", "run_id"), ("mfu-str", "mfu"),
 ]
 

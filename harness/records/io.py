@@ -1,5 +1,6 @@
 """Reading and writing artifacts: atomic writes, validated reads that refuse any other
-schema with a message that says what to do, the lock a run holds on its artifact, and the
+schema with a message that says what to do (and any `NaN` or `Infinity`, which Python's
+json would accept but no artifact holds), the lock a run holds on its artifact, and the
 JSON Schema of each kind (shipped in `harness/records/schemas/`)."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from mibench.errors import MibenchError
-from mibench.harness.records.base import Artifact
+from mibench.harness.records.base import Artifact, nonfinite_at
 
 SCHEMAS = Path(__file__).parent / "schemas"
 
@@ -46,8 +47,14 @@ def read_json(path: str | Path, model: type[Artifact], schema: str, how: str = "
     path = Path(path)
     if path.is_dir():
         raise MibenchError("is a folder, not an artifact file", field=str(path))
+    bare: list[str] = []  # NaN, Infinity, -Infinity: Python's json takes them, JSON does not
+
+    def constant(name: str) -> float:
+        bare.append(name)
+        return float(name)
+
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(), parse_constant=constant)
     except FileNotFoundError:
         raise MibenchError("no such artifact", field=str(path)) from None
     except json.JSONDecodeError as e:
@@ -57,6 +64,9 @@ def read_json(path: str | Path, model: type[Artifact], schema: str, how: str = "
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
         raise MibenchError(f"cannot read: {reason}", field=str(path)) from None
+    if bare:
+        raise MibenchError(f"{nonfinite_at(data) or bare[0]}, which is not standard JSON (an "
+                           "artifact holds finite numbers only)", field=str(path))
     found = data.get("schema") if isinstance(data, dict) else None
     if found != schema:
         raise MibenchError(f"schema {found!r} is not {schema!r}{how}", field=str(path))
