@@ -28,6 +28,7 @@ from mibench.engines.modes.registry import (
 from mibench.engines.result import ScoreResult
 from mibench.errors import (
     InputError,
+    InvalidScores,
     MibenchError,
     ModelError,
     ServerUnavailable,
@@ -68,9 +69,9 @@ _LAZY = {
 }
 
 __all__ = ["AUTO_DENSE_MAX_T", "DTYPES", "ENGINES", "MODES", "OPTIONS", "PART_OPTION", "Engine",
-           "InputError", "MibenchError", "Mode", "ModelError", "Option", "ScoreResult", "Shape",
-           "ServerUnavailable", "TopologyUnavailable", "Unavailable", "engine_mode",
-           "engine_modes", "load_engine", *_LAZY]
+           "InputError", "InvalidScores", "MibenchError", "Mode", "ModelError", "Option",
+           "ScoreResult", "Shape", "ServerUnavailable", "TopologyUnavailable", "Unavailable",
+           "engine_mode", "engine_modes", "load_engine", *_LAZY]
 
 
 def __getattr__(name: str):

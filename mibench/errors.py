@@ -18,6 +18,12 @@ class InputError(MibenchError):
     """A bad scoring request: empty query, token id out of range, misplaced delimiter..."""
 
 
+class InvalidScores(MibenchError):
+    """Scores that no correct engine returns (not finite, outside [0, 1], a row that does
+    not sum as it must), from an engine or a server: the call fails naming the item, and
+    a case that got them is `failed`, never recorded as ok."""
+
+
 class Unavailable(MibenchError):
     """Something a case needs that this machine lacks: the case is skipped, not failed."""
 
