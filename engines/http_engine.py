@@ -27,6 +27,7 @@ from mibench.engines.config import ModelConfig
 from mibench.engines.facts import tokenizer_of
 from mibench.engines.http_client import DEFAULT_TIMEOUT_S, HttpClient, parse_base_url
 from mibench.engines.modes.registry import MODES, engine_mode, resolve_semantics
+from mibench.engines.request import check_texts
 from mibench.engines.result import ScoreResult
 from mibench.engines.wires import describe, fact_problem
 from mibench.engines.wires import wire as wire_named
@@ -149,6 +150,7 @@ class HttpEngine:
         engine_mode(self.name, mode).check(options)
         if not isinstance(items, list | tuple) and not hasattr(items, "tolist"):
             raise InputError("must be a non-empty list of items", field="items")
+        check_texts(query, items)  # text goes to the server as is: Unicode only
         self.check_server(delimiter, semantics)
         try:
             body = self.wire.encode(query, items, label_token_ids, apply_softmax,

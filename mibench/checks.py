@@ -4,7 +4,9 @@ another revision measured by `mibench ab` is checked by the same code):
 
 - `check_scores`: scores are probabilities (finite, in [0, 1]; rows that sum as they must
   within the dtype's tolerance), wherever they enter: an engine's `score`, a server's
-  answer, the harness's record of a case.
+  answer, the harness's record of a case;
+- `text_problem`: text is Unicode (no lone surrogate from a JSON escape, no byte that is
+  not UTF-8 from a command line).
 """
 
 from __future__ import annotations
@@ -65,3 +67,41 @@ def check_scores(scores_nk, apply_softmax: bool, dtype: str | None,
 
 
 
+
+def text_problem(text: str, from_argv: bool = False) -> str | None:
+    """Why `text` is not Unicode text, in words, or None. A Python str can hold a lone
+    surrogate (U+D800..U+DFFF), which no UTF-8 can: JSON's `"\\ud800"` escape makes one,
+    and so does a command-line byte that is not UTF-8 (Python decodes argv with
+    surrogateescape: byte 0xff becomes U+DCFF), which `from_argv` names as the byte."""
+    try:
+        text.encode("utf-8")
+        return None
+    except UnicodeEncodeError as e:
+        i, c = e.start, ord(text[e.start])
+    if from_argv and 0xDC80 <= c <= 0xDCFF:
+        return f"is not UTF-8 text: byte 0x{c - 0xDC00:02x} at character {i}"
+    return f"holds a lone surrogate (\\u{c:04x} at character {i}), which is not Unicode text"
+
+
+def invalid_text(value, path: str = "") -> tuple[str, str] | None:
+    """(path, why) of the first string, or key, in JSON-like data that is not Unicode
+    text (`text_problem`): the path reads `items[3]`, `mibench.mask` ('' for the top
+    level or a key of it); None when every string is text."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        return None if problem is None else (path, problem)
+    if isinstance(value, dict):
+        for k, v in value.items():
+            key = invalid_text(k) if isinstance(k, str) else None
+            if key is not None:
+                return path, f"has a key that {key[1]}"
+            found = invalid_text(v, f"{path}.{k}" if path else str(k))
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            if isinstance(v, str | list | tuple | dict):
+                found = invalid_text(v, f"{path}[{i}]")
+                if found is not None:
+                    return found
+    return None
