@@ -669,7 +669,8 @@ def test_bad_command(tmp_path, cfg, args, needles):
 
 
 def test_run_whose_folder_becomes_unwritable(tmp_path, cfg, monkeypatch):
-    """The artifact folder turns unwritable after the run started: one line, exit 2."""
+    """The artifact folder turns unwritable after the run started: one line, exit 4 (the
+    environment failed mid-run; the input was fine)."""
     import mibench.harness.run.runner as runner_module
 
     def failing_run(plan):
@@ -679,8 +680,10 @@ def test_run_whose_folder_becomes_unwritable(tmp_path, cfg, monkeypatch):
         raise PermissionError(13, "Permission denied", str(Path(out) / "run.json"))
 
     monkeypatch.setattr(runner_module, "run", failing_run)
-    line = one_line_error(invoke("run", cfg(), "--out", tmp_path / "out"), "--out",
-                          "cannot write the artifact", "Permission denied")
+    result = invoke("run", cfg(), "--out", tmp_path / "out")
+    assert result.exit_code == 4, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("error: --out: cannot write under") and "Permission denied" in line
     assert "the run stopped" in line
 
 

@@ -1,6 +1,7 @@
 """What several commands share, in one place.
 
-- The CLI's one rule for expected failures: one `error: ...` line on stderr and exit 2,
+- The CLI's one rule for expected failures: one `error: ...` line on stderr and exit 2
+  (the error's `exit_code`: 4 for an EnvironmentFailed, a disk that filled mid-run),
   never a traceback. `guarded` wraps each command (MibenchError, and OSError: a file or
   folder the command cannot read or write); `OneLineErrors`, the app's group class, does
   the same for Click's usage errors (an unknown option, a value of the wrong type), which
@@ -49,14 +50,15 @@ def os_message(e: OSError) -> str:
 
 
 def guarded(fn):
-    """Wrap a Typer command: `error: ...` on stderr and exit 2, never a traceback."""
+    """Wrap a Typer command: `error: ...` on stderr and exit 2 (or the MibenchError's own
+    `exit_code`), never a traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except MibenchError as e:
-            fail(str(e))
+            fail(str(e), e.exit_code)
         except BrokenPipeError:
             raise  # stdout closed by a pager or `head`: Typer exits quietly
         except OSError as e:  # a file or folder that cannot be read or written

@@ -6,6 +6,7 @@ JSON Schema of each kind (shipped in `harness/records/schemas/`)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mibench.errors import MibenchError
+from mibench.errors import EnvironmentFailed, MibenchError
 from mibench.harness.records.base import Artifact, nonfinite_at
 
 SCHEMAS = Path(__file__).parent / "schemas"
@@ -26,7 +27,8 @@ def schema_file(name: str) -> Path:
 
 
 def write_artifact(record: Artifact, path: Path) -> None:
-    """Atomic: a reader (or a crash) never sees a half-written file."""
+    """Atomic: a reader (or a crash) never sees a half-written file, and a write that fails
+    (a full disk, a file-size limit) leaves the file as it was and no temporary file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     umask = os.umask(0)
@@ -35,10 +37,51 @@ def write_artifact(record: Artifact, path: Path) -> None:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(record.to_json())
+            f.flush()
+            os.fsync(f.fileno())  # a disk that fills at write-back fails here, not later
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# what a write failure means, beside the system's words (an artifact write that fails for
+# any reason is the environment's failure: the record itself always serializes)
+WRITE_ERRORS = {errno.ENOSPC: "the disk is full", errno.EFBIG: "a file-size limit (ulimit -f)",
+                errno.EDQUOT: "a disk quota", errno.EROFS: "a read-only file system",
+                errno.EACCES: "no permission", errno.EPERM: "no permission",
+                errno.ENOENT: "the folder went away", errno.EIO: "an I/O error"}
+
+
+def write_failed(e: OSError, path: Path, safe: str, go_on: str) -> EnvironmentFailed:
+    """The one message of an artifact that could not be written mid-run (exit 4): the path,
+    why (the system's words, the errno, what it means), what is safe, how to go on."""
+    why = e.strerror or type(e).__name__
+    code = errno.errorcode.get(e.errno or 0)
+    meaning = WRITE_ERRORS.get(e.errno or 0)
+    detail = ": ".join(x for x in (code, meaning) if x)
+    return EnvironmentFailed(f"cannot write the artifact: {why}{f' ({detail})' if detail else ''}"
+                             f"; {safe}; {go_on}", field=str(path))
+
+
+class Checkpoints:
+    """An artifact rewritten as its work finishes (`mibench compile`, `ab`): `save(record,
+    done)` writes it atomically; a write that fails is an EnvironmentFailed (exit 4) saying
+    what the last good write holds (`done` of `total` `unit`s) and `go_on`."""
+
+    def __init__(self, path: Path, total: int, unit: str, go_on: str):
+        self.path, self.total, self.unit, self.go_on = Path(path), total, unit, go_on
+        self.held: int | None = None  # what the file holds, once written
+
+    def save(self, record: Artifact, done: int) -> None:
+        try:
+            write_artifact(record, self.path)
+        except OSError as e:
+            safe = ("it stopped before any artifact was written" if self.held is None else
+                    f"it stopped; the artifact as last written is intact and holds "
+                    f"{self.held} of {self.total} {self.unit}")
+            raise write_failed(e, self.path, safe, self.go_on) from None
+        self.held = done
 
 
 def read_json(path: str | Path, model: type[Artifact], schema: str, how: str = "") -> Artifact:
