@@ -196,14 +196,22 @@ def schema_of(path: Path) -> str | None:
 
 
 def load(path: Path):
+    """A run artifact as every reader takes it (report, history, compare --noise-from):
+    readable, and `defect` finds nothing no run writes (a duplicate case, tripled or empty
+    timed_s, summaries that disagree with the samples); the error names file and case."""
     from mibench.harness.records import read_artifact
+    from mibench.harness.stats.comparable import defect
 
-    return read_artifact(path)
+    record = read_artifact(path)
+    why = defect(record)
+    if why:
+        raise MibenchError(f"invalid artifact: {why}", field=str(path))
+    return record
 
 
 def load_checked(path: Path):
-    """An artifact fit for a comparison: readable, and `invalid` finds nothing (the error
-    names the file and the case)."""
+    """An artifact fit for a comparison: `load`, and `invalid` finds nothing either (it
+    has cases)."""
     from mibench.harness.stats.comparable import invalid
 
     record = load(path)

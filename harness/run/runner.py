@@ -38,6 +38,7 @@ from mibench.harness.run.progress import make_progress
 from mibench.harness.run.provenance import collect, device_info, git_info
 from mibench.harness.run.server_pool import ServerPool
 from mibench.harness.run.worker import WorkerDied, WorkerPool, probe_env
+from mibench.harness.stats.comparable import defect
 from mibench.harness.stats.metrics import case_metrics, useful_flops
 from mibench.harness.util import now
 
@@ -71,7 +72,13 @@ def invocation(plan: Plan) -> Invocation | None:
 
 
 def resume_record(config: Config, path: Path, allow_mixed: bool = False) -> RunRecord:
+    """The record of the artifact at `path` to go on with: only its ok cases, unfinished
+    again; one that no run of this config wrote (another config, a `defect`, another
+    commit without `allow_mixed`) is a MibenchError naming `--resume`."""
     record = read_artifact(path)
+    why = defect(record)
+    if why:
+        raise MibenchError(f"invalid artifact: {why}", field=f"--resume {path}")
     if record.config_sha256 != config.sha256():
         raise MibenchError(f"was written by a different config (sha256 {record.config_sha256[:12]}"
                            f" vs {config.sha256()[:12]}); resume only with the same config and "
