@@ -24,6 +24,7 @@ from mibench.errors import MibenchError
 from mibench.harness.ab.interleave import lockstep
 from mibench.harness.ab.revisions import Revision, checkout
 from mibench.harness.config import CaseSpec, Config, expand
+from mibench.harness.config.bounds import check_flag
 from mibench.harness.config.matrix import select_cases
 from mibench.harness.records import CaseRecord, Checkpoints
 from mibench.harness.records.ab import (
@@ -100,6 +101,7 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
     min_effect = paired.MIN_EFFECT if min_effect is None else min_effect
     if rounds < 1:
         raise MibenchError(f"must be at least 1, got {rounds}", field="--rounds")
+    check_flag(rounds, "--rounds")
     cases = select_cases(expand(config), case_glob)
     base, new = checkout(repo, base_rev, cache), checkout(repo, new_rev, cache)
     if interleave is None:

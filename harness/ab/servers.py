@@ -33,6 +33,7 @@ from mibench.errors import MibenchError
 from mibench.harness.ab.revisions import resolve, worktree
 from mibench.harness.ab.rounds import checkpoints, judge, overall
 from mibench.harness.config import CaseSpec, Config, expand
+from mibench.harness.config.bounds import check_flag
 from mibench.harness.config.matrix import select_cases
 from mibench.harness.records.ab import ABCase, ABRecord, RoundSample, Side
 from mibench.harness.run.http_case import prepare
@@ -99,6 +100,7 @@ def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int =
 
     if rounds < 1:
         raise MibenchError(f"must be at least 1, got {rounds}", field="--rounds")
+    check_flag(rounds, "--rounds")
     cases = launched_cases(config, case_globs)
     if interleave is None:
         interleave = device_info(probe_env()).platform == "cpu"
