@@ -122,6 +122,16 @@ def read_json(path: str | Path, model: type[Artifact], schema: str, how: str = "
                            field=str(path)) from None
 
 
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether the open file `fd` is still the file at `path`."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+
+
 def json_schema(model: type[Artifact], name: str) -> dict:
     """The JSON Schema of an artifact model (records/__init__.py lists every kind)."""
     schema = model.model_json_schema(by_alias=True)
@@ -134,17 +144,25 @@ def json_schema(model: type[Artifact], name: str) -> dict:
 @contextlib.contextmanager
 def locked(path: Path):
     """Hold `PATH.lock` (an advisory flock, released by the kernel if this process dies)
-    while an artifact is being written: a second run or resume of it is a MibenchError."""
+    while an artifact is being written: a second run or resume of it is a MibenchError.
+    The holder removes the file as it lets go, so a lock taken on a file that is no
+    longer the one at `PATH.lock` (its holder finished between our open and our flock,
+    and a third process may hold the new one) is not a lock: it is taken again."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = path.with_name(path.name + ".lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise MibenchError("is being written by another mibench process (it holds "
-                           f"{lock.name}); wait for it to finish", field=str(path)) from None
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise MibenchError("is being written by another mibench process (it holds "
+                               f"{lock.name}); wait for it to finish",
+                               field=str(path)) from None
+        if _same_file(fd, lock):
+            break
+        os.close(fd)  # a removed lock file: try the one at the path now
     try:
         yield
     finally:

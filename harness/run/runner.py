@@ -243,10 +243,23 @@ def run(plan: Plan) -> RunRecord:
     processes' devices) and only the writer (process 0) writes the artifact. Measured in
     worker processes (harness/run/worker.py) unless the plan says in-process."""
     options = plan.options
-    env = probe_env() if plan.workers and not options.resume else None
-    record = (resume_record(plan.config, Path(options.resume), options.allow_mixed)
-              if options.resume else new_record(plan, env))
-    path = Path(options.resume) if options.resume else artifact_path(record, options.out)
+    with contextlib.ExitStack() as stack:  # the artifact's lock, held to the end
+        if options.resume:
+            path = Path(options.resume)
+            if plan.writer and path.is_file():  # locked before it is read: two resumes
+                stack.enter_context(locked(path))  # of one file never both read it
+            record = resume_record(plan.config, path, options.allow_mixed)
+        else:
+            record = new_record(plan, probe_env() if plan.workers else None)
+            path = artifact_path(record, options.out)
+            if plan.writer:
+                stack.enter_context(locked(path))
+        return _run_record(plan, record, path)
+
+
+def _run_record(plan: Plan, record: RunRecord, path: Path) -> RunRecord:
+    """`run` with its record (new, or resumed) and the artifact's lock held."""
+    options = plan.options
     devices = record.provenance.devices
     peak = plan.peak
     if peak is None:
@@ -267,13 +280,9 @@ def run(plan: Plan) -> RunRecord:
     measure_case = run_in_worker if plan.workers else run_case
     state = RunState(plan, record, path, pool, servers, peak,
                      make_progress(options.progress if plan.writer else "none", runs))
-    here = git_info(Path.cwd())
-    with contextlib.ExitStack() as stack:
-        if plan.writer:
-            stack.enter_context(locked(path))
-        _run_cases(state, todo, measure_case, here)
-        record.finished_at = now()
-        state.save()
+    _run_cases(state, todo, measure_case, git_info(Path.cwd()))
+    record.finished_at = now()
+    state.save()
     return record
 
 
