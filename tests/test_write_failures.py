@@ -9,8 +9,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import resource
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -45,15 +43,20 @@ REAL = Path(__file__).parent / "data" / "reports" / "real-smoke.json"
 BIG = "jax/packed/mask=segment/tp=1/items=800"
 
 
-def mibench(args, fsize: int | None = None, cwd=None):
-    def limit():  # in the child, before exec: the limit, and EFBIG instead of a signal
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+# sets the limit and ignores SIGXFSZ (so a write past it fails with EFBIG instead of
+# killing the process), then becomes `python -m mibench.harness.cli ...` (exec keeps both)
+LIMITED = ("import os, resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+           "n = int(sys.argv[1]); resource.setrlimit(resource.RLIMIT_FSIZE, (n, n)); "
+           "os.execv(sys.executable, [sys.executable, '-m', 'mibench.harness.cli', "
+           "*sys.argv[2:]])")
 
+
+def mibench(args, fsize: int | None = None, cwd=None):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "mibench.harness.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=600, env=env, cwd=cwd,
-                          preexec_fn=limit if fsize else None)
+    limit = [sys.executable, "-c", LIMITED, str(fsize)] if fsize else \
+        [sys.executable, "-m", "mibench.harness.cli"]
+    return subprocess.run([*limit, *map(str, args)], capture_output=True, text=True,
+                          timeout=600, env=env, cwd=cwd)
 
 
 def test_a_file_size_limit_mid_run_names_the_artifact_exits_4_and_a_resume_finishes(
