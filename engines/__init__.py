@@ -42,6 +42,7 @@ DTYPES = ("float32", "bfloat16")
 # public name -> (module under mibench.engines, attribute): loaded on first use
 _LAZY = {
     "env_info": ("env", "env_info"),
+    "skip_absent_tpu": ("platforms", "skip_absent_tpu"),  # libtpu installed, no TPU
     "package_versions": ("env", "package_versions"),
     "ModelConfig": ("config", "ModelConfig"),
     "model_facts": ("facts", "model_facts"),
@@ -99,6 +100,9 @@ def load_engine(name: str, model: str = "embedded:tiny", dtype: str = "float32",
         from mibench.engines.http_engine import HttpEngine
 
         return HttpEngine(model, dtype=dtype, tp=tp, **server)
+    from mibench.engines.platforms import skip_absent_tpu
+
+    skip_absent_tpu()  # before JAX starts: no libtpu noise on a machine without a TPU
     if name == "jax":
         from mibench.engines.jax_engine import JaxEngine
 
