@@ -28,6 +28,7 @@ from mibench.engines.modes.registry import (
 from mibench.engines.result import ScoreResult
 from mibench.errors import (
     InputError,
+    InvalidScores,
     MibenchError,
     ModelError,
     ServerUnavailable,
@@ -41,6 +42,7 @@ DTYPES = ("float32", "bfloat16")
 # public name -> (module under mibench.engines, attribute): loaded on first use
 _LAZY = {
     "env_info": ("env", "env_info"),
+    "skip_absent_tpu": ("platforms", "skip_absent_tpu"),  # libtpu installed, no TPU
     "package_versions": ("env", "package_versions"),
     "ModelConfig": ("config", "ModelConfig"),
     "model_facts": ("facts", "model_facts"),
@@ -70,9 +72,9 @@ _LAZY = {
 }
 
 __all__ = ["AUTO_DENSE_MAX_T", "DTYPES", "ENGINES", "MODES", "OPTIONS", "PART_OPTION", "Engine",
-           "InputError", "MibenchError", "Mode", "ModelError", "Option", "ScoreResult", "Shape",
-           "ServerUnavailable", "TopologyUnavailable", "Unavailable", "engine_mode",
-           "engine_modes", "load_engine", *_LAZY]
+           "InputError", "InvalidScores", "MibenchError", "Mode", "ModelError", "Option",
+           "ScoreResult", "Shape", "ServerUnavailable", "TopologyUnavailable", "Unavailable",
+           "engine_mode", "engine_modes", "load_engine", *_LAZY]
 
 
 def __getattr__(name: str):
@@ -100,6 +102,9 @@ def load_engine(name: str, model: str = "embedded:tiny", dtype: str = "float32",
         from mibench.engines.http_engine import HttpEngine
 
         return HttpEngine(model, dtype=dtype, tp=tp, **server)
+    from mibench.engines.platforms import skip_absent_tpu
+
+    skip_absent_tpu()  # before JAX starts: no libtpu noise on a machine without a TPU
     if name == "jax":
         from mibench.engines.jax_engine import JaxEngine
 

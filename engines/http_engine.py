@@ -27,10 +27,11 @@ from mibench.engines.config import ModelConfig
 from mibench.engines.facts import tokenizer_of
 from mibench.engines.http_client import DEFAULT_TIMEOUT_S, HttpClient, parse_base_url
 from mibench.engines.modes.registry import MODES, engine_mode, resolve_semantics
+from mibench.engines.request import check_texts
 from mibench.engines.result import ScoreResult
 from mibench.engines.wires import describe, fact_problem
 from mibench.engines.wires import wire as wire_named
-from mibench.errors import InputError, MibenchError, ModelError
+from mibench.errors import InputError, InvalidScores, MibenchError, ModelError
 
 
 def _facts(model: str) -> ModelConfig | None:
@@ -144,10 +145,12 @@ class HttpEngine:
               semantics: str | None = None, **options) -> ScoreResult:
         """One POST /v1/score. The server's 400 (or 413: over one of its limits) is an
         InputError naming its field; no answer, another status, or a 200 whose scores are
-        not the request's (`parse_scores`) is a MibenchError naming `base_url`."""
+        not the request's (the wire's `decode`) is a MibenchError naming `base_url` (for
+        wrong scores an InvalidScores naming the item)."""
         engine_mode(self.name, mode).check(options)
         if not isinstance(items, list | tuple) and not hasattr(items, "tolist"):
             raise InputError("must be a non-empty list of items", field="items")
+        check_texts(query, items)  # text goes to the server as is: Unicode only
         self.check_server(delimiter, semantics)
         try:
             body = self.wire.encode(query, items, label_token_ids, apply_softmax,
@@ -165,7 +168,7 @@ class HttpEngine:
             scores = self.wire.decode(reply, len(items), len(label_token_ids),
                                       apply_softmax is True, self.dtype)
         except ValueError as e:
-            raise MibenchError(f"{where} answered 200, but {e}", field="base_url") from None
+            raise InvalidScores(f"{where} answered 200, but {e}", field="base_url") from None
         usage = self.wire.usage(reply)
         sent = _tokens_sent(query, items)
         return ScoreResult(scores=scores, mode=mode, num_items=len(scores),

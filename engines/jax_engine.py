@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from mibench.engines.attention_paths import Paths, paths, resolve
 from mibench.engines.checkpoint import (
@@ -17,7 +16,7 @@ from mibench.engines.checkpoint import (
 from mibench.engines.jax_model import Decoder
 from mibench.engines.modes.registry import ATTENTIONS, MODES, choice, engine_mode
 from mibench.engines.request import make_request
-from mibench.engines.result import ScoreResult
+from mibench.engines.result import ScoreResult, checked_result
 from mibench.engines.sharding import fit_kv_heads, make_shard_config, place_params
 
 
@@ -92,14 +91,14 @@ class JaxEngine:
               apply_softmax: bool = False, delimiter: int | None = None,
               semantics: str | None = None, **options) -> ScoreResult:
         """Score every item (docs/semantics.md); `semantics`: `delimited` or `plain` (None:
-        delimited when a delimiter is given); the modes' options: modes/registry.py."""
+        delimited when a delimiter is given); the modes' options: modes/registry.py. Scores
+        no correct engine returns (NaN, out of range) are an InvalidScores naming the item."""
         mode_ = engine_mode(self.name, mode)
         req = self.request(query, items, label_token_ids, apply_softmax, delimiter, semantics)
         scores = mode_.score(self, req, **options)  # checks the options and semantics
         num_tokens = mode_.num_tokens(len(req.prefix), [len(i) for i in req.items], options,
                                       req.semantics)
-        return ScoreResult(scores=np.asarray(scores, np.float64).tolist(), mode=mode,
-                           num_items=len(req.items), num_tokens=num_tokens)
+        return checked_result(scores, req, self.dtype, mode, num_tokens, self.name)
 
 
 def _has_text(query, items) -> bool:

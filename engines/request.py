@@ -6,6 +6,7 @@ import dataclasses
 import numbers
 from collections.abc import Sequence
 
+from mibench.checks import text_problem
 from mibench.engines.modes.registry import resolve_semantics
 from mibench.errors import InputError, MibenchError
 
@@ -42,6 +43,7 @@ def _tokens(value, field: str, tokenizer) -> tuple[int, ...]:
         raise InputError(f"must be a list of token ids or a string, got {type(value).__name__}",
                          field=field)
     if isinstance(value, str):
+        check_text(value, field)
         if tokenizer is None:
             raise InputError("text given but the model has no tokenizer; pass token ids",
                              field=field)
@@ -59,6 +61,22 @@ def _tokens(value, field: str, tokenizer) -> tuple[int, ...]:
     if not ids:
         raise InputError("is empty", field=field)
     return tuple(map(int, ids))
+
+
+def check_text(value, field: str) -> None:
+    """Text that is not Unicode (a lone surrogate, e.g. from JSON's `"\\ud800"`) is an
+    InputError naming `field`, before any tokenizer or server sees it."""
+    problem = text_problem(value) if isinstance(value, str) else None
+    if problem:
+        raise InputError(problem, field=field)
+
+
+def check_texts(query, items) -> None:
+    """`check_text` of a request's query and each item given as text."""
+    check_text(query, "query")
+    if isinstance(items, list | tuple):
+        for i, item in enumerate(items):
+            check_text(item, f"items[{i}]")
 
 
 def _check_range(ids: Sequence[int], field: str, vocab_size: int) -> None:

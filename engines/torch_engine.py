@@ -24,7 +24,7 @@ from mibench.engines.checkpoint import (
 )
 from mibench.engines.modes.registry import MODES, engine_mode
 from mibench.engines.request import ScoreRequest, make_request
-from mibench.engines.result import ScoreResult
+from mibench.engines.result import ScoreResult, checked_result
 from mibench.errors import MibenchError
 
 
@@ -118,18 +118,17 @@ class TorchEngine:
               apply_softmax: bool = False, delimiter: int | None = None,
               semantics: str | None = None, **options) -> ScoreResult:
         """Both modes score either semantics: `delimited` (`query d item`) or `plain`
-        (`query item`, the delimiter unused); None: delimited when a delimiter is given."""
+        (`query item`, the delimiter unused); None: delimited when a delimiter is given.
+        Scores no correct engine returns are an InvalidScores naming the item."""
         mode_ = engine_mode(self.name, mode)
         cfg = self.model_config
         req = make_request(query, items, label_token_ids, apply_softmax=apply_softmax,
                            delimiter=delimiter, semantics=semantics, vocab_size=cfg.vocab_size,
                            max_length=cfg.max_position_embeddings, tokenizer=self.tokenizer)
         scores = mode_.score(self, req, **options)  # checks the options and semantics
-        return ScoreResult(scores=scores.astype(np.float64).tolist(), mode=mode,
-                           num_items=len(req.items),
-                           num_tokens=mode_.num_tokens(len(req.prefix),
-                                                       [len(item) for item in req.items],
-                                                       options, req.semantics))
+        num_tokens = mode_.num_tokens(len(req.prefix), [len(item) for item in req.items],
+                                      options, req.semantics)
+        return checked_result(scores, req, self.dtype, mode, num_tokens, self.name)
 
     def attention(self, name: str) -> None:
         """Switch attention: eager for `single`; SDPA for `prefill_extend`, whose custom

@@ -68,6 +68,9 @@ app.add_typer(job.job_app, name="job")
 
 
 def main() -> None:
+    from mibench.engines import skip_absent_tpu
+
+    skip_absent_tpu()  # libtpu without a TPU: no start-up noise here or in the workers
     try:
         app()
     except KeyboardInterrupt:

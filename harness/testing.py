@@ -22,13 +22,16 @@ TINY = ModelConfig(architecture="qwen3", vocab_size=151936, hidden_size=256, num
 
 
 class FakeEngine:
-    """Scores `hash(prefix + item) / 2**64` per label. `fail` maps a mode to the exception
-    its calls raise; `on_call(engine, n)` runs before call n (1-based) to inject trouble."""
+    """Scores `hash(prefix + item + label) / 2**64` per label, scaled so a row is what a real
+    engine's could be (with apply_softmax a row sums to 1, without it at most 1). `fail`
+    maps a mode to the exception its calls raise; `on_call(engine, n)` runs before call n
+    (1-based) to inject trouble; `scores(rows)`, when given, replaces the scores (a
+    misbehaving engine)."""
 
     special_ids = frozenset()
 
     def __init__(self, name="jax", model="embedded:tiny", dtype="float32", tp=1, fail=None,
-                 on_call=None, on_mode=None):
+                 on_call=None, on_mode=None, scores=None):
         self.name, self.model, self.dtype, self.tp = name, model, dtype, tp
         self.model_config = TINY
         self.modes = tuple(engine_modes(name))
@@ -36,6 +39,7 @@ class FakeEngine:
         self.on_call = on_call
         self.on_mode = on_mode or {}  # mode -> trouble(engine) run before each such call
         self.calls = 0
+        self.rewrite = scores
 
     def score(self, query, items, label_token_ids, mode="single", apply_softmax=False,
               delimiter=None, semantics=None, **options) -> ScoreResult:
@@ -52,8 +56,12 @@ class FakeEngine:
             if not 0 <= t < TINY.vocab_size:
                 raise InputError(f"token id {t} is outside the vocabulary", field="labels")
         prefix = list(query) + ([delimiter] if delimiter is not None else [])
-        scores = [[self._h(prefix + list(item) + [label]) for label in label_token_ids]
-                  for item in items]
+        rows = [[self._h(prefix + list(item) + [label]) for label in label_token_ids]
+                for item in items]
+        scores = [[s / sum(row) if apply_softmax else s / len(row) for s in row]
+                  for row in rows]
+        if self.rewrite is not None:
+            scores = self.rewrite(scores)
         semantics = declared.resolve_semantics(semantics, delimiter)
         return ScoreResult(scores=scores, mode=mode, num_items=len(items),
                            num_tokens=declared.num_tokens(len(prefix), [len(i) for i in items],

@@ -4,10 +4,13 @@ imports nothing of theirs."""
 
 
 class MibenchError(ValueError):
-    """An expected failure: the CLI prints its message as one line and exits 2.
+    """An expected failure: the CLI prints its message as one line and exits `exit_code`
+    (2: bad input or nothing that could be judged).
 
     `field` names the input, config key or file at fault, so the message can point at it.
     """
+
+    exit_code = 2
 
     def __init__(self, message: str, field: str | None = None):
         self.field = field
@@ -16,6 +19,20 @@ class MibenchError(ValueError):
 
 class InputError(MibenchError):
     """A bad scoring request: empty query, token id out of range, misplaced delimiter..."""
+
+
+class InvalidScores(MibenchError):
+    """Scores that no correct engine returns (not finite, outside [0, 1], a row that does
+    not sum as it must), from an engine or a server: the call fails naming the item, and
+    a case that got them is `failed`, never recorded as ok."""
+
+
+class EnvironmentFailed(MibenchError):
+    """The environment failed mid-run (disk full, a file-size limit, a quota, a read-only or
+    vanished folder, permissions): the CLI prints the message as one line and exits 4 (not
+    2: the input was fine). The message names the path, what is safe and how to go on."""
+
+    exit_code = 4
 
 
 class Unavailable(MibenchError):

@@ -358,6 +358,10 @@ JSONL = [
     ('{"query": [1], "items": [[2, 151643]]}', ["items[0]", "holds the delimiter"]),
     (json.dumps({"query": [1] * 41000, "items": [[2]]}), ["reqs.jsonl:1", "longer than"]),
     ("[" * 100_000 + "]" * 100_000, ["reqs.jsonl:1", "invalid JSON"]),
+    # text that is not Unicode: a lone surrogate escape is named, not "expected {...}"
+    ('{"query": "a\\ud800b", "items": ["x"]}',
+     ["reqs.jsonl:1: query holds a lone surrogate (\\ud800 at character 1)", "not Unicode"]),
+    ('{"query": "ab", "items": ["x", "y\\udfff"]}', ["reqs.jsonl:1: items[1] holds a lone"]),
 ]
 
 
@@ -424,6 +428,11 @@ SCORE_FLAGS = [
     ([*Q, *I, "--item-text", "x"], ["--item-text", "not mixed"]),
     (["--query-text", "", *I], ["--query-text", "is empty"]),
     ([*Q, "--item-text", "a", "--item-text", ""], ["--item-text", "item 1 is empty"]),
+    # bytes of argv that are not UTF-8 reach Python as lone surrogates (surrogateescape)
+    (["--query-text", "ab\udcffc", *I], ["--query-text", "is not UTF-8 text: byte 0xff at "
+                                                         "character 2"]),
+    ([*Q, "--item-text", "a", "--item-text", "\udcc3("], ["--item-text", "item 1 is not "
+                                                           "UTF-8 text: byte 0xc3"]),
     (["--request", "{W}/good.json", *Q], ["--request", "not both"]),
     (["--request", "{W}/good.json", "--item-text", "x"], ["--request", "not both"]),
     # options, engine, mode, model: checked before any weights load
@@ -499,6 +508,8 @@ REQUEST_FILES = [
     ('{"query": [1], "items": [[false]]}', ["items[0]: token 0 is False"]),
     ('{"query": ["1"], "items": [[2]]}', ["query: token 0 is '1'"]),
     ('{"query": [1], "items": [[999999]]}', ["items[0]", "outside the vocabulary"]),
+    ('{"query": "q\\ud800", "items": ["a"]}', ["--request", "query holds a lone surrogate"]),
+    ('{"query": "q", "items": ["a", "\\udc80"]}', ["--request", "items[1] holds a lone"]),
 ]
 
 
@@ -577,8 +588,10 @@ ARTIFACTS = [
     ("timed-str", "cases.0.timed_s"), ("timed-negative", "cases.0.timed_s.0"),
     ("compile-nan", "cases.0.compile_s"),
     ("throughput-zero", "throughput_items_per_s.median: 0.0 is not a measurement"),
-    ("throughput-negative", "throughput_items_per_s"), ("throughput-nan", "nan"),
-    ("throughput-inf", "inf"), ("latency-zero", "latency_per_item_ms.median"),
+    ("throughput-negative", "throughput_items_per_s"),
+    ("throughput-nan", "throughput_items_per_s.median is NaN"),
+    ("throughput-inf", "throughput_items_per_s.median is Infinity"),
+    ("latency-zero", "latency_per_item_ms.median"),
     ("provenance-missing", "provenance"), ("run-id-int", "run_id"), ("mfu-str", "mfu"),
 ]
 
@@ -656,7 +669,8 @@ def test_bad_command(tmp_path, cfg, args, needles):
 
 
 def test_run_whose_folder_becomes_unwritable(tmp_path, cfg, monkeypatch):
-    """The artifact folder turns unwritable after the run started: one line, exit 2."""
+    """The artifact folder turns unwritable after the run started: one line, exit 4 (the
+    environment failed mid-run; the input was fine)."""
     import mibench.harness.run.runner as runner_module
 
     def failing_run(plan):
@@ -666,8 +680,10 @@ def test_run_whose_folder_becomes_unwritable(tmp_path, cfg, monkeypatch):
         raise PermissionError(13, "Permission denied", str(Path(out) / "run.json"))
 
     monkeypatch.setattr(runner_module, "run", failing_run)
-    line = one_line_error(invoke("run", cfg(), "--out", tmp_path / "out"), "--out",
-                          "cannot write the artifact", "Permission denied")
+    result = invoke("run", cfg(), "--out", tmp_path / "out")
+    assert result.exit_code == 4, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("error: --out: cannot write under") and "Permission denied" in line
     assert "the run stopped" in line
 
 
@@ -711,6 +727,7 @@ SCORE_API = [
     ({"items": [b"x"]}, "items[0]"), ({"items": [[8], [1.0]]}, "items[1]"),
     ({"items": [[8], [False]]}, "items[1]"), ({"items": [[8], [151936]]}, "items[1]"),
     ({"items": [[8], ""]}, "items"), ({"items": ["a", ""]}, "items[1]"),
+    ({"query": "a\ud800b"}, "query"), ({"items": ["x", "y\udfff"]}, "items[1]"),
     ({"label_token_ids": []}, "label_token_ids"), ({"label_token_ids": 198}, "label_token_ids"),
     ({"label_token_ids": "198"}, "label_token_ids"),
     ({"label_token_ids": [True]}, "label_token_ids"),
@@ -771,6 +788,9 @@ def mibench(*args, cwd=None):
     (["report", "ZERO"], "throughput_items_per_s.median"),
     (["run", "CONFIG", "--out", "FILE"], "--out"),
     (["score", "--query", "1,2"], "No such option: --query"),
+    # a byte that is not UTF-8 on the command line (subprocess writes U+DCFF as byte 0xff)
+    (["score", "--query-text", "ab\udcffc", "--item-text", "x"],
+     "--query-text: is not UTF-8 text: byte 0xff at character 2"),
 ])
 def test_no_traceback_reaches_stderr(tmp_path, cfg, artifacts, args, needle):
     bomb = tmp_path / "bomb.yaml"

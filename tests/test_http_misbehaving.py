@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from mibench.engines import HttpClient, MibenchError, load_engine, wire
+from mibench.engines import HttpClient, InvalidScores, MibenchError, load_engine, wire
 from mibench.harness.config import load_config
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import exit_code, run
@@ -106,7 +106,7 @@ def rows(*row, others=(0.25, 0.5)):
 def test_the_http_engine_refuses_wrong_scores_naming_the_item(answer, needle):
     with Misbehaving(answer) as fake:
         engine = load_engine("http", model="embedded:tiny", base_url=fake.url)
-        with pytest.raises(MibenchError) as e:
+        with pytest.raises(InvalidScores) as e:  # a MibenchError: one line from the CLI
             engine.score([1, 2, 3], [[4], [5], [6]], LABELS, delimiter=DELIM)
     assert e.value.field == "base_url" and "answered 200, but" in str(e.value)
     assert needle in str(e.value), str(e.value)

@@ -9,6 +9,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
+from mibench.checks import invalid_text
 from mibench.errors import MibenchError
 
 
@@ -59,6 +60,9 @@ def _problem(value, what: str) -> str:
 
 def explain(obj) -> str:
     """One line saying what is wrong with `obj` as a request (the validator refused it)."""
+    bad_text = invalid_text(obj)
+    if bad_text is not None:  # a lone surrogate: JSON's "\ud800" is no Unicode text
+        return f"{bad_text[0] or 'the request'} {bad_text[1]}"
     if not isinstance(obj, dict):
         return f"expected {SHAPE}, got {_kind(obj)}"
     extra = sorted(set(obj) - {"query", "items"}, key=str)

@@ -9,27 +9,23 @@ request is SGLang's ErrorResponse (`message`, `param` naming the field) or FastA
 `GET /v1/models` is where a mibench server says what it scores with (its model card's
 `mibench` entry); `GET /get_server_info` is what any of them says it is.
 
-`decode` checks the scores where they enter: the request's shape, finite probabilities in
-[0, 1], and rows that sum to 1 (apply_softmax) or at most 1 (exp of log-probabilities)
-within the dtype's tolerance (`row_tolerance`); anything else is a ValueError naming the
-item.
+`decode` checks the scores where they enter: the request's shape and numbers, then the
+check every engine's scores pass (mibench/checks.py `check_scores`: finite probabilities
+in [0, 1], rows that sum to 1 with apply_softmax or at most 1 without, within the dtype's
+tolerance); anything else is a ValueError (InvalidScores) naming the item.
 """
 
 from __future__ import annotations
 
 import json
-import math
 
+from mibench.checks import check_scores
 from mibench.engines.http_client import HttpClient, Reply
 from mibench.errors import InputError
 
 SCORE_PATH = "/v1/score"
 MODELS_PATH = "/v1/models"
 SERVER_INFO_PATH = "/get_server_info"
-# how far a row of softmax probabilities may sum from 1: float32 rounds each of n
-# probabilities by at most 2^-24 (row_tolerance), bfloat16 softmax probabilities are
-# judged to 2e-2 (docs/parity.md)
-ROW_TOLERANCE = {"float32": 1e-5, "bfloat16": 2e-2}
 
 
 class SGLang:
@@ -129,20 +125,12 @@ def _plain(value):
     return list(value) if isinstance(value, tuple) else value
 
 
-def row_tolerance(dtype: str | None, num_labels: int) -> float:
-    """How far a softmax row may sum from 1: the dtype's tolerance (ROW_TOLERANCE, the
-    loosest for a dtype not listed), and for float32 at least n rounding errors of 2^-23."""
-    base = ROW_TOLERANCE.get(dtype, max(ROW_TOLERANCE.values()))
-    return max(base, num_labels * 2.0**-23)
-
-
 def parse_scores(reply: Reply, num_items: int, num_labels: int, apply_softmax: bool = False,
                  dtype: str | None = "float32") -> list[list[float]]:
     """The scores of a 200 reply, checked against the request: its shape, every score a
-    finite probability in [0, 1], and each row summing to 1 (apply_softmax) or to at most
-    1 (probabilities of some labels under the full vocabulary) within the dtype's
-    `row_tolerance`; a ValueError naming the item (its index in the request) otherwise."""
-    tolerance = row_tolerance(dtype, num_labels)
+    number, then `check_scores` (finite probabilities, rows that sum as they must within
+    the dtype's tolerance); a ValueError naming the item (its index in the request)
+    otherwise."""
     try:
         data = json.loads(reply.body)
     except ValueError:
@@ -153,24 +141,18 @@ def parse_scores(reply: Reply, num_items: int, num_labels: int, apply_softmax: b
         raise ValueError(f"expected scores for {num_items} item(s) x {num_labels} label(s), "
                          f"got {got}: {reply.text(200)!r}")
     for i, row in enumerate(scores):
-        _check_row(i, row, num_labels, apply_softmax, tolerance)
-    return [[float(s) for s in row] for row in scores]
+        _check_row(i, row, num_labels)
+    rows = [[float(s) for s in row] for row in scores]
+    if rows:
+        check_scores(rows, apply_softmax, dtype)
+    return rows
 
 
-def _check_row(i: int, row, num_labels: int, apply_softmax: bool, tolerance: float) -> None:
+def _check_row(i: int, row, num_labels: int) -> None:
     if not isinstance(row, list) or len(row) != num_labels:
         raise ValueError(f"item {i}: expected {num_labels} score(s), got {row!r:.200}")
     for j, s in enumerate(row):
         if isinstance(s, bool) or not isinstance(s, int | float):
             raise ValueError(f"item {i}: score {j} is {s!r:.50}, not a number")
-        if not math.isfinite(s):
-            raise ValueError(f"item {i}: score {j} is {s}, not a finite probability")
-        if not 0.0 <= s <= 1.0:
-            raise ValueError(f"item {i}: score {j} is {s!r}, not a probability in [0, 1]")
-    total = math.fsum(row)
-    if apply_softmax and abs(total - 1.0) > tolerance:
-        raise ValueError(f"item {i}: softmax scores sum to {total!r}, not 1 (tolerance "
-                         f"{tolerance:g})")
-    if not apply_softmax and total > 1.0 + tolerance:
-        raise ValueError(f"item {i}: label probabilities sum to {total!r}, more than 1 "
-                         f"(tolerance {tolerance:g})")
+        if isinstance(s, int) and not 0 <= s <= 1:  # 10**400 is no float at all
+            raise ValueError(f"item {i}: score {j} is {s!r:.50}, not a probability in [0, 1]")

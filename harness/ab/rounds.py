@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import secrets
+import shlex
 import statistics
 import sys
 from collections.abc import Callable
@@ -24,8 +25,9 @@ from mibench.errors import MibenchError
 from mibench.harness.ab.interleave import lockstep
 from mibench.harness.ab.revisions import Revision, checkout
 from mibench.harness.config import CaseSpec, Config, expand
+from mibench.harness.config.bounds import check_flag
 from mibench.harness.config.matrix import select_cases
-from mibench.harness.records import CaseRecord, write_artifact
+from mibench.harness.records import CaseRecord, Checkpoints
 from mibench.harness.records.ab import (
     ABCase,
     ABRecord,
@@ -119,6 +121,7 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
     min_effect = paired.MIN_EFFECT if o.min_effect is None else o.min_effect
     if rounds < 1:
         raise MibenchError(f"must be at least 1, got {rounds}", field="--rounds")
+    check_flag(rounds, "--rounds")
     cases = select_cases(expand(config), case_glob)
     base, new = checkout(repo, base_rev, cache), checkout(repo, new_rev, cache)
     if interleave is None:
@@ -131,6 +134,7 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
         rounds=rounds, pacing="calls" if interleave else "sides",
         order=[["base", "new"] if r % 2 == 0 else ["new", "base"] for r in range(rounds)])
     path = Path(out) / f"{record.run_id}.json" if out is not None else None
+    saves = checkpoints(path, len(cases), argv)
     sides = {"base": base, "new": new}
     costs = _compile(record, cases, target, sides, cost_threshold, note) if target else {}
     groups: dict[tuple, list[CaseSpec]] = {}
@@ -151,13 +155,23 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
             judge(by_id[c.case_id], scores[c.case_id], alpha, min_effect, interleave)
             with_cost(by_id[c.case_id], costs.get(c.case_id))
             record.cases.append(by_id[c.case_id])
-        if path is not None:
-            write_artifact(record, path)
+        if saves is not None:
+            saves.save(record, len(record.cases))
     record.verdict = overall(record)
     record.finished_at = now()
-    if path is not None:
-        write_artifact(record, path)
+    if saves is not None:
+        saves.save(record, len(record.cases))
     return record, path
+
+
+def checkpoints(path: Path | None, total: int, argv: list[str] | None) -> Checkpoints | None:
+    """How an A/B artifact is saved as its cases finish (None: no --out); a write that
+    fails mid-run is exit 4 naming the file and what it holds."""
+    if path is None:
+        return None
+    again = shlex.join(["mibench", *map(str, argv[1:])]) if argv else "the same command"
+    return Checkpoints(path, total, "case(s)", "free space (or raise the limit) and run "
+                       f"the A/B again: {again}")
 
 
 def _compile(record: ABRecord, cases: list[CaseSpec], target, sides: dict,

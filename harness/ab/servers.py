@@ -31,10 +31,10 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 from mibench.harness.ab.revisions import resolve, worktree
-from mibench.harness.ab.rounds import judge, overall
+from mibench.harness.ab.rounds import checkpoints, judge, overall
 from mibench.harness.config import CaseSpec, Config, expand
+from mibench.harness.config.bounds import check_flag
 from mibench.harness.config.matrix import select_cases
-from mibench.harness.records import write_artifact
 from mibench.harness.records.ab import ABCase, ABRecord, RoundSample, Side
 from mibench.harness.run.http_case import prepare
 from mibench.harness.run.provenance import collect, device_info
@@ -100,6 +100,7 @@ def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int =
 
     if rounds < 1:
         raise MibenchError(f"must be at least 1, got {rounds}", field="--rounds")
+    check_flag(rounds, "--rounds")
     cases = launched_cases(config, case_globs)
     if interleave is None:
         interleave = device_info(probe_env()).platform == "cpu"
@@ -114,6 +115,7 @@ def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int =
         pacing="calls" if interleave else "sides",
         order=[["base", "new"] if r % 2 == 0 else ["new", "base"] for r in range(rounds)])
     path = Path(out) / f"{record.run_id}.json" if out is not None else None
+    saves = checkpoints(path, len(cases), argv)
     logs = (Path(out) if out is not None else Path(".")) / f"{record.run_id}.servers"
     repo_path = cases[0].http.launch.repo_path
     pools = {name: side.pool(logs, name, repo_path) for name, side in sides.items()}
@@ -127,8 +129,8 @@ def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int =
             ab_case.servers = {name: pools[name].info(case.engine_key) for name in pools
                                if pools[name].info(case.engine_key) is not None}
             record.cases.append(ab_case)
-            if path is not None:
-                write_artifact(record, path)
+            if saves is not None:
+                saves.save(record, len(record.cases))
             for pool in pools.values():
                 pool.release({c.engine_key for c in cases[cases.index(case) + 1:]})
     finally:
@@ -136,8 +138,8 @@ def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int =
             pool.close()
     record.verdict = overall(record)
     record.finished_at = now()
-    if path is not None:
-        write_artifact(record, path)
+    if saves is not None:
+        saves.save(record, len(record.cases))
     return record, path
 
 

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from mibench.errors import MibenchError
 from mibench.harness.commands.common import Sets, guarded
 
 
@@ -36,7 +37,11 @@ def bisect_command(good: str, bad: str, config_path: Path, *, case_globs: list[s
     from mibench.harness.ab.bisect import bisect as find_first_bad
     from mibench.harness.ab.revisions import repository
     from mibench.harness.config import load_config
+    from mibench.harness.config.bounds import check_flag
 
+    if rounds < 1:
+        raise MibenchError(f"must be at least 1, got {rounds}", field="--rounds")
+    check_flag(rounds, "--rounds")  # before any revision is built
     config = load_config(config_path, sets)
     repo = repository(server_repo) if server_repo is not None else repository()
     found = find_first_bad(config, repo, good, bad, cache_dir(), case_glob=case_globs,

@@ -1,6 +1,7 @@
 """What several commands share, in one place.
 
-- The CLI's one rule for expected failures: one `error: ...` line on stderr and exit 2,
+- The CLI's one rule for expected failures: one `error: ...` line on stderr and exit 2
+  (the error's `exit_code`: 4 for an EnvironmentFailed, a disk that filled mid-run),
   never a traceback. `guarded` wraps each command (MibenchError, and OSError: a file or
   folder the command cannot read or write); `OneLineErrors`, the app's group class, does
   the same for Click's usage errors (an unknown option, a value of the wrong type), which
@@ -54,14 +55,15 @@ def os_message(e: OSError) -> str:
 
 
 def guarded(fn):
-    """Wrap a Typer command: `error: ...` on stderr and exit 2, never a traceback."""
+    """Wrap a Typer command: `error: ...` on stderr and exit 2 (or the MibenchError's own
+    `exit_code`), never a traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except MibenchError as e:
-            fail(str(e))
+            fail(str(e), e.exit_code)
         except BrokenPipeError:
             raise  # stdout closed by a pager or `head`: Typer exits quietly
         except OSError as e:  # a file or folder that cannot be read or written
@@ -258,9 +260,17 @@ def schema_of(path: Path) -> str | None:
 
 
 def load(path: Path):
+    """A run artifact as every reader takes it (report, history, compare --noise-from):
+    readable, and `defect` finds nothing no run writes (a duplicate case, tripled or empty
+    timed_s, summaries that disagree with the samples); the error names file and case."""
     from mibench.harness.records import read_artifact
+    from mibench.harness.stats.comparable import defect
 
-    return read_artifact(path)
+    record = read_artifact(path)
+    why = defect(record)
+    if why:
+        raise MibenchError(f"invalid artifact: {why}", field=str(path))
+    return record
 
 
 def select_records(records: list, globs: list[str] | None) -> list:
@@ -279,8 +289,8 @@ def select_records(records: list, globs: list[str] | None) -> list:
 
 
 def load_checked(path: Path):
-    """An artifact fit for a comparison: readable, and `invalid` finds nothing (the error
-    names the file and the case)."""
+    """An artifact fit for a comparison: `load`, and `invalid` finds nothing either (it
+    has cases)."""
     from mibench.harness.stats.comparable import invalid
 
     record = load(path)

@@ -1,11 +1,13 @@
 """`mibench compile CONFIG... --target v6e-4`: every (selected) JAX case of each CONFIG
 compiled for a TPU slice by the real TPU compiler (libtpu), without a TPU and without
 weights (harness/run/compile.py), one artifact per config; exit 0 every case ok or skipped,
-3 a case failed, 2 bad input. Fast by default: `--unrolled` also compiles every program
+3 a case failed, 2 bad input, 4 the artifact could not be written mid-run (the message
+names it and what it holds). Fast by default: `--unrolled` also compiles every program
 with its scans unrolled for the FLOPs ratio, which takes many times as long."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -64,7 +66,7 @@ def compile_configs(paths: list[Path], out: Path, sets: list[str], target_flag: 
 def compile_config(config, cases: list, out: Path, target_flag: str | None,
                    argv: list[str], unrolled: bool = False) -> int:
     """Compile the config's `cases`, write the artifact, print a table; the exit code."""
-    from mibench.harness.records import locked, write_artifact
+    from mibench.harness.records import Checkpoints, locked
     from mibench.harness.run import libtpu
     from mibench.harness.run.compile import (
         compile_cases,
@@ -82,18 +84,21 @@ def compile_config(config, cases: list, out: Path, target_flag: str | None,
     lib = libtpu.find() if jax_cases else None
     record = new_record(config, target, lib, argv)
     path = Path(out) / f"{record.run_id}.json"
+    again = shlex.join(["mibench", *map(str, argv[1:])]) if argv else "the same command"
+    saves = Checkpoints(path, len(cases), "case(s)", "free space (or raise the limit) and "
+                        f"compile again: {again}")
     print(header(record), flush=True)
 
     def done(rec) -> None:
         record.cases.append(rec)
         note_device_kind(record, rec)
-        write_artifact(record, path)
+        saves.save(record, len(record.cases))
         print(row(rec), flush=True)
 
     with locked(path):
-        write_artifact(record, path)
+        saves.save(record, 0)
         compile_cases(cases, target, lib, on_case=done, unrolled=unrolled)
         record.finished_at = now()
-        write_artifact(record, path)
+        saves.save(record, len(record.cases))
     print(f"artifact: {path}")
     return 3 if any(c.status == "failed" for c in record.cases) else 0

@@ -1,5 +1,7 @@
 """`mibench run CONFIG`: every (selected) case, one JSON artifact; exit 0 every case ok, 3
-a case or a parity check failed (still recorded), 2 bad input, 130 interrupted."""
+a case or a parity check failed (still recorded), 2 bad input, 4 the environment failed
+mid-run (the artifact could not be written: the message names it, what it holds and the
+`--resume` command), 130 interrupted."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from mibench.errors import MibenchError
+from mibench.errors import EnvironmentFailed, MibenchError
 from mibench.harness.commands.common import (
     CaseGlobs,
     Sets,
@@ -92,12 +94,12 @@ def run_config(config_path: Path, options) -> int:
         print("interrupted: the finished cases are in the artifact under "
               f"{resume or options.out}; continue with --resume ARTIFACT", file=sys.stderr)
         raise
-    except OSError as e:  # the artifact's folder went away or became unwritable mid-run
-        if not _under(e.filename, folder):
-            raise
-        raise MibenchError(f"cannot write the artifact ({e.strerror or e}); the run stopped, "
-                           "the cases finished before are in the last artifact written",
-                           field="--resume" if resume else "--out") from None
+    except OSError as e:  # the folder went away or became unwritable mid-run (a server's
+        if not _under(e.filename, folder):  # log beside the artifact; the artifact itself
+            raise  # is the runner's EnvironmentFailed)
+        raise EnvironmentFailed(f"cannot write under {folder} ({e.strerror or e}); the run "
+                                "stopped, the cases finished before are in the last artifact "
+                                "written", field="--resume" if resume else "--out") from None
     path = Path(resume) if resume else artifact_path(record, options.out)
     if writer:
         print(render_summary(record, path))

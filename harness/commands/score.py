@@ -131,15 +131,26 @@ def _request(query_ids, query_text, item_ids, item_text, request: Path | None) -
     elif not query_text:
         raise MibenchError("is empty", field="--query-text")
     else:
-        query = query_text
+        query = _text(query_text, "--query-text")
     if item_ids:
         items = [parse_ids(i, "--item-ids", "--item-text") for i in item_ids]
     else:
         empty = [n for n, t in enumerate(item_text) if not t]
         if empty:
             raise MibenchError(f"item {empty[0]} is empty", field="--item-text")
-        items = list(item_text)
+        items = [_text(t, "--item-text", n) for n, t in enumerate(item_text)]
     return query, items
+
+
+def _text(text: str, flag: str, n: int | None = None) -> str:
+    """Text of a flag, which must be UTF-8 (a byte that is not reaches Python as a lone
+    surrogate); else a MibenchError naming the flag (and the item)."""
+    from mibench.checks import text_problem
+
+    problem = text_problem(text, from_argv=True)
+    if problem:
+        raise MibenchError(problem if n is None else f"item {n} {problem}", field=flag)
+    return text
 
 
 def score_request(*, query_ids=None, query_text=None, item_ids=None, item_text=None,

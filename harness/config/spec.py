@@ -30,6 +30,7 @@ from pydantic import (
 
 from mibench.engines import OPTIONS, Option
 from mibench.harness.config.base import Axis, Dtype, Finite, Strict, nest
+from mibench.harness.config.bounds import at_most
 from mibench.harness.config.server import Launch, ServerArg
 from mibench.harness.config.yamlsource import ConfigError, Locations
 
@@ -121,6 +122,12 @@ class Workload(WorkloadFields):
             raise ValueError(e.errors()[0]["msg"].removeprefix("Value error, ")) from None
 
 
+# counts bounded with a stated reason (harness/config/bounds.py)
+Warmup = Annotated[NonNegativeInt, at_most("runs.warmup")]
+Timed = Annotated[PositiveInt, at_most("runs.timed")]
+Processes = Annotated[PositiveInt, at_most("runs.processes")]
+
+
 class RunsPatch(Strict):
     """Run counts: `warmup` untimed runs after the first (compile) call, `timed` runs; an
     optional per-case `timeout_s`; `max_rss` (bytes, or `8GiB`), the resident set an engine
@@ -128,17 +135,17 @@ class RunsPatch(Strict):
     fresh worker processes measure each case one after another (their timed runs pooled,
     so the spread between processes shows in the statistics)."""
 
-    warmup: NonNegativeInt | None = None
-    timed: PositiveInt | None = None
+    warmup: Warmup | None = None
+    timed: Timed | None = None
     timeout_s: Annotated[PositiveFloat, Field(allow_inf_nan=False)] | None = None
     max_rss: Annotated[ByteSize, Field(gt=0)] | None = None
-    processes: PositiveInt | None = None
+    processes: Processes | None = None
 
 
 class Runs(RunsPatch):
-    warmup: NonNegativeInt = 1
-    timed: PositiveInt = 5
-    processes: PositiveInt = 1
+    warmup: Warmup = 1
+    timed: Timed = 5
+    processes: Processes = 1
 
 
 def _option_field(option: Option) -> tuple:
@@ -182,12 +189,14 @@ HTTP_FIELDS = {
     "base_url": (str | None, Field(None, description="the server, http://HOST:PORT")),
     "served_model": (str | None, Field(None, description="sent as the request's model")),
     "timeout_s": (Finite | None, Field(None, description="per request (default 60)")),
-    "clients": (Axis(PositiveInt) | None, Field(None, description="closed loop: requests "
-                                                "in flight")),
+    "clients": (Axis(Annotated[PositiveInt, at_most("clients")]) | None,
+                Field(None, description="closed loop: requests in flight")),
     "rate": (Axis(Finite) | None, Field(None, description="open loop: Poisson arrivals, "
                                          "requests per second")),
-    "requests": (PositiveInt | None, Field(None, description="measured requests (100)")),
-    "warmup_requests": (NonNegativeInt | None, Field(None, description="untimed, first (1)")),
+    "requests": (Annotated[PositiveInt, at_most("requests")] | None,
+                 Field(None, description="measured requests (100)")),
+    "warmup_requests": (Annotated[NonNegativeInt, at_most("warmup_requests")] | None,
+                        Field(None, description="untimed, first (1)")),
     "max_error_rate": (Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None,
                        Field(None, description="failed requests allowed (0)")),
     "same_query": (bool | None, Field(None, description="one query repeated (false)")),
@@ -237,7 +246,7 @@ class Parity(Strict):
 class Config(Strict):
     """A whole benchmark config (docs/configs.md)."""
 
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$"), at_most("name")]
     description: str | None = None
     model: ModelSection
     topology: Topology = Topology()

@@ -28,11 +28,13 @@ from mibench.harness.records.compile import (
     read_compile_artifact,
 )
 from mibench.harness.records.io import (
+    Checkpoints,
     json_schema,
     locked,
     read_json,
     schema_file,
     write_artifact,
+    write_failed,
 )
 from mibench.harness.records.run import (
     SCHEMA,
@@ -58,10 +60,10 @@ def schemas() -> dict[str, dict]:
     return {name: json_schema(model, name) for name, model in KINDS.items()}
 
 
-__all__ = ["AB_SCHEMA", "COMPILE_SCHEMA", "KINDS", "SCHEMA", "SCHEMA_FILE", "ABCase",
-           "ABRecord", "Artifact", "CaseCompile", "CaseRecord", "CompileCase", "CompileRecord",
-           "CompileTarget", "Devices", "ErrorInfo", "GitInfo", "Header", "HttpMetrics",
-           "HttpRequest", "Invocation", "Latency", "LibTpu", "Metrics", "ParityCheck",
-           "ParityRecord", "Provenance", "Record", "RunRecord", "ServerInfo", "Summary",
-           "json_schema", "locked", "read_ab", "read_artifact", "read_compile_artifact",
-           "read_json", "schema_file", "schemas", "write_artifact"]
+__all__ = ["ABCase", "ABRecord", "AB_SCHEMA", "Artifact", "COMPILE_SCHEMA", "CaseCompile",
+           "CaseRecord", "Checkpoints", "CompileCase", "CompileRecord", "CompileTarget", "Devices",
+           "ErrorInfo", "GitInfo", "Header", "HttpMetrics", "HttpRequest", "Invocation", "KINDS",
+           "Latency", "LibTpu", "Metrics", "ParityCheck", "ParityRecord", "Provenance", "Record",
+           "RunRecord", "SCHEMA", "SCHEMA_FILE", "ServerInfo", "Summary", "json_schema", "locked",
+           "read_ab", "read_artifact", "read_compile_artifact", "read_json", "schema_file",
+           "schemas", "write_artifact", "write_failed"]

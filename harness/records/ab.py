@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from mibench.harness.records.base import Header, Record
+from mibench.harness.records.base import Header, Measured, Record
 from mibench.harness.records.compile import CompileCase, CompileTarget, LibTpu
 from mibench.harness.records.io import read_json, schema_file
 from mibench.harness.records.run import ServerInfo
@@ -43,10 +43,10 @@ class Timing(Record):
 
     method: str
     rounds: int
-    change: float | None
-    low: float | None
-    high: float | None
-    p_value: float | None
+    change: Measured
+    low: Measured
+    high: Measured
+    p_value: Measured
     alpha: float
     min_effect: float
     verdict: str
@@ -56,7 +56,7 @@ class Timing(Record):
 class ScoresMoved(Record):
     """The first round's scores of both sides, compared as log scores."""
 
-    max_log_diff: float | None
+    max_log_diff: Measured
     tolerance: float
     moved: bool
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from mibench.harness.records.base import ErrorInfo, Header, Record
+from mibench.harness.records.base import ErrorInfo, Header, Measured, Record
 from mibench.harness.records.io import read_json, schema_file
 
 COMPILE_SCHEMA = "mibench.compile/1"
@@ -50,12 +50,12 @@ class ProgramRecord(Record):
     compile_s: float  # lowering and compiling, wall seconds
     error: str | None = None  # the compiler's message when it did not compile
     memory: ProgramMemory | None = None
-    flops: float | None = None  # per call; loop bodies counted once
-    transcendentals: float | None = None
-    bytes_accessed: float | None = None  # per call; loop bodies counted once
+    flops: Measured = None  # per call; loop bodies counted once
+    transcendentals: Measured = None
+    bytes_accessed: Measured = None  # per call; loop bodies counted once
     # per call and chip, the program compiled again with every lax.scan unrolled (every
     # layer counted); Pallas kernels' own FLOPs are not seen
-    flops_unrolled: float | None = None
+    flops_unrolled: Measured = None
     # host (numpy) arrays handed to one call, by argument name
     host_to_device_bytes: dict[str, int] = {}
 
@@ -79,13 +79,13 @@ class CaseCompile(Record):
     hbm_peak_program: str | None = None  # `name` and signature of that program
     hbm_per_chip_bytes: int  # the target chip's HBM (CompileTarget.hbm_source)
     fits: bool | None = None  # peak <= HBM per chip; false when the compiler ran out of HBM
-    flops_per_pass: float | None = None  # sum of calls_per_pass x flops (loops once)
-    bytes_accessed_per_pass: float | None = None
-    useful_flops_per_pass: float | None = None  # the analytic minimum (stats/metrics.py)
-    flops_unrolled_per_pass: float | None = None  # sum of calls_per_pass x flops_unrolled
+    flops_per_pass: Measured = None  # sum of calls_per_pass x flops (loops once)
+    bytes_accessed_per_pass: Measured = None
+    useful_flops_per_pass: Measured = None  # the analytic minimum (stats/metrics.py)
+    flops_unrolled_per_pass: Measured = None  # sum of calls_per_pass x flops_unrolled
     # chips x flops_unrolled_per_pass / useful_flops_per_pass: far above 1 is wasted work
     # (padding, masked-out attention, full-vocabulary heads, work replicated over chips)
-    flops_ratio: float | None = None
+    flops_ratio: Measured = None
     compile_s: float  # all its programs
     wall_s: float  # the whole case: layouts, lowering, compiling
     host: HostTraffic | None = None

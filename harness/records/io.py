@@ -1,10 +1,12 @@
 """Reading and writing artifacts: atomic writes, validated reads that refuse any other
-schema with a message that says what to do, the lock a run holds on its artifact, and the
+schema with a message that says what to do (and any `NaN` or `Infinity`, which Python's
+json would accept but no artifact holds), the lock a run holds on its artifact, and the
 JSON Schema of each kind (shipped in `harness/records/schemas/`)."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -13,8 +15,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mibench.errors import MibenchError
-from mibench.harness.records.base import Artifact
+from mibench.errors import EnvironmentFailed, MibenchError
+from mibench.harness.records.base import Artifact, nonfinite_at
 
 SCHEMAS = Path(__file__).parent / "schemas"
 
@@ -25,7 +27,8 @@ def schema_file(name: str) -> Path:
 
 
 def write_artifact(record: Artifact, path: Path) -> None:
-    """Atomic: a reader (or a crash) never sees a half-written file."""
+    """Atomic: a reader (or a crash) never sees a half-written file, and a write that fails
+    (a full disk, a file-size limit) leaves the file as it was and no temporary file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     umask = os.umask(0)
@@ -34,10 +37,51 @@ def write_artifact(record: Artifact, path: Path) -> None:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(record.to_json())
+            f.flush()
+            os.fsync(f.fileno())  # a disk that fills at write-back fails here, not later
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# what a write failure means, beside the system's words (an artifact write that fails for
+# any reason is the environment's failure: the record itself always serializes)
+WRITE_ERRORS = {errno.ENOSPC: "the disk is full", errno.EFBIG: "a file-size limit (ulimit -f)",
+                errno.EDQUOT: "a disk quota", errno.EROFS: "a read-only file system",
+                errno.EACCES: "no permission", errno.EPERM: "no permission",
+                errno.ENOENT: "the folder went away", errno.EIO: "an I/O error"}
+
+
+def write_failed(e: OSError, path: Path, safe: str, go_on: str) -> EnvironmentFailed:
+    """The one message of an artifact that could not be written mid-run (exit 4): the path,
+    why (the system's words, the errno, what it means), what is safe, how to go on."""
+    why = e.strerror or type(e).__name__
+    code = errno.errorcode.get(e.errno or 0)
+    meaning = WRITE_ERRORS.get(e.errno or 0)
+    detail = ": ".join(x for x in (code, meaning) if x)
+    return EnvironmentFailed(f"cannot write the artifact: {why}{f' ({detail})' if detail else ''}"
+                             f"; {safe}; {go_on}", field=str(path))
+
+
+class Checkpoints:
+    """An artifact rewritten as its work finishes (`mibench compile`, `ab`): `save(record,
+    done)` writes it atomically; a write that fails is an EnvironmentFailed (exit 4) saying
+    what the last good write holds (`done` of `total` `unit`s) and `go_on`."""
+
+    def __init__(self, path: Path, total: int, unit: str, go_on: str):
+        self.path, self.total, self.unit, self.go_on = Path(path), total, unit, go_on
+        self.held: int | None = None  # what the file holds, once written
+
+    def save(self, record: Artifact, done: int) -> None:
+        try:
+            write_artifact(record, self.path)
+        except OSError as e:
+            safe = ("it stopped before any artifact was written" if self.held is None else
+                    f"it stopped; the artifact as last written is intact and holds "
+                    f"{self.held} of {self.total} {self.unit}")
+            raise write_failed(e, self.path, safe, self.go_on) from None
+        self.held = done
 
 
 def read_json(path: str | Path, model: type[Artifact], schema: str, how: str = "") -> Artifact:
@@ -46,8 +90,14 @@ def read_json(path: str | Path, model: type[Artifact], schema: str, how: str = "
     path = Path(path)
     if path.is_dir():
         raise MibenchError("is a folder, not an artifact file", field=str(path))
+    bare: list[str] = []  # NaN, Infinity, -Infinity: Python's json takes them, JSON does not
+
+    def constant(name: str) -> float:
+        bare.append(name)
+        return float(name)
+
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(), parse_constant=constant)
     except FileNotFoundError:
         raise MibenchError("no such artifact", field=str(path)) from None
     except json.JSONDecodeError as e:
@@ -57,6 +107,9 @@ def read_json(path: str | Path, model: type[Artifact], schema: str, how: str = "
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
         raise MibenchError(f"cannot read: {reason}", field=str(path)) from None
+    if bare:
+        raise MibenchError(f"{nonfinite_at(data) or bare[0]}, which is not standard JSON (an "
+                           "artifact holds finite numbers only)", field=str(path))
     found = data.get("schema") if isinstance(data, dict) else None
     if found != schema:
         raise MibenchError(f"schema {found!r} is not {schema!r}{how}", field=str(path))
@@ -67,6 +120,16 @@ def read_json(path: str | Path, model: type[Artifact], schema: str, how: str = "
         where = ".".join(str(p) for p in first["loc"])
         raise MibenchError(f"invalid {schema} artifact at {where}: {first['msg']}",
                            field=str(path)) from None
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether the open file `fd` is still the file at `path`."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def json_schema(model: type[Artifact], name: str) -> dict:
@@ -81,17 +144,25 @@ def json_schema(model: type[Artifact], name: str) -> dict:
 @contextlib.contextmanager
 def locked(path: Path):
     """Hold `PATH.lock` (an advisory flock, released by the kernel if this process dies)
-    while an artifact is being written: a second run or resume of it is a MibenchError."""
+    while an artifact is being written: a second run or resume of it is a MibenchError.
+    The holder removes the file as it lets go, so a lock taken on a file that is no
+    longer the one at `PATH.lock` (its holder finished between our open and our flock,
+    and a third process may hold the new one) is not a lock: it is taken again."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = path.with_name(path.name + ".lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise MibenchError("is being written by another mibench process (it holds "
-                           f"{lock.name}); wait for it to finish", field=str(path)) from None
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise MibenchError("is being written by another mibench process (it holds "
+                               f"{lock.name}); wait for it to finish",
+                               field=str(path)) from None
+        if _same_file(fd, lock):
+            break
+        os.close(fd)  # a removed lock file: try the one at the path now
     try:
         yield
     finally:

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import Field
 
 from mibench.errors import MibenchError
-from mibench.harness.records.base import ErrorInfo, Header, Record
+from mibench.harness.records.base import ErrorInfo, Header, Measured, Record
 from mibench.harness.records.io import read_json, schema_file
 
 SCHEMA = "mibench.run/1"
@@ -34,10 +34,10 @@ class Metrics(Record):
     throughput_items_per_s: Summary | None = None
     latency_per_item_ms: Summary | None = None
     total_s: Summary | None = None  # wall time of one run (all items)
-    tokens_per_s: float | None = None  # workload tokens (query once + items) / median time
-    useful_flops: float | None = None  # minimal work of one run (harness/stats/metrics.py)
-    peak_flops: float | None = None  # the peak `mfu` divides by (per chip x tp)
-    mfu: float | None = None  # useful_flops / (median time x peak_flops)
+    tokens_per_s: Measured = None  # workload tokens (query once + items) / median time
+    useful_flops: Measured = None  # minimal work of one run (harness/stats/metrics.py)
+    peak_flops: Measured = None  # the peak `mfu` divides by (per chip x tp)
+    mfu: Measured = None  # useful_flops / (median time x peak_flops)
     peak_memory_bytes: int | None = None
     peak_memory_source: str | None = None  # "device" (memory_stats), "rss" (sampled in case)
     score_digest: str | None = None  # sha256 of the first call's scores (stats/metrics.py)
@@ -77,9 +77,9 @@ class HttpMetrics(Record):
     load: Literal["closed", "open"]  # clients in flight, or Poisson arrivals at `rate`
     sent: int  # measured requests sent (warmup excluded)
     ok: int  # answered 200 with scores of the right shape
-    duration_s: float | None = None  # first send to last answer
-    requests_per_s: float | None = None  # ok requests per second over duration_s
-    items_per_s: float | None = None  # items of ok requests per second
+    duration_s: Measured = None  # first send to last answer
+    requests_per_s: Measured = None  # ok requests per second over duration_s
+    items_per_s: Measured = None  # items of ok requests per second
     latency: Latency | None = None  # over the ok requests
     errors: dict[str, int] = {}  # failed requests by status
     error_rate: float  # failed / sent
@@ -145,19 +145,19 @@ class ParityCheck(Record):
     case_id: str
     against: str
     # max |ln a - ln b|: what every score check judges against `tolerance`
-    max_log_diff: float | None = None
-    max_abs_diff: float | None = None
-    mean_abs_diff: float | None = None
+    max_log_diff: Measured = None
+    max_abs_diff: Measured = None
+    mean_abs_diff: Measured = None
     # max |a - b| / |b|; recorded, not gated
-    max_rel_diff: float | None = None
+    max_rel_diff: Measured = None
     # on max_log_diff; speedup: the minimum ratio (parity.min_speedup)
     tolerance: float
     # on max_abs_diff, judged too where set (bfloat16 with apply_softmax true)
     abs_tolerance: float | None = None
     # speedup: the two cases' median items/s and their ratio (case over against)
-    throughput_items_per_s: float | None = None
-    against_throughput_items_per_s: float | None = None
-    speedup: float | None = None
+    throughput_items_per_s: Measured = None
+    against_throughput_items_per_s: Measured = None
+    speedup: Measured = None
     status: Literal["passed", "failed", "error"]
     error: str | None = None
     # concurrency: the requests' items whose scores moved under load, largest first

@@ -6,12 +6,12 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable
 
-from mibench.errors import Unavailable
+from mibench.errors import InvalidScores, Unavailable
 from mibench.harness.config.cases import CaseSpec
 from mibench.harness.records import CaseRecord, ErrorInfo, Metrics
 from mibench.harness.run import memory
 from mibench.harness.run.measure import Timings, measure
-from mibench.harness.run.pool import EnginePool, make_call
+from mibench.harness.run.pool import EnginePool, check_table, make_call
 from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
 from mibench.harness.util import now
 
@@ -68,7 +68,9 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
              tick: Callable[[str], None], measuring: Callable[[], None] = lambda: None
              ) -> CaseRecord:
     """Measure one case in this process; any exception makes it `failed` with type, message
-    and traceback. `measuring()` is called as the timed loop starts."""
+    and traceback, and so do scores that fail `check_scores` (whatever the engine: a fake,
+    another revision's), which are never recorded. `measuring()` is called as the timed
+    loop starts."""
     if case.http is not None:  # a server under load: its own measurement (run/http_case.py)
         from mibench.harness.run.http_case import measure_http
 
@@ -93,6 +95,14 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
                               traceback=traceback.format_exc())
     rec.compile_s, rec.warmup_s, rec.timed_s = (timings.compile_s, timings.warmup_s,
                                                 timings.timed_s)
+    if timings.first_result is not None:  # scores enter the record only checked
+        try:
+            check_table(timings.first_result, requests, case.workload, case.dtype)
+        except InvalidScores as e:
+            timings.first_result = None
+            if rec.status == "ok":
+                rec.status = "failed"
+                rec.error = ErrorInfo(type=type(e).__name__, message=str(e), traceback="")
     if requests is not None and engine is not None:
         rec.metrics = metrics_of(case, engine, requests, timings.timed_s, peak)
         if timings.first_result is not None:

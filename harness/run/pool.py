@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
+from mibench.checks import check_scores
+from mibench.errors import InvalidScores
 from mibench.harness.config.cases import CaseSpec
 from mibench.workloads import Request, WorkloadSpec, materialize
 
@@ -74,10 +77,43 @@ class EnginePool:
 def score_all(engine, requests: list[Request], spec: WorkloadSpec, mode: str,
               params: dict) -> list[list[list[float]]]:
     """Score every request of a workload: per request, one row per item."""
-    return [engine.score(list(r.query), [list(i) for i in r.items], list(spec.label_token_ids),
-                         mode=mode, apply_softmax=spec.apply_softmax, delimiter=spec.delimiter,
-                         **semantics_kw(spec), **params).scores
-            for r in requests]
+    labels, out = list(spec.label_token_ids), []
+    for k, r in enumerate(requests):
+        with request_named(k):
+            out.append(engine.score(list(r.query), [list(i) for i in r.items], labels,
+                                    mode=mode, apply_softmax=spec.apply_softmax,
+                                    delimiter=spec.delimiter, **semantics_kw(spec),
+                                    **params).scores)
+    return out
+
+
+@contextlib.contextmanager
+def request_named(k: int):
+    """An InvalidScores raised while scoring request k of a workload names the request."""
+    try:
+        yield
+    except InvalidScores as e:
+        raise of_request(k, e) from e
+
+
+def of_request(k: int, e: InvalidScores) -> InvalidScores:
+    return InvalidScores(f"request {k}: {e}")
+
+
+def check_table(table: list, requests: list[Request], spec: WorkloadSpec, dtype: str) -> None:
+    """The scores of a whole workload as they enter a record, whatever engine made them (a
+    fake, another revision's engine under `mibench ab`): one row per item of each request,
+    each passing `check_scores` (mibench/checks.py); an InvalidScores naming request and item."""
+    if len(table) != len(requests):
+        raise InvalidScores(f"scores for {len(table)} request(s), the workload has "
+                            f"{len(requests)}")
+    num_labels = len(spec.label_token_ids)
+    for k, (rows, r) in enumerate(zip(table, requests, strict=True)):
+        with request_named(k):
+            if len(rows) != len(r.items) or any(len(row) != num_labels for row in rows):
+                raise InvalidScores(f"expected {len(r.items)} item(s) x {num_labels} "
+                                    "label(s) of scores")
+            check_scores(rows, spec.apply_softmax, dtype, spec.label_token_ids)
 
 
 def semantics_kw(spec: WorkloadSpec) -> dict:
@@ -95,7 +131,13 @@ def make_call(engine, requests: list[Request], case: CaseSpec) -> Callable[[], o
                   delimiter=case.workload.delimiter, **semantics_kw(case.workload),
                   **case.params)
 
-    def call():
-        return [engine.score(q, items, labels, **kwargs).scores for q, items in prepared]
+    def call():  # try/except, not `request_named`: free in the timed loop (Python 3.11+)
+        out = []
+        for k, (q, items) in enumerate(prepared):
+            try:
+                out.append(engine.score(q, items, labels, **kwargs).scores)
+            except InvalidScores as e:
+                raise of_request(k, e) from e
+        return out
 
     return call

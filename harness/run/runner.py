@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import secrets
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from mibench.harness.records import (
     locked,
     read_artifact,
     write_artifact,
+    write_failed,
 )
 from mibench.harness.run import parity
 from mibench.harness.run.case import failed_record, metrics_of, run_case, skipped_record
@@ -36,6 +38,7 @@ from mibench.harness.run.progress import make_progress
 from mibench.harness.run.provenance import collect, device_info, git_info
 from mibench.harness.run.server_pool import ServerPool
 from mibench.harness.run.worker import WorkerDied, WorkerPool, probe_env
+from mibench.harness.stats.comparable import defect
 from mibench.harness.util import now
 
 
@@ -68,7 +71,13 @@ def invocation(plan: Plan) -> Invocation | None:
 
 
 def resume_record(config: Config, path: Path, allow_mixed: bool = False) -> RunRecord:
+    """The record of the artifact at `path` to go on with: only its ok cases, unfinished
+    again; one that no run of this config wrote (another config, a `defect`, another
+    commit without `allow_mixed`) is a MibenchError naming `--resume`."""
     record = read_artifact(path)
+    why = defect(record)
+    if why:
+        raise MibenchError(f"invalid artifact: {why}", field=f"--resume {path}")
     if record.config_sha256 != config.sha256():
         raise MibenchError(f"was written by a different config (sha256 {record.config_sha256[:12]}"
                            f" vs {config.sha256()[:12]}); resume only with the same config and "
@@ -156,16 +165,43 @@ class RunState:
         self.cases = list(plan.cases)
         self.done: dict[str, CaseRecord] = {c.case_id: c for c in record.cases}
         self.groups = plan.groups
+        self.measured: list[str] = []  # the cases this run measured, in order
+        self.saved: list[str] | None = None  # what the artifact holds, once this run wrote it
 
     def save(self) -> None:
         """The artifact with every finished case, in the config's order (a --case run
-        keeps the others' records)."""
+        keeps the others' records). A write that fails (a full disk, a file-size limit,
+        permissions) leaves the last one in place and is an EnvironmentFailed (exit 4)
+        saying what it holds and how to go on."""
         order = [c.case_id for c in self.plan.all_cases]
         self.record.cases = [self.done[i] for i in order if i in self.done]
         self.record.provenance.devices.peak_flops = dict(self.peak.values)
         self.record.provenance.devices.peak_source = self.peak.source
         if self.plan.writer:
-            write_artifact(self.record, self.path)
+            try:
+                write_artifact(self.record, self.path)
+            except OSError as e:
+                raise write_failed(e, self.path, *self.after_failed_write()) from None
+            self.saved = [c.case_id for c in self.record.cases]
+
+    def after_failed_write(self) -> tuple[str, str]:
+        """(what is safe, how to go on) when the artifact could not be written."""
+        lost = [i for i in self.measured if i not in (self.saved or [])]
+        lost_words = (f"; not saved: {', '.join(lost[:3])}"
+                      f"{f' and {len(lost) - 3} more' if len(lost) > 3 else ''} (measured, "
+                      "measured again on resume)" if lost else "")
+        if self.saved is None and self.plan.options.resume is None:
+            return ("the run stopped before any artifact was written" + lost_words,
+                    "free space (or raise the limit) and run again")
+        if self.saved is None:
+            held = "what it held before this resume"
+        else:
+            last = f", the last {self.saved[-1]}" if self.saved else ""
+            held = (f"{len(self.saved)} of {len(self.plan.all_cases)} case(s) (in the "
+                    f"config's order{last})")
+        return (f"the run stopped; the artifact as last written is intact and holds {held}"
+                f"{lost_words}", f"free space (or raise the limit) and go on with: "
+                f"{resume_command(self.plan, self.path)}")
 
     def needed_after(self, i: int, group_done: bool) -> set[EngineKey]:
         """Engines that later cases, or the parity of the unfinished group, still need."""
@@ -200,10 +236,23 @@ def run(plan: Plan) -> RunRecord:
     processes' devices) and only the writer (process 0) writes the artifact. Measured in
     worker processes (harness/run/worker.py) unless the plan says in-process."""
     options = plan.options
-    env = probe_env() if plan.workers and not options.resume else None
-    record = (resume_record(plan.config, Path(options.resume), options.allow_mixed)
-              if options.resume else new_record(plan, env))
-    path = Path(options.resume) if options.resume else artifact_path(record, options.out)
+    with contextlib.ExitStack() as stack:  # the artifact's lock, held to the end
+        if options.resume:
+            path = Path(options.resume)
+            if plan.writer and path.is_file():  # locked before it is read: two resumes
+                stack.enter_context(locked(path))  # of one file never both read it
+            record = resume_record(plan.config, path, options.allow_mixed)
+        else:
+            record = new_record(plan, probe_env() if plan.workers else None)
+            path = artifact_path(record, options.out)
+            if plan.writer:
+                stack.enter_context(locked(path))
+        return _run_record(plan, record, path)
+
+
+def _run_record(plan: Plan, record: RunRecord, path: Path) -> RunRecord:
+    """`run` with its record (new, or resumed) and the artifact's lock held."""
+    options = plan.options
     devices = record.provenance.devices
     peak = plan.peak
     if peak is None:
@@ -224,13 +273,9 @@ def run(plan: Plan) -> RunRecord:
     measure_case = run_in_worker if plan.workers else run_case
     state = RunState(plan, record, path, pool, servers, peak,
                      make_progress(options.progress if plan.writer else "none", runs))
-    here = git_info(Path.cwd())
-    with contextlib.ExitStack() as stack:
-        if plan.writer:
-            stack.enter_context(locked(path))
-        _run_cases(state, todo, measure_case, here)
-        record.finished_at = now()
-        state.save()
+    _run_cases(state, todo, measure_case, git_info(Path.cwd()))
+    record.finished_at = now()
+    state.save()
     return record
 
 
@@ -248,6 +293,7 @@ def _run_cases(s: RunState, todo: list[CaseSpec], measure_case: Callable, here) 
                 rec.commit, rec.dirty = here.commit, here.dirty
                 rec.server = s.servers.info(case.engine_key)
                 s.done[case.case_id] = rec
+                s.measured.append(case.case_id)
                 s.save()
                 s.progress.end_case(rec)
             group_done = i + 1 == len(s.cases) or group_of(s.cases[i + 1]) != group_of(case)
@@ -260,6 +306,17 @@ def _run_cases(s: RunState, todo: list[CaseSpec], measure_case: Callable, here) 
         s.progress.close()
         s.pool.close()
         s.servers.close()
+
+
+def resume_command(plan: Plan, path: Path) -> str:
+    """The command that finishes an interrupted run of this plan into `path`."""
+    if plan.config_path is None:  # the Python API: the same config, resume=path
+        return f"the same config with resume={path}"
+    sets = [w for s in plan.options.sets for w in ("--set", s)]
+    cases = [w for c in plan.options.cases for w in ("--case", c)]
+    mixed = ["--allow-mixed"] if plan.options.allow_mixed else []
+    return shlex.join(["mibench", "run", plan.config_path, *sets, *cases, "--resume",
+                       str(path), *mixed])
 
 
 def exit_code(record: RunRecord) -> int:

@@ -17,7 +17,8 @@ Errors use SGLang's `ErrorResponse`: `{"object": "error", "message": ..., "type"
 `label_token_ids`, `body`, `content-type`, ...). 400: a bad request; 408: its body did not
 arrive in time; 413: over a limit of the deployment (items, tokens, estimated memory,
 body size: harness/serve/limits.py), named in the message; 503: the queue is full, or the
-engine ran out of memory on this request (the server goes on serving); 500: anything else.
+engine ran out of memory on this request (the server goes on serving); 500: anything else
+(scores that fail their check among it: the engine's fault, not the request's).
 `GET /health` answers `{"status": "ok"}`; `GET /v1/models` lists the served model
 (SGLang's ModelList) with a `mibench` entry: the mode, delimiter, semantics, dtype, tp,
 options and limits it scores with, which the http engine checks its requests against.
@@ -52,7 +53,7 @@ from concurrent.futures import ThreadPoolExecutor
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from mibench.engines import DTYPES, MODES, MibenchError
+from mibench.engines import DTYPES, MODES, InvalidScores, MibenchError
 from mibench.harness.serve.connections import MAX_HEADER_BYTES, guarded_protocol
 from mibench.harness.serve.limits import (
     Limits,
@@ -164,6 +165,9 @@ def build_app(engine, settings: Settings, served: str | None = None,
             return error_response(str(e), e.field, e.status, close=not read)
         except ClientDisconnect:
             return error_response("the client went away", "body", 400, close=True)
+        except InvalidScores as e:  # the engine's fault, not the request's
+            return error_response(f"the engine returned scores that cannot be right: {e}",
+                                  None, 500, close=False)
         except MibenchError as e:  # the engine's InputError names the field
             return error_response(engine_message(e), e.field, 400, close=False)
         except Exception as e:  # noqa: BLE001 - a server answers, it does not crash

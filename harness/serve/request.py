@@ -46,6 +46,7 @@ import functools
 import json
 import re
 
+from mibench.checks import invalid_text
 from mibench.engines import MODES, InputError, MibenchError
 
 SCORE_KEYS = ("query", "items", "label_token_ids", "apply_softmax", "item_first", "model",
@@ -100,37 +101,10 @@ def decode(raw: bytes) -> dict:
         raise BadRequest(f"must be a JSON object (SGLang's ScoringRequest), got "
                          f"{type(data).__name__}", "body")
     if SURROGATE_ESCAPE.search(text):
-        where = lone_surrogate(data, "")
-        if where is not None:
-            raise BadRequest("holds a lone surrogate (an unpaired \\ud800-\\udfff escape), "
-                             "which is not Unicode text", where or "body")
+        found = invalid_text(data)
+        if found is not None:
+            raise BadRequest(found[1], found[0] or "body")
     return data
-
-
-def lone_surrogate(value, path: str) -> str | None:
-    """The path (`items[3]`, `mibench.mask`) of the first string, or key, that is not
-    valid Unicode; None when there is none."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return path
-        return None
-    if isinstance(value, dict):
-        for k, v in value.items():
-            inner = f"{path}.{k}" if path else k
-            if lone_surrogate(k, "") is not None:
-                return path or "body"
-            found = lone_surrogate(v, inner)
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            if isinstance(v, str | list | dict):
-                found = lone_surrogate(v, f"{path}[{i}]")
-                if found is not None:
-                    return found
-    return None
 
 
 @functools.cache

@@ -4,9 +4,11 @@ compared at all (pure functions on records; the gate is harness/stats/compare.py
 A case's `measurement` is everything that must agree for a comparison to mean anything:
 the workload (every field), model, dtype, topology and hardware (on a CPU also the machine,
 core count and CPU model), and for a server its name, arguments (every `server_args`
-value, axes or not) and wire. `invalid` names what makes an artifact unusable: no cases, a
-duplicate case id, a run time that is not finite and > 0, summaries that disagree with the
-samples.
+value, axes or not) and wire. `defect` names what no mibench run writes (a duplicate case
+id, a run time that is not finite and > 0, summaries that disagree with the samples, an ok
+case with no timed runs or no items): every reader refuses such an artifact
+(harness/commands/common.py `load`, a resume). `invalid` adds what makes one unusable for a
+comparison: no cases.
 """
 
 from __future__ import annotations
@@ -68,10 +70,15 @@ def _short(value) -> str:
 
 def invalid(record: RunRecord) -> str | None:
     """What makes an artifact unusable for a comparison, naming the case, or None: no
-    cases, a duplicate case id, a run time that is not finite and > 0, process runs that do
-    not pool into `timed_s`, stored summaries that disagree with the samples."""
-    if not record.cases:
-        return "has no cases"
+    cases, or a `defect`."""
+    return "has no cases" if not record.cases else defect(record)
+
+
+def defect(record: RunRecord) -> str | None:
+    """What no mibench run writes, naming the case, or None: a duplicate case id, a run
+    time that is not finite and > 0, process runs that do not pool into `timed_s`, stored
+    summaries that disagree with the samples, an ok case with no timed runs or that scored
+    no items (one or two timed runs are a real run: `compare` calls them untested)."""
     seen: set[str] = set()
     for c in record.cases:
         if c.case_id in seen:
@@ -86,9 +93,26 @@ def invalid(record: RunRecord) -> str | None:
                            "(a finite number > 0)"
         if c.process_timed_s and [t for p in c.process_timed_s for t in p] != c.timed_s:
             return f"case {c.case_id}: process_timed_s does not pool into timed_s"
+        why = _ok_without_work(c) if c.status == "ok" else None
+        if why:
+            return f"case {c.case_id}: {why}"
         why = _summary_mismatch(c)
         if why:
             return f"case {c.case_id}: {why}"
+    return None
+
+
+def _ok_without_work(case: CaseRecord) -> str | None:
+    """Why an `ok` case measured nothing (no timed run, no item), or None."""
+    if not case.timed_s:
+        return "is ok but has no timed runs (timed_s is empty)"
+    n = case.workload.get("num_items")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n <= 0):
+        return f"is ok but scored no items (workload.num_items is {n!r})"
+    if case.scores is not None and not any(case.scores):
+        return "is ok but scored no items (its scores hold no rows)"
+    if case.http is not None and case.http.ok == 0:
+        return "is ok but no request was answered (http.ok is 0)"
     return None
 
 
