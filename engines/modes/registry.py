@@ -23,7 +23,7 @@ from mibench.errors import MibenchError
 MASKS = ("dense", "segment", "auto")
 SCHEDULES = ("parallel", "sequential")
 # `auto` picks per backend (engines/attention_paths.py): cudnn on a GPU in bfloat16, pallas
-# on a TPU at tp 1, else xla (the tiled kernels)
+# on a TPU (at any tp: per chip on its own heads), else xla (the tiled kernels)
 ATTENTIONS = ("auto", "xla", "pallas", "cudnn")
 SEMANTICS = ("delimited", "plain")
 
