@@ -6,7 +6,10 @@ against the shared prefix cache).
 - `xla`: the tiled kernels of `jax_attention` (tiles sized for a CPU's cache).
 - `cudnn`: cuDNN flash attention (GPU, bfloat16/float16).
 - `pallas`: the Pallas TPU splash-attention kernel that JAX ships (TPU; on a CPU it runs in
-  Pallas interpret mode, which is how the tests check it).
+  Pallas interpret mode, which is how the tests check it). At tp > 1 it runs per chip on
+  the chip's own heads (`shard_map` over the mesh, `sharded`): XLA cannot partition a
+  Pallas kernel itself (the TPU compiler refuses: "Mosaic kernels cannot be automatically
+  partitioned").
 `cudnn` and `pallas` share one primitive, `keys(q, k, v, key_len, causal) -> (o, lse)`:
 flash attention of rows against keys j < key_len (and j <= t when causal) with the
 log-sum-exp of each row. The item rows' own tokens (a band of at most one item) are a
@@ -25,6 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from mibench.engines import jax_attention as xa
+from mibench.engines.sharding import ACT_BTN, ACT_BTNH, REPLICATED
 from mibench.errors import MibenchError
 
 F32 = xa.F32
@@ -43,18 +47,19 @@ class Paths:
 
 
 def resolve(choice: str, platform: str, dtype: str, tp: int = 1) -> str:
-    """The path that runs: `auto` is cudnn on GPU in 16-bit, pallas on TPU at tp 1, else
-    xla. An explicit path the backend cannot run is a MibenchError naming `attention`."""
+    """The path that runs: `auto` is cudnn on GPU in 16-bit, pallas on TPU (any tp: split
+    by heads over the mesh, `sharded`), else xla. An explicit path the backend cannot run
+    is a MibenchError naming `attention`."""
     if choice == "auto":
         if platform == "gpu" and dtype != "float32":
             return "cudnn"
-        return "pallas" if platform == "tpu" and tp == 1 else "xla"
+        return "pallas" if platform == "tpu" else "xla"
     if choice == "cudnn" and (platform != "gpu" or dtype == "float32"):
         raise MibenchError(f"cudnn flash attention needs a CUDA GPU and bfloat16 (here: "
                            f"{platform}, {dtype})", field="attention")
-    if choice == "pallas" and (platform == "gpu" or tp > 1):
-        raise MibenchError("the pallas path is the TPU splash kernel at tp 1 (interpret mode "
-                           f"on CPU); here: {platform}, tp {tp}", field="attention")
+    if choice == "pallas" and platform == "gpu":
+        raise MibenchError("the pallas path is the TPU splash kernel (interpret mode on "
+                           f"CPU); here: {platform}", field="attention")
     return choice
 
 
@@ -164,17 +169,45 @@ def keys_splash(q_btnh, k_bskh, v_bskh, key_len_b, causal: bool, interpret: bool
     return o, lse.astype(F32)
 
 
+def heads_split(mesh, q_heads: int, kv_heads: int) -> bool:
+    """Whether a `keys` call splits its heads over the mesh: both head counts divisible by
+    its size (each chip then holds whole GQA groups: query heads [i N/tp, (i+1) N/tp) read
+    kv heads [i K/tp, (i+1) K/tp)). Otherwise the heads stay whole on every chip, as their
+    projection weights do (sharding.py), and each chip runs every head."""
+    return mesh.size > 1 and q_heads % mesh.size == 0 and kv_heads % mesh.size == 0
+
+
+def sharded(keys: KeysFn, mesh) -> KeysFn:
+    """`keys` per chip (shard_map over the mesh): q, k, v split by head (ACT_BTNH), the
+    key lengths replicated, each chip's kernel on its local N/tp query heads and K/tp kv
+    heads; o by head, lse [B, T, N] by head (ACT_BTN). No mesh (tp 1): `keys` itself."""
+    if mesh is None or mesh.size == 1:
+        return keys
+
+    def keys_per_chip(q_btnh, k_bskh, v_bskh, key_len_b, causal: bool):
+        split = heads_split(mesh, q_btnh.shape[2], k_bskh.shape[2])
+        heads, lse = (ACT_BTNH, ACT_BTN) if split else (REPLICATED, REPLICATED)
+        run = jax.shard_map(lambda q, k, v, n: keys(q, k, v, n, causal), mesh=mesh,
+                            in_specs=(heads, heads, heads, REPLICATED),
+                            out_specs=(heads, lse), check_vma=False)
+        return run(q_btnh, k_bskh, v_bskh, key_len_b)
+
+    return keys_per_chip
+
+
 XLA = Paths("xla", xa.causal_blocked, xa.segment_attention, xa.extend_attention)
 
 
 @functools.cache
-def paths(name: str, platform: str) -> Paths:
-    """The kernels of a resolved path name (see `resolve`) on a platform."""
+def paths(name: str, platform: str, mesh=None) -> Paths:
+    """The kernels of a resolved path name (see `resolve`) on a platform; `mesh`: the
+    engine's (sharding.ShardConfig.mesh), over which the pallas kernel is split by head."""
     if name == "xla":
         return XLA
     if name == "cudnn":
         return composed("cudnn", keys_cudnn)
     if name == "pallas":
         interpret = platform != "tpu"
-        return composed("pallas", functools.partial(keys_splash, interpret=interpret))
+        keys = functools.partial(keys_splash, interpret=interpret)
+        return composed("pallas", sharded(keys, mesh))
     raise MibenchError(f"unknown attention path {name!r}", field="attention")

@@ -47,7 +47,8 @@ class JaxEngine:
     def attention(self, options: dict) -> Paths:
         """The attention path of a call's `attention` option (auto: by backend)."""
         choice_ = choice(options.get("attention", "auto"), "attention", ATTENTIONS)
-        return paths(resolve(choice_, self.platform, self.dtype, self.tp), self.platform)
+        return paths(resolve(choice_, self.platform, self.dtype, self.tp), self.platform,
+                     self.shard.mesh)
 
     def close(self) -> None:
         """Drop the weights (their device buffers go with the last reference)."""

@@ -65,6 +65,25 @@ def masked_attention(q_btnh, k_bskh, v_bskh, mask_bts):
     return o_btkgh.reshape(b, t, n, h)
 
 
+def prefix_masked_attention(q_blnh, k_blkh, v_blkh, k_prefix_1pkh, v_prefix_1pkh, mask_bls):
+    """Plain GQA attention of items [B, L] against [shared prefix P | own tokens L] with a
+    boolean mask [B, L, P + L]: every score materialised (prefill_extend's dense baseline).
+    The prefix is read by one einsum for all B*L rows, never copied per item."""
+    b, l, n, h = q_blnh.shape
+    kh, p = k_blkh.shape[2], k_prefix_1pkh.shape[1]
+    q_blkgh = q_blnh.reshape(b, l, kh, n // kh, h)
+    s_pre = jnp.einsum("blkgh,pkh->bkglp", q_blkgh, k_prefix_1pkh[0], preferred_element_type=F32)
+    s_own = jnp.einsum("blkgh,bjkh->bkglj", q_blkgh, k_blkh, preferred_element_type=F32)
+    s_bkgls = jnp.concatenate([s_pre, s_own], axis=-1) / math.sqrt(h)
+    s_bkgls = jnp.where(mask_bls[:, None, None], s_bkgls, NEG_INF)
+    p_bkgls = jax.nn.softmax(s_bkgls, axis=-1).astype(v_blkh.dtype)
+    o_blkgh = (jnp.einsum("bkglp,pkh->blkgh", p_bkgls[..., :p], v_prefix_1pkh[0],
+                          preferred_element_type=F32)
+               + jnp.einsum("bkglj,bjkh->blkgh", p_bkgls[..., p:], v_blkh,
+                            preferred_element_type=F32))
+    return o_blkgh.reshape(b, l, n, h).astype(v_blkh.dtype)
+
+
 # attend(q [B,T,N,H], k [B,S,K,H], v [B,S,K,H], layer_extra) -> [B, T, N, H]
 AttendFn = Callable[..., jax.Array]
 

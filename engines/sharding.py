@@ -33,6 +33,8 @@ AXIS = "tp"
 # named layouts over the mesh axis (PartitionSpecs; without a mesh nothing is sharded)
 ACT_BTD = PartitionSpec()  # hidden states between layers: replicated
 ACT_BTNH = PartitionSpec(None, None, AXIS, None)  # queries (keys, values: BTKH) by head
+ACT_BTN = PartitionSpec(None, None, AXIS)  # per-head row statistics (log-sum-exp) by head
+REPLICATED = PartitionSpec()
 ACT_BTF = PartitionSpec(None, None, AXIS)  # the MLP's gate and up activations by column
 KV_L1PKH = PartitionSpec(None, None, None, AXIS, None)  # the prefix KV cache by KV head
 

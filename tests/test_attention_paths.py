@@ -107,7 +107,9 @@ def test_extend_sees_the_prefix_and_its_own_tokens(name):
 @pytest.mark.parametrize("choice,platform,dtype,tp,want", [
     ("auto", "cpu", "float32", 1, "xla"), ("auto", "gpu", "bfloat16", 1, "cudnn"),
     ("auto", "gpu", "float32", 1, "xla"), ("auto", "tpu", "bfloat16", 1, "pallas"),
-    ("auto", "tpu", "bfloat16", 4, "xla"), ("pallas", "cpu", "float32", 1, "pallas"),
+    ("auto", "tpu", "bfloat16", 4, "pallas"), ("auto", "tpu", "bfloat16", 8, "pallas"),
+    ("auto", "cpu", "float32", 8, "xla"), ("pallas", "cpu", "float32", 1, "pallas"),
+    ("pallas", "tpu", "bfloat16", 2, "pallas"), ("pallas", "cpu", "float32", 8, "pallas"),
     ("xla", "gpu", "bfloat16", 1, "xla")])
 def test_auto_picks_the_path_per_backend(choice, platform, dtype, tp, want):
     assert ap.resolve(choice, platform, dtype, tp) == want
@@ -115,7 +117,7 @@ def test_auto_picks_the_path_per_backend(choice, platform, dtype, tp, want):
 
 @pytest.mark.parametrize("choice,platform,dtype,tp", [
     ("cudnn", "cpu", "bfloat16", 1), ("cudnn", "gpu", "float32", 1),
-    ("pallas", "gpu", "bfloat16", 1), ("pallas", "tpu", "bfloat16", 2)])
+    ("pallas", "gpu", "bfloat16", 1)])
 def test_a_path_the_backend_cannot_run_is_an_error(choice, platform, dtype, tp):
     with pytest.raises(MibenchError) as e:
         ap.resolve(choice, platform, dtype, tp)

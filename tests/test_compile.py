@@ -229,23 +229,33 @@ def test_tiny_config_compiles_for_v6e_1(tmp_path, libtpu_path):
 
 @pytest.mark.slow
 def test_tiny_config_compiles_for_v6e_4_and_a_refused_case_fails_alone(tmp_path, libtpu_path):
-    # the pallas kernel runs at tp 1 only: the engine refuses the case, the others run
-    extra = "  - {engine: jax, mode: packed, mask: segment, attention: pallas}\n"
+    # `auto` is the pallas kernel at tp 4 too, per chip on its own heads (a shard_map: the
+    # compiler refuses a Pallas kernel it would have to partition itself); the xla path
+    # side by side; cudnn on a TPU is refused by the engine: that case fails, the others run
+    extra = ("  - {engine: jax, mode: packed, mask: segment, attention: [xla, cudnn]}\n"
+             "  - {engine: jax, mode: prefill_extend, extend_batch_size: 4, mask: dense}\n")
     out = mibench("compile", write(tmp_path, TINY.format(tp=4, extra=extra)), "--target",
                   "v6e-4", "--out", tmp_path / "out")
     assert out.returncode == 3, out.stdout + out.stderr
     _, cases = artifact(tmp_path / "out")
-    refused = cases["jax/packed/mask=segment/attention=pallas/tp=4"]
+    refused = cases["jax/packed/mask=segment/attention=cudnn/tp=4"]
     assert refused.status == "failed" and refused.compile is None
-    assert refused.error.message.startswith("attention: the pallas path is the TPU splash "
-                                            "kernel at tp 1")
+    assert refused.error.message.startswith("attention: cudnn flash attention needs a CUDA "
+                                            "GPU")
     assert "\n" not in refused.error.message
     for case_id in ("jax/single/tp=4", "jax/packed/mask=dense/tp=4",
                     "jax/packed/mask=segment/tp=4", "jax/chunked/chunk_size=4/tp=4",
-                    "jax/prefill_extend/extend_batch_size=4/tp=4"):
+                    "jax/prefill_extend/extend_batch_size=4/tp=4",
+                    "jax/prefill_extend/mask=dense/extend_batch_size=4/tp=4"):
         case = cases[case_id]
-        check_ok(case, "xla-masked" if "dense" in case_id else "xla", 4)
+        dense = "dense" in case_id
+        check_ok(case, "xla-masked" if dense else "pallas", 4)
         assert case.topology["mesh_shape"] == {"tp": 4}
+    check_ok(cases["jax/packed/mask=segment/attention=xla/tp=4"], "xla", 4)
+    # the dense extend passes its [B, L, P + L] mask from the host on every call: 4 x 8 x
+    # (64 + 8) booleans for the batch of 4, 2 x 8 x 72 for the last 2 items
+    host = cases["jax/prefill_extend/mask=dense/extend_batch_size=4/tp=4"].compile.host
+    assert host.to_device_by_argument["extend_dense.mask_bls"] == (4 + 2) * 8 * 72
     assert cases["torch/single/tp=4"].status == "skipped"
 
 

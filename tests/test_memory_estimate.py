@@ -57,6 +57,23 @@ def test_the_device_working_set_needs_the_model():
     assert sum(segment.values()) < sum(full.values()) / 10 and "dense mask" not in segment
 
 
+def test_dense_extend_counts_its_mask_and_scores():
+    """prefill_extend with mask dense: the [B, L, P + L] mask on the host (what `validate`
+    counts), and with the model every head's float32 scores against [prefix | own tokens];
+    the segment merge holds neither."""
+    tiny = model_facts("embedded:tiny")
+    extend = MODES["jax"]["prefill_extend"]
+    opts = {"extend_batch_size": 12, "mask": "dense"}
+    bare = extend.host_bytes(Shape(2001, 500, 20.0), opts)
+    b, length, keys = 12, 20, 2048 + 20
+    assert bare["dense mask"] == b * length * keys
+    full = extend.host_bytes(Shape(2001, 500, 20.0, model=tiny), opts)
+    assert full["attention scores"] == b * length * keys * (2 * tiny.num_heads * 4 + 1)
+    segment = extend.host_bytes(Shape(2001, 500, 20.0, model=tiny), {"extend_batch_size": 12})
+    assert not {"dense mask", "attention scores"} & set(segment)
+    assert sum(full.values()) > sum(segment.values())
+
+
 def test_every_mode_counts_more_for_a_bigger_request():
     tiny = model_facts("embedded:tiny")
     for mode in MODES["jax"].values():
@@ -112,6 +129,7 @@ print(json.dumps({"rise": status("VmHWM") - base}))
     ("packed", {"mask": "dense"}, 256, 300, 8),
     ("packed", {"mask": "segment"}, 64, 3000, 5),
     ("prefill_extend", {"extend_batch_size": 256}, 1000, 256, 20),
+    ("prefill_extend", {"extend_batch_size": 256, "mask": "dense"}, 1000, 256, 20),
 ])
 def test_estimate_brackets_the_peak_rss(mode, opts, q, n, length):
     """First call of a new shape (compile and run) in a fresh process: the estimate is at

@@ -94,9 +94,48 @@ def test_prefill_extend_never_copies_the_prefix_per_item(jax_tiny, make_request)
     assert copies_prefix(hlo_shapes(naive.lower(q, k_cache[0]).compile()), b, 512)
 
 
-# every example the registry declares, and two precompiled bucket sets
+def test_prefill_extend_dense_materialises_the_extend_mask(jax_tiny, make_request,
+                                                          monkeypatch):
+    """mask dense: the host builds [B, L, P + L] per batch and passes it in; the program
+    holds every row's scores against [prefix | own tokens] (the dense baseline), the
+    prefix KV still shared. The segment merge never builds the mask, and its program has
+    no array as wide as P + L (the control: the same check finds the dense one's)."""
+    b, p, length = 5, 512, 4
+    query, items = make_request(35, query_len=450, num_items=b, item_len=length)
+    req = request(query, items)
+    eb = extend_batches(req, b, [b])[0]
+    cfg, attn = jax_tiny.model_config, jax_tiny.attention({"attention": "xla"})
+    k_cache, v_cache = extend_mode.prefill(jax_tiny.params, np.zeros((1, p), np.int32),
+                                           np.int32(451), cfg=cfg, attn=attn)
+    mask = eb.dense_mask(p, 451)
+    assert mask.shape == (b, length, p + length) and mask.dtype == bool
+    assert mask[:, :, :451].all() and not mask[:, :, 451:p].any()  # the prefix, no padding
+    np.testing.assert_array_equal(mask[0, :, p:], np.tril(np.ones((length, length), bool)))
+    dense = hlo_shapes(extend_mode.extend_dense.lower(
+        jax_tiny.params, k_cache, v_cache, eb.tokens_bl, eb.positions_bl, eb.last_b, mask,
+        cfg=cfg).compile())
+    assert any(p + length in s and b in s for s in dense)  # [B, .., L, P + L] scores
+    assert not [s for s in dense if s[:1] == (b,) and p in s and 64 in s]  # no KV copy
+    segment = hlo_shapes(extend_mode.extend.lower(
+        jax_tiny.params, k_cache, v_cache, np.int32(451), eb.tokens_bl, eb.positions_bl,
+        eb.last_b, cfg=cfg, attn=attn).compile())
+    assert not any(p + length in s for s in segment)
+    # the host builds the mask for the dense mask only
+    built = []
+    monkeypatch.setattr(type(eb), "dense_mask", lambda self, *a: built.append(a) or mask)
+    jax_tiny.score(query, items, LABELS, mode="prefill_extend", delimiter=DELIM,
+                   extend_batch_size=b)
+    assert built == []
+    jax_tiny.score(query, items, LABELS, mode="prefill_extend", delimiter=DELIM,
+                   extend_batch_size=b, mask="dense")
+    assert built == [(p, 451)]
+
+
+# every example the registry declares, and precompiled bucket sets (segment and dense)
 CALLS = mode_examples() + [("prefill_extend", {"extend_batch_size": 2, "precompile_bs": [1, 2]}),
-                           ("prefill_extend", {"extend_batch_size": 3, "precompile_bs": [2, 3]})]
+                           ("prefill_extend", {"extend_batch_size": 3, "precompile_bs": [2, 3]}),
+                           ("prefill_extend", {"extend_batch_size": 3, "precompile_bs": [2, 3],
+                                               "mask": "dense"})]
 
 
 @pytest.mark.parametrize("semantics", ["delimited", "plain"])

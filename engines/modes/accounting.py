@@ -95,6 +95,14 @@ MASK_HOST_COPIES = 3
 # probabilities; memory_analysis: 3.01-3.03 of them at T = 5120-12800 on tiny), and the
 # probabilities' matmul packs a fourth (peak RSS at T = 9728: 4.1 of them with the mask)
 SCORE_COPIES = 4
+# ExtendBatch.dense_mask(): its result is the one full-size array (the prefix part is a
+# broadcast view; the own-token part is [B, L, L])
+EXTEND_MASK_HOST_COPIES = 1
+# prefix_masked_attention: float32 [B, N, L, P + L] scores; XLA fuses the mask and the
+# exponentials into them (memory_analysis on tiny, B 256, L 20, P 1024: temporaries 186 MiB
+# dense against 53 MiB for the segment merge, 1.6 copies of the 81.6 MiB scores more; peak
+# RSS rise 221 MiB, the estimate 1.37 times that)
+EXTEND_SCORE_COPIES = 2
 # segment packing: each item row's scores against its band window [B, N, rows, 2 * band],
 # float32, and their exponentials (memory_analysis: 1.1-1.3 copies at band 256)
 BAND_COPIES = 2
@@ -197,17 +205,26 @@ def memory_chunked(shape: Shape, options: dict, dense_max_t: int) -> dict[str, f
 
 
 def memory_extend(shape: Shape, options: dict) -> dict[str, float]:
-    """`prefill_extend`: the padded token arrays of one extend batch; with the model, the
-    prefix KV cache, and the activations of the prefill or of the largest batch that is
-    run (every `precompile_bs` size runs once on zeros), whichever is larger."""
+    """`prefill_extend`: the padded token arrays of one extend batch (and with mask dense
+    the largest batch's [B, L, P + L] mask); with the model, the prefix KV cache, the
+    activations of the prefill or of the largest batch that is run (every `precompile_bs`
+    size runs once on zeros), whichever is larger, and with mask dense that batch's scores
+    of every head against [prefix | own tokens]."""
     b = min(int(options.get("extend_batch_size") or 1), max(shape.num_items, 1))
     sizes = [s for s in (options.get("precompile_bs") or [b]) if s >= b] or [b]
     parts = {"extend batch": min(sizes) * math.ceil(shape.item_len) * 8}
+    prefix = bucket_length(shape.prefix_len)
+    length = item_bucket(max(_longest(shape), 1))
+    dense = options.get("mask") == "dense"
+    extend_rows = max(sizes) * length
+    if dense:
+        parts["dense mask"] = EXTEND_MASK_HOST_COPIES * extend_rows * (prefix + length)
     model = shape.model
     if model is None:
         return parts
-    prefix = bucket_length(shape.prefix_len)
-    extend_rows = max(sizes) * item_bucket(max(_longest(shape), 1))
+    if dense:  # + the mask's device copy
+        parts["attention scores"] = extend_rows * (prefix + length) * (
+            EXTEND_SCORE_COPIES * model.num_heads * F32 + 1)
     width = 2 if shape.dtype != "float32" else F32
     cache = 2 * model.num_layers * prefix * model.num_kv_heads * model.head_dim * width
     return {**parts, "kv cache": cache, **_working_set(shape, max(prefix, extend_rows))}

@@ -2,6 +2,12 @@
 then extend the items in batches against the shared prefix KV cache (item positions from
 the prefix length on), then one LM-head pass over every scored row.
 
+Masks of the extend rows (option `mask`): `segment` (the default) attends to the prefix
+and to the item's own tokens apart and merges the two by their log-sum-exp, from O(1)
+metadata (the prefix length); `dense` passes a host-built boolean mask [B, L, P + L] to
+every extend call and materialises every row's scores against [prefix | own tokens] (the
+seeds' dense baseline); `auto` is `segment` (no shape was measured where dense wins).
+
 Compiled shapes: one prefill per bucketed prefix length, one extend per (batch size from
 `precompile_bs`, bucketed item length), one LM head per bucketed item count. A repeated
 identical call therefore compiles nothing; and when `precompile_bs` is given, the first
@@ -17,8 +23,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mibench.engines.jax_model import decoder, label_scores
-from mibench.engines.modes.layout import bucket_length, extend_batches, prefix_tokens
+from mibench.engines.jax_model import decoder, label_scores, prefix_masked_attention
+from mibench.engines.modes.layout import (
+    ExtendBatch,
+    bucket_length,
+    extend_batches,
+    prefix_tokens,
+)
 from mibench.engines.modes.registry import batch_sizes
 from mibench.engines.request import ScoreRequest
 from mibench.engines.sharding import to_host
@@ -48,14 +59,38 @@ def extend(params, k_l1pkh, v_l1pkh, prefix_len, tokens_bl, positions_bl, last_b
     return h_bld[jnp.arange(h_bld.shape[0]), last_b]
 
 
-def precompile(engine, attn, k_cache, v_cache, length: int, sizes: list[int]) -> None:
-    """Compile (by running on zeros) `extend` for every batch size at one item length."""
+@functools.partial(jax.jit, static_argnames=("cfg",))
+def extend_dense(params, k_l1pkh, v_l1pkh, tokens_bl, positions_bl, last_b, mask_bls, *, cfg):
+    """`extend` with the host-built mask [B, L, P + L] (mask dense): plain masked attention
+    of each item's rows against [cached prefix | own tokens], every score materialised."""
+    def attend(q, k, v, cache):
+        k_1pkh, v_1pkh = cache
+        return prefix_masked_attention(q, k, v, k_1pkh, v_1pkh, mask_bls)
+
+    h_bld = decoder(params, tokens_bl, positions_bl, cfg, attend, layer_extra=(k_l1pkh, v_l1pkh))
+    return h_bld[jnp.arange(h_bld.shape[0]), last_b]
+
+
+def run_extend(engine, attn, mask: str, k_cache, v_cache, prefix_len, eb: ExtendBatch):
+    """Hidden states [B, D] of one batch's last tokens, by the mask implementation."""
+    if mask == "dense":
+        mask_bls = eb.dense_mask(k_cache.shape[2], int(prefix_len))
+        return extend_dense(engine.params, k_cache, v_cache, eb.tokens_bl, eb.positions_bl,
+                            eb.last_b, mask_bls, cfg=engine.cfg)
+    return extend(engine.params, k_cache, v_cache, prefix_len, eb.tokens_bl, eb.positions_bl,
+                  eb.last_b, cfg=engine.cfg, attn=attn)
+
+
+def precompile(engine, attn, mask: str, k_cache, v_cache, length: int,
+               sizes: list[int]) -> None:
+    """Compile (by running on zeros) the extend of `mask` for every batch size at one item
+    length."""
     for rows in sizes:
-        key = ("extend", attn.name, k_cache.shape, length, rows)
+        key = ("extend", mask, attn.name, k_cache.shape, length, rows)
         if key not in engine.compiled:
             zeros = np.zeros((rows, length), np.int32)
-            extend(engine.params, k_cache, v_cache, np.int32(1), zeros, zeros,
-                   np.zeros((rows,), np.int32), cfg=engine.cfg, attn=attn)
+            eb = ExtendBatch(zeros, zeros, np.zeros((rows,), np.int32), 0)
+            run_extend(engine, attn, mask, k_cache, v_cache, np.int32(1), eb)
             engine.compiled.add(key)
 
 
@@ -76,10 +111,11 @@ def join_rows(hidden, batches) -> np.ndarray:
 
 def score_prefill_extend(engine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `prefill_extend`. Options: `extend_batch_size` (default EXTEND_BATCH_SIZE),
-    `precompile_bs`
-    (the batch sizes a short last batch may be padded to, all compiled on first use;
-    default: powers of two below B and B, compiled when used) and `attention`."""
+    `precompile_bs` (the batch sizes a short last batch may be padded to, all compiled on
+    first use; default: powers of two below B and B, compiled when used), `mask` (segment,
+    the default, dense or auto: the module doc) and `attention`."""
     attn = engine.attention(options)
+    mask = "dense" if options["mask"] == "dense" else "segment"
     b, sizes = batch_sizes(options["extend_batch_size"], options["precompile_bs"])
     cfg, params = engine.cfg, engine.params
     tokens_1p, prefix_len = prefix_tokens(req)
@@ -87,9 +123,9 @@ def score_prefill_extend(engine, req: ScoreRequest, **options) -> np.ndarray:
     batches = extend_batches(req, b, sizes)
     if options["precompile_bs"] is not None:
         for length in sorted({eb.tokens_bl.shape[1] for eb in batches}):
-            precompile(engine, attn, k_cache, v_cache, length, sizes)
-    hidden = [extend(params, k_cache, v_cache, prefix_len, eb.tokens_bl, eb.positions_bl,
-                     eb.last_b, cfg=cfg, attn=attn) for eb in batches]
+            precompile(engine, attn, mask, k_cache, v_cache, length, sizes)
+    hidden = [run_extend(engine, attn, mask, k_cache, v_cache, prefix_len, eb)
+              for eb in batches]
     out = score_rows(params, join_rows(hidden, batches), np.asarray(req.labels, np.int32),
                      apply_softmax=req.apply_softmax)
     return to_host(out)[:len(req.items)]

@@ -137,6 +137,16 @@ class ExtendBatch:
     last_b: np.ndarray         # [B] int32, index of each item's last token
     count: int                 # real items; rows past it are padding
 
+    def dense_mask(self, prefix_pad: int, prefix_len: int) -> np.ndarray:
+        """The materialised boolean mask [B, L, P + L] of the dense extend (True = may
+        attend; P = prefix_pad, the cache's length): row i of item b sees the prefix keys
+        j < prefix_len and its own tokens j <= i within the item (padding rows: token 0)."""
+        b, l = self.tokens_bl.shape
+        i, j = np.arange(l)[:, None], np.arange(l)[None]
+        own_bll = (j <= i)[None] & (j[None] < (self.last_b + 1)[:, None, None])
+        prefix_blp = np.broadcast_to(np.arange(prefix_pad) < prefix_len, (b, l, prefix_pad))
+        return np.concatenate([prefix_blp, own_bll], axis=2)
+
 
 def extend_batches(req: ScoreRequest, batch: int, sizes: list[int]) -> list[ExtendBatch]:
     """Items in order, `batch` at a time; the last batch padded to the smallest size in

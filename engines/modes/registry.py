@@ -23,7 +23,7 @@ from mibench.errors import MibenchError
 MASKS = ("dense", "segment", "auto")
 SCHEDULES = ("parallel", "sequential")
 # `auto` picks per backend (engines/attention_paths.py): cudnn on a GPU in bfloat16, pallas
-# on a TPU at tp 1, else xla (the tiled kernels)
+# on a TPU (at any tp: per chip on its own heads), else xla (the tiled kernels)
 ATTENTIONS = ("auto", "xla", "pallas", "cudnn")
 SEMANTICS = ("delimited", "plain")
 
@@ -74,9 +74,10 @@ class Option:
 
 # every option, in case-id order
 OPTIONS: dict[str, Option] = {o.name: o for o in (
-    Option("mask", "choice", "how packed item rows are kept apart: a host-built T x T mask "
-           "(dense), O(T) segment metadata (segment), or dense for short sequences (auto)",
-           MASKS),
+    Option("mask", "choice", "how item rows are kept apart: a host-built boolean mask "
+           "(dense: T x T packed, B x L x (P + L) extended), O(T) segment metadata or the "
+           "prefix + own-tokens merge (segment), or by shape (auto: dense for short packed "
+           "sequences; segment in prefill_extend)", MASKS),
     Option("chunk_size", "int", "items per packed chunk"),
     Option("schedule", "choice", "chunks as one batch (parallel) or one after another "
            "(sequential)", SCHEDULES, id_omits="parallel"),
@@ -232,11 +233,12 @@ MODES: dict[str, dict[str, Mode]] = {
         Mode(name="prefill_extend", doc="the query prefilled once, items extended in batches "
              "against its cached KV (shared, never copied per item)",
              defaults={"extend_batch_size": EXTEND_BATCH_SIZE, "precompile_bs": None,
-                       "attention": "auto"},
+                       "mask": "segment", "attention": "auto"},
              scorer="modes.extend:score_prefill_extend", tokens=accounting.tokens_prefix_once,
              memory=accounting.memory_extend,
              examples=({"extend_batch_size": 3},
-                       {"extend_batch_size": 4, "precompile_bs": [4]})),
+                       {"extend_batch_size": 4, "precompile_bs": [4]},
+                       {"extend_batch_size": 3, "mask": "dense"})),
     ),
     "torch": _modes(
         Mode(name="single", doc="one transformers forward per item (eager attention): the "
