@@ -1,4 +1,4 @@
-"""Developer sessions: `nox -s tests`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
+"""Developer sessions: `nox -s tests`, `nox -s fast`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
 `nox -s overhead`, `nox -s calibrate`, `nox -s nightly`, `nox -s compile`,
 `nox -s serve_smoke`, `nox -s sglang_jax`."""
 
@@ -18,6 +18,30 @@ def _install(session, extras: str = "test") -> None:
 def tests(session):
     _install(session)
     session.run("python", "-m", "pytest", "-q", *session.posargs, env=ENV)
+
+
+@nox.session(python="3.11")
+def fast(session):
+    """The fast tier: every test not marked slow (none starts a server, a worker, a
+    subprocess run or Pallas in interpret mode), a few minutes on a 2-core CPU, with
+    coverage (subprocesses included); fails when a source file never ran."""
+    _install(session)
+    session.run("python", "-m", "pytest", "-q", "-m", "not slow", "--cov",
+                "--cov-report=term:skip-covered", "--cov-report=json:out/coverage.json",
+                *session.posargs, env=ENV)
+    session.run("python", "-c", UNEXECUTED, "out/coverage.json")
+
+
+# a file whose statements never ran in the fast tier (coverage.py's json report)
+UNEXECUTED = """
+import json, sys
+files = json.load(open(sys.argv[1]))["files"]
+never = sorted(f for f, v in files.items() if v["summary"]["num_statements"]
+               and not v["summary"]["covered_lines"])
+print(f"{len(files)} source files, {len(never)} never ran" + (": " if never else ""),
+      ", ".join(never))
+sys.exit(1 if never else 0)
+"""
 
 
 @nox.session(python="3.11")

@@ -20,6 +20,8 @@ from mibench.harness.config import load_config
 from mibench.harness.records.ab import AB_SCHEMA_FILE, read_ab
 from mibench.harness.testing import write_config
 
+pytestmark = pytest.mark.slow  # worker processes of two revisions
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = """
 name: ab

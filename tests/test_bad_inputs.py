@@ -792,6 +792,7 @@ def mibench(*args, cwd=None):
     (["score", "--query-text", "ab\udcffc", "--item-text", "x"],
      "--query-text: is not UTF-8 text: byte 0xff at character 2"),
 ])
+@pytest.mark.slow
 def test_no_traceback_reaches_stderr(tmp_path, cfg, artifacts, args, needle):
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text(_alias_bomb())

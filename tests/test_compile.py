@@ -419,6 +419,7 @@ cases:
 """
 
 
+@pytest.mark.slow
 def test_ab_compiles_both_revisions_and_gates_compiled_cost(tmp_path, libtpu_path):
     """A commit that pads items to 16 tokens instead of 4 grows the compiled extend program:
     `mibench ab --target v6e-1` compiles each revision with its own engines and fails the

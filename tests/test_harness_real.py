@@ -19,6 +19,8 @@ from mibench.harness.cli import app
 from mibench.harness.records import SCHEMA_FILE
 from mibench.harness.testing import write_config
 
+pytestmark = pytest.mark.slow  # real runs in subprocesses and workers
+
 SCHEMA = json.loads(SCHEMA_FILE.read_text())
 CONFIG = """
 name: real

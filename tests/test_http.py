@@ -221,6 +221,7 @@ def test_errors_past_max_error_rate_fail_the_case(tmp_path):
     assert exit_code(record) == 3
 
 
+@pytest.mark.slow
 def test_dead_server_fails_its_case_and_the_run_goes_on(tmp_path):
     dead = dead_url()
     cases = f"""

@@ -122,6 +122,7 @@ def test_intact_folder_passes_the_cheap_check_without_hashing(cache, monkeypatch
     assert out.rstrip().endswith("4 files match mibench-manifest.json (sha256)")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", [{"num_hidden_layers": 2}, {"rope_theta": 10000.0}])
 def test_edited_config_is_caught_and_repaired(cache, pristine, change):
     _edit_config(cache, **change)
@@ -148,6 +149,7 @@ def test_edited_copy_of_an_embedded_folder_is_refused(tmp_path, pristine):
     assert "delete mibench-manifest.json" in str(err.value)
     code, out, stderr = _verify(folder)
     _assert_one_line_error(code, out, stderr, f"{folder / 'config.json'}: size")
+@pytest.mark.slow
 
 
 def test_same_size_overwrite_is_caught_even_with_mtime_restored(cache, pristine):
@@ -178,6 +180,7 @@ def test_stat_identical_edit_is_caught_by_verify(cache):
     (cache / model_cache.MANIFEST).write_text(json.dumps(manifest))
     code, out, err = _verify("embedded:tiny")
     _assert_one_line_error(code, out, err, f"{weights}: content differs from the manifest")
+@pytest.mark.slow
 
 
 def test_cli_score_on_overwritten_weights_gives_the_pristine_scores(cache, pristine, tmp_path):
@@ -196,6 +199,7 @@ def test_cli_score_on_overwritten_weights_gives_the_pristine_scores(cache, prist
     scores = np.array(json.loads(result.stdout)["scores"])
     np.testing.assert_allclose(scores, pristine[2], rtol=1e-6, atol=0)
     assert "regenerating it" in result.stderr
+@pytest.mark.slow
 
 
 def test_truncated_weights_are_repaired(cache, pristine):
@@ -217,6 +221,7 @@ def test_truncated_checkpoint_is_one_line_naming_the_file(plain, engine):
     _assert_one_line_error(code, out, stderr, f"{plain / WEIGHTS}: truncated safetensors")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["config.json", WEIGHTS, model_cache.MANIFEST])
 def test_deleted_file_is_regenerated(cache, pristine, name):
     (cache / name).unlink()
@@ -225,6 +230,7 @@ def test_deleted_file_is_regenerated(cache, pristine, name):
     _assert_repaired(cache, pristine)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["fingerprint", "garbage", "extra file"])
 def test_other_manifest_mismatches_regenerate(cache, pristine, damage):
     manifest = cache / model_cache.MANIFEST
@@ -318,6 +324,7 @@ _LOAD = ("import hashlib; from mibench.engines.checkpoint import resolve_model; 
 
 
 @pytest.mark.parametrize("start", ["missing", "damaged"])
+@pytest.mark.slow
 def test_concurrent_regeneration(tmp_path, pristine, start):
     """Two processes load the same missing (or damaged) preset at once: both succeed with
     identical files and leave nothing behind."""
@@ -334,6 +341,7 @@ def test_concurrent_regeneration(tmp_path, pristine, start):
     assert outs[0][0] == outs[1][0] == f"{pristine[1]}\n"
     assert sorted(os.listdir(tmp_path / "cache" / "embedded")) == [".tiny-g1.lock", "tiny-g1"]
     shutil.rmtree(tmp_path / "cache")
+@pytest.mark.slow
 
 
 def test_racing_regenerations_without_the_lock(cache, pristine, monkeypatch):

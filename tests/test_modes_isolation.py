@@ -46,6 +46,7 @@ def test_same_length_change_is_bitwise_invisible(jax_tiny, base, mode, opts, sem
     assert not np.allclose(before[CHANGED], after[CHANGED], rtol=1e-3, atol=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("semantics", SEMANTICS)
 @pytest.mark.parametrize("mode,opts", ALL_MODES, ids=IDS)
 def test_length_change_moves_others_at_most_1e6(jax_tiny, base, mode, opts, semantics):

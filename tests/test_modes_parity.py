@@ -126,6 +126,7 @@ def jax_tiny_bf16():
     return load_engine("jax", model="embedded:tiny", dtype="bfloat16")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode,opts", [("packed", {"mask": "segment"}),
                                        ("packed", {"mask": "dense"}),
                                        ("chunked", {"chunk_size": 3}),
@@ -138,6 +139,7 @@ def test_bfloat16_close_to_float32(jax_tiny, jax_tiny_bf16, base, mode, opts, se
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-2)
 
 
+@pytest.mark.slow
 def test_long_prefix_uses_several_key_tiles(jax_tiny, make_request):
     """A prefix over 2048 tokens is cut into key tiles merged by the online softmax
     (2101 tokens -> 2560 padded -> 5 tiles of 512)."""

@@ -138,6 +138,7 @@ CALLS = mode_examples() + [("prefill_extend", {"extend_batch_size": 2, "precompi
                                                "mask": "dense"})]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("semantics", ["delimited", "plain"])
 @pytest.mark.parametrize("mode,opts", CALLS, ids=[f"{m}{list(o.values())}" for m, o in CALLS])
 def test_repeated_call_compiles_nothing(jax_tiny, make_request, mode, opts, semantics):

@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 from conftest import example_id, mode_examples
 
+pytestmark = pytest.mark.slow  # Pallas in interpret mode on 8 simulated devices, subprocesses
+
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
 LOG_TOL = 1e-5  # float32: a mode against serial scoring, and tp against tp 1 (DESIGN.md)

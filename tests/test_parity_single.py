@@ -31,6 +31,7 @@ def test_jax_matches_torch_on_tiny(jax_tiny, torch_tiny, apply_softmax, delimite
     _assert_close(a, b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", ["tiny-qwen2", "tiny-llama", "tiny-h128"])
 def test_jax_matches_torch_on_other_architectures(preset):
     jax_engine = load_engine("jax", model=f"embedded:{preset}")
@@ -45,6 +46,7 @@ def test_jax_matches_torch_on_other_architectures(preset):
             _assert_close(a, b)
 
 
+@pytest.mark.slow
 def test_bfloat16_close_to_float32_reference(torch_tiny):
     query, items = random_request(3, num_items=16)
     bf16 = load_engine("jax", model="embedded:tiny", dtype="bfloat16")

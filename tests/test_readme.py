@@ -41,6 +41,7 @@ def test_readme_starts_with_the_two_commands():
     assert "python -m pytest -q" in ci and "ruff check ." in ci and "torch==2.13.0" in ci
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 def test_readme_command(command, tmp_path):
     args = shlex.split(command)[1:]

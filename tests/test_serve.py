@@ -369,6 +369,7 @@ def process():
     proc.stdout.close()
 
 
+@pytest.mark.slow
 def test_process_answers_the_http_engine(process, jax_tiny, make_request):
     import numpy as np
 
@@ -389,6 +390,7 @@ def test_process_answers_the_http_engine(process, jax_tiny, make_request):
     http.close()
 
 
+@pytest.mark.slow
 def test_process_sglang_requests_text_and_unicode(process, jax_tiny):
     import numpy as np
 
@@ -404,12 +406,14 @@ def test_process_sglang_requests_text_and_unicode(process, jax_tiny):
 
 @pytest.mark.parametrize("body", [b"", b"{", b"null", b'{"query": [1]}',
                                   b'{"query": [1], "items": [[2]], "label_token_ids": "x"}'])
+@pytest.mark.slow
 def test_process_malformed_bodies_are_400_with_one_message(process, body):
     status, error = post(process.url, body)
     assert status == 400 and error["code"] == 400 and error["param"]
     assert isinstance(error["message"], str) and "\n" not in error["message"].strip()
 
 
+@pytest.mark.slow
 def test_process_answers_64_concurrent_requests(process, jax_tiny, make_request):
     import http.client
     from concurrent.futures import ThreadPoolExecutor
@@ -434,6 +438,7 @@ def test_process_answers_64_concurrent_requests(process, jax_tiny, make_request)
     assert all(b["scores"] == want for _, b in answers)
 
 
+@pytest.mark.slow
 def test_process_sigint_drains_the_request_in_flight(process, make_request):
     """Last: Ctrl-C while slow requests are in flight (one scoring, one queued): both are
     answered 200, then the process exits 0."""

@@ -18,6 +18,8 @@ from mibench.engines.config import from_hf_config
 from mibench.engines.presets import PRESETS, hf_config
 from mibench.engines.sharding import fit_kv_heads, kv_repeat
 
+pytestmark = pytest.mark.slow  # subprocesses with simulated devices
+
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
 

@@ -13,6 +13,8 @@ from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import run
 from mibench.harness.testing import FakeEngine, fixed_peak, write_config
 
+pytestmark = pytest.mark.slow  # engine worker processes
+
 CONFIG = """
 name: workers
 model: {path: "embedded:tiny"}

@@ -59,6 +59,7 @@ def mibench(args, fsize: int | None = None, cwd=None):
                           timeout=600, env=env, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_a_file_size_limit_mid_run_names_the_artifact_exits_4_and_a_resume_finishes(
         tmp_path):
     from mibench.engines import model_folder
