@@ -63,16 +63,16 @@ def test_shipped_schemas_match_the_models():
     """Every artifact kind (run, A/B, compile) ships the JSON Schema its models generate."""
     from mibench.harness.records import schema_file, schemas
 
-    assert set(schemas()) == {"mibench.run/1", "mibench.ab/1", "mibench.compile/1"}
+    assert set(schemas()) == {"mibench.run/2", "mibench.ab/2", "mibench.compile/1"}
     for name, schema in schemas().items():
         assert json.loads(schema_file(name).read_text()) == json.loads(json.dumps(schema)), \
             f"{name}: run `python -m mibench.harness.records` to regenerate the schemas"
-    assert json_schema(RunRecord, SCHEMA)["title"] == "mibench.run/1"
+    assert json_schema(RunRecord, SCHEMA)["title"] == "mibench.run/2"
 
 
 def test_golden_artifact_validates_and_reads():
-    data = json.loads(GOLDEN.read_text())
-    jsonschema.validate(data, json.loads(SCHEMA_FILE.read_text()))
+    data = json.loads(GOLDEN.read_text())  # a run/1 artifact: run/2 only adds fields
+    jsonschema.validate({**data, "schema": SCHEMA}, json.loads(SCHEMA_FILE.read_text()))
     record = read_artifact(GOLDEN)
     assert record.finished_at and all(c.status == "ok" for c in record.cases)
     assert record.parity.passed
@@ -87,8 +87,8 @@ def test_every_artifact_reader_refuses_bad_files_in_one_line(tmp_path, reader):
     from mibench.harness.records.compile import read_compile_artifact
 
     read = {"run": read_artifact, "ab": read_ab, "compile": read_compile_artifact}[reader]
-    name = {"run": "mibench.run/1", "ab": "mibench.ab/1", "compile": "mibench.compile/1"}
-    other = "mibench.ab/1" if reader != "ab" else "mibench.run/1"
+    name = {"run": "mibench.run/2", "ab": "mibench.ab/2", "compile": "mibench.compile/1"}
+    other = "mibench.ab/2" if reader != "ab" else "mibench.run/2"
     cases = {"not JSON": "{", f"is not '{name[reader]}'": json.dumps({"schema": other}),
              f"invalid {name[reader]} artifact at": json.dumps({"schema": name[reader],
                                                                  "run_id": 3})}
@@ -102,3 +102,26 @@ def test_every_artifact_reader_refuses_bad_files_in_one_line(tmp_path, reader):
         read(tmp_path)
     with pytest.raises(MibenchError, match="no such artifact"):
         read(tmp_path / "missing.json")
+
+
+def test_an_older_version_of_each_kind_still_reads():
+    """run/1 (a real cpu-smoke artifact of an earlier mibench) reads as run/2, whose
+    fields it lacks being optional."""
+    old = GOLDEN
+    assert json.loads(old.read_text())["schema"] == "mibench.run/1"
+    record = read_artifact(old)
+    assert record.schema_ == SCHEMA == "mibench.run/2" and record.cases
+    assert record.provenance.invocation is None and record.cases[0].server is None
+
+
+def test_an_ab_1_artifact_reads_as_ab_2(tmp_path):
+    from mibench.harness.records import read_ab
+
+    root = Path(__file__).resolve().parents[1]
+    ab = json.loads(next((root / "artifacts/sglang-jax-cpu/ab").glob("*.json")).read_text())
+    ab["schema"] = "mibench.ab/1"
+    for case in ab["cases"]:
+        case.pop("servers", None)
+    path = tmp_path / "ab1.json"
+    path.write_text(json.dumps(ab))
+    assert read_ab(path).schema_ == "mibench.ab/2"

@@ -40,7 +40,7 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
     limit = parse_threshold(threshold)
     out_file(out)
     kinds = {schema_of(p) for p in artifacts}
-    if len(artifacts) == 1 and baseline is None and kinds == {"mibench.ab/1"}:
+    if len(artifacts) == 1 and baseline is None and kinds <= {"mibench.ab/1", "mibench.ab/2"}:
         if case:
             raise MibenchError("selects the cases of run artifacts; an A/B artifact holds "
                                "the cases it measured", field="--case")

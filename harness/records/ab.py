@@ -1,4 +1,4 @@
-"""The A/B artifact (schema `mibench.ab/1`): both revisions, every round's samples of both
+"""The A/B artifact (schema `mibench.ab/2`): both revisions, every round's samples of both
 sides, each JAX case's compiled cost at both revisions when a TPU target was given, and
 the verdict of each case with the numbers behind it."""
 
@@ -14,7 +14,9 @@ from mibench.harness.records.compile import CompileCase, CompileTarget, LibTpu
 from mibench.harness.records.io import read_json, schema_file
 from mibench.harness.records.run import ServerInfo
 
-AB_SCHEMA = "mibench.ab/1"
+# ab/2 adds `servers` (an A/B of server versions); ab/1 artifacts read as ab/2
+AB_SCHEMA = "mibench.ab/2"
+AB_OLDER = ("mibench.ab/1",)
 AB_SCHEMA_FILE = schema_file(AB_SCHEMA)
 
 
@@ -98,7 +100,7 @@ class ABCase(Record):
 
 
 class ABRecord(Header):
-    schema_: Literal["mibench.ab/1"] = Field(default=AB_SCHEMA, alias="schema")
+    schema_: Literal["mibench.ab/2"] = Field(default=AB_SCHEMA, alias="schema")
     base: Side
     new: Side
     rounds: int
@@ -114,4 +116,4 @@ class ABRecord(Header):
 
 def read_ab(path: str | Path) -> ABRecord:
     """Read and validate an A/B artifact; every unreadable input is one MibenchError."""
-    return read_json(path, ABRecord, AB_SCHEMA)
+    return read_json(path, ABRecord, AB_SCHEMA, older=AB_OLDER)

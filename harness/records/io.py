@@ -22,7 +22,7 @@ SCHEMAS = Path(__file__).parent / "schemas"
 
 
 def schema_file(name: str) -> Path:
-    """The shipped JSON Schema of an artifact kind: `mibench.run/1` -> mibench.run-1.schema.json."""
+    """The shipped JSON Schema of an artifact kind: `mibench.run/2` -> mibench.run-2.schema.json."""
     return SCHEMAS / f"{name.replace('/', '-')}.schema.json"
 
 
@@ -84,9 +84,12 @@ class Checkpoints:
         self.held = done
 
 
-def read_json(path: str | Path, model: type[Artifact], schema: str, how: str = "") -> Artifact:
+def read_json(path: str | Path, model: type[Artifact], schema: str, how: str = "",
+              older: tuple[str, ...] = ()) -> Artifact:
     """Read and validate an artifact of kind `schema` into `model`; every unreadable input
-    is one MibenchError naming the file (`how`: what to do about another schema)."""
+    is one MibenchError naming the file (`how`: what to do about another schema). An
+    artifact of an `older` version of the kind (whose fields the newer one keeps, with the
+    same meaning, only adding optional ones) is read as the newer."""
     path = Path(path)
     if path.is_dir():
         raise MibenchError("is a folder, not an artifact file", field=str(path))
@@ -111,7 +114,9 @@ def read_json(path: str | Path, model: type[Artifact], schema: str, how: str = "
         raise MibenchError(f"{nonfinite_at(data) or bare[0]}, which is not standard JSON (an "
                            "artifact holds finite numbers only)", field=str(path))
     found = data.get("schema") if isinstance(data, dict) else None
-    if found != schema:
+    if found in older:
+        data = {**data, "schema": schema}
+    if found != schema and found not in older:
         raise MibenchError(f"schema {found!r} is not {schema!r}{how}", field=str(path))
     try:
         return model.model_validate(data)

@@ -1,4 +1,4 @@
-"""The run artifact (schema `mibench.run/1`): one typed record per run, its cases and their
+"""The run artifact (schema `mibench.run/2`; run/1 artifacts still read): one typed record per run, its cases and their
 measurements, and the parity checks (docs/artifacts.md)."""
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from mibench.errors import MibenchError
 from mibench.harness.records.base import ErrorInfo, Header, Measured, Record
 from mibench.harness.records.io import read_json, schema_file
 
-SCHEMA = "mibench.run/1"
+# run/2 adds, all optional: the run's invocation, a launched server's record, the parity
+# check `concurrency` and what it saw move; run/1 artifacts read as run/2
+SCHEMA = "mibench.run/2"
+OLDER = ("mibench.run/1",)
 SCHEMA_FILE = schema_file(SCHEMA)
 
 
@@ -174,7 +177,7 @@ class ParityRecord(Record):
 class RunRecord(Header):
     """A whole run: written after every case, so a partial one has `finished_at` null."""
 
-    schema_: Literal["mibench.run/1"] = Field(default=SCHEMA, alias="schema")
+    schema_: Literal["mibench.run/2"] = Field(default=SCHEMA, alias="schema")
     resumed_at: list[str] = []
     cases: list[CaseRecord] = []
     parity: ParityRecord | None = None
@@ -182,8 +185,9 @@ class RunRecord(Header):
 
 def read_artifact(path: str | Path) -> RunRecord:
     """Read and validate a run artifact; every unreadable input is one MibenchError."""
-    record = read_json(path, RunRecord, SCHEMA, f"; this mibench reads only {SCHEMA} "
-                       "artifacts (re-run the config with this version)")
+    record = read_json(path, RunRecord, SCHEMA, f"; this mibench reads {SCHEMA} and "
+                       f"{', '.join(OLDER)} artifacts (re-run the config with this version)",
+                       older=OLDER)
     problem = _measurement_problem(record)
     if problem:
         raise MibenchError(f"invalid {SCHEMA} artifact at {problem}", field=str(path))
