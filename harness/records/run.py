@@ -1,5 +1,5 @@
-"""The run artifact (schema `mibench.run/2`; run/1 artifacts still read): one typed record per run, its cases and their
-measurements, and the parity checks (docs/artifacts.md)."""
+"""The run artifact (schema `mibench.run/2`; run/1 artifacts still read): one typed record
+per run, its cases and their measurements, and the parity checks (docs/artifacts.md)."""
 
 from __future__ import annotations
 
