@@ -21,17 +21,42 @@ TINY = ModelConfig(architecture="qwen3", vocab_size=151936, hidden_size=256, num
                    max_position_embeddings=40960, qk_norm=True, qkv_bias=False)
 
 
+class FakeDevice:
+    """A device whose memory stats behave as JAX's: `peak_bytes_in_use` only grows over the
+    process, whatever is freed. One per process (`DEVICE`), as a real chip is."""
+
+    def __init__(self):
+        self.in_use = self.peak = 0
+
+    def hold(self, nbytes: int) -> None:
+        """Allocate `nbytes` for good (an engine's weights)."""
+        self.in_use += nbytes
+        self.peak = max(self.peak, self.in_use)
+
+    def transient(self, nbytes: int) -> None:
+        """Allocate `nbytes` and free them again (a call's activations)."""
+        self.peak = max(self.peak, self.in_use + nbytes)
+
+    def memory_stats(self) -> dict:
+        return {"bytes_in_use": self.in_use, "peak_bytes_in_use": self.peak}
+
+
+DEVICE = FakeDevice()
+
+
 class FakeEngine:
     """Scores `hash(prefix + item + label) / 2**64` per label, scaled so a row is what a real
     engine's could be (with apply_softmax a row sums to 1, without it at most 1). `fail`
     maps a mode to the exception its calls raise; `on_call(engine, n)` runs before call n
     (1-based) to inject trouble; `scores(rows)`, when given, replaces the scores (a
-    misbehaving engine)."""
+    misbehaving engine). `device_bytes`, when given, puts the engine on the process's fake
+    device (`DEVICE`): `weights` held from the start, and per mode what one call
+    allocates and frees again; `memory_stats()` then reports it as JAX's devices do."""
 
     special_ids = frozenset()
 
     def __init__(self, name="jax", model="embedded:tiny", dtype="float32", tp=1, fail=None,
-                 on_call=None, on_mode=None, scores=None):
+                 on_call=None, on_mode=None, scores=None, device_bytes=None):
         self.name, self.model, self.dtype, self.tp = name, model, dtype, tp
         self.model_config = TINY
         self.modes = tuple(engine_modes(name))
@@ -40,6 +65,13 @@ class FakeEngine:
         self.on_mode = on_mode or {}  # mode -> trouble(engine) run before each such call
         self.calls = 0
         self.rewrite = scores
+        self.device_bytes = device_bytes
+        if device_bytes is not None:
+            DEVICE.hold(device_bytes.get("weights", 0))
+
+    def memory_stats(self) -> list[dict] | None:
+        """Per-device stats (`jax.Device.memory_stats`), None without a fake device."""
+        return None if self.device_bytes is None else [DEVICE.memory_stats()]
 
     def score(self, query, items, label_token_ids, mode="single", apply_softmax=False,
               delimiter=None, semantics=None, **options) -> ScoreResult:
@@ -50,6 +82,8 @@ class FakeEngine:
             raise self.fail[mode]
         if mode in self.on_mode:
             self.on_mode[mode](self)
+        if self.device_bytes is not None:
+            DEVICE.transient(self.device_bytes.get(mode, 0))
         declared = engine_mode(self.name, mode)
         declared.check(options)
         for t in label_token_ids:

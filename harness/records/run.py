@@ -41,13 +41,21 @@ class Metrics(Record):
     useful_flops: Measured = None  # minimal work of one run (harness/stats/metrics.py)
     peak_flops: Measured = None  # the peak `mfu` divides by (per chip x tp)
     mfu: Measured = None  # useful_flops / (median time x peak_flops)
+    # the case's own peak (harness/run/memory.py): on a GPU or TPU the device's peak bytes
+    # in use, per chip; on a CPU the rise of the resident set during the case
     peak_memory_bytes: int | None = None
-    peak_memory_source: str | None = None  # "device" (memory_stats), "rss" (sampled in case)
+    # "device": the case's own device peak (a fresh worker, or the case raised the peak);
+    # "device-bound": an upper bound (an earlier case of the process peaked higher: JAX's
+    # peak cannot be reset); "rss-rise": the resident set's rise during the case (CPU);
+    # "rss": the process's resident set peak during the case (artifacts before the rise)
+    peak_memory_source: str | None = None
     score_digest: str | None = None  # sha256 of the first call's scores (stats/metrics.py)
     # the largest rise of the resident set during one timed call, above its level just
     # before the call (what the call itself allocates on the host)
     peak_rss_rise_bytes: int | None = None
     timed_compiles: int | None = None  # XLA compilations during the timed runs (0 expected)
+    first_call_compiles: int | None = None  # XLA compilations during the first call
+    warmup_compiles: int | None = None  # XLA compilations during the warmup runs
 
 
 class HttpRequest(Record):

@@ -15,6 +15,10 @@ from mibench.harness.run.pool import EnginePool, check_table, make_call
 from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
 from mibench.harness.util import now
 
+# cases measured in this process so far: the first one's device peak is its own (a fresh
+# worker), a later one's only when it raised the peak (harness/run/memory.py)
+_measured_here = [0]
+
 
 def compile_counter():
     """The engines' `count_compiles`, or None where they lack it (an older revision
@@ -77,12 +81,15 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
         return measure_http(case, pool, case_record(case), tick, measuring)
     rec, timings, requests, engine = case_record(case), Timings(), None, None
     memory.reset_torch_peak()
-    rss = memory.PeakRss(interval=0.01)
+    rss, before = memory.PeakRss(interval=0.01), None
+    fresh = _measured_here[0] == 0
+    _measured_here[0] += 1
     try:
         engine = pool.get(case.engine_key)
         rec.topology = {**rec.topology, **engine.topology}
         rec.resolved = engine.resolved_options(case.mode, case.params)
         requests = pool.requests(case.engine_key, case.workload)
+        before = memory.device_peak(case.engine, engine)
         measuring()
         with rss:
             measure(make_call(engine, requests, case), case.runs, timings, tick,
@@ -110,6 +117,9 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
             rec.scores = timings.first_result
         rec.metrics.peak_rss_rise_bytes = timings.peak_rise_bytes
         rec.metrics.timed_compiles = timings.timed_compiles
-    rec.metrics.peak_memory_bytes, rec.metrics.peak_memory_source = memory.peak_memory(
-        case.engine, getattr(rss, "peak", None))
+        rec.metrics.first_call_compiles = timings.first_compiles
+        rec.metrics.warmup_compiles = timings.warmup_compiles
+    after = memory.device_peak(case.engine, engine) if engine is not None else None
+    rec.metrics.peak_memory_bytes, rec.metrics.peak_memory_source = memory.case_peak(
+        case.engine, before, after, fresh, rss)
     return rec

@@ -46,6 +46,8 @@ class Timings:
     # the largest rise of the resident set during one timed call above its level before it
     peak_rise_bytes: int | None = None
     timed_compiles: int | None = None  # compilations during the timed runs, when counted
+    first_compiles: int | None = None  # compilations during the first call
+    warmup_compiles: int | None = None  # compilations during the warmup runs
 
 
 @contextlib.contextmanager
@@ -89,14 +91,24 @@ def measure(call: Callable[[], object], plan: RunPlan, timings: Timings,
             tick: Callable[[str], None] = lambda label: None,
             count_compiles: Callable | None = None) -> Timings:
     """Run `call` 1 + warmup + timed times, appending each duration to `timings` (and the
-    largest resident-set rise of a timed call to `timings.peak_rise_bytes`)."""
+    largest resident-set rise of a timed call to `timings.peak_rise_bytes`); with
+    `count_compiles`, the compilations of the first call, the warmup and the timed runs."""
+    def counted():
+        return count_compiles() if count_compiles else contextlib.nullcontext()
+
     with deadline(plan.timeout_s), frozen_heap():
-        timings.compile_s, timings.first_result = _timed(call)
+        with counted() as compiles:
+            timings.compile_s, timings.first_result = _timed(call)
+        if compiles is not None:
+            timings.first_compiles = compiles()
         tick("compile")
-        for k in range(plan.warmup):
-            timings.warmup_s.append(_timed(call)[0])
-            tick(f"warmup {k + 1}/{plan.warmup}")
-        with count_compiles() if count_compiles else contextlib.nullcontext() as compiles:
+        with counted() as compiles:
+            for k in range(plan.warmup):
+                timings.warmup_s.append(_timed(call)[0])
+                tick(f"warmup {k + 1}/{plan.warmup}")
+        if compiles is not None:
+            timings.warmup_compiles = compiles()
+        with counted() as compiles:
             for k in range(plan.timed):
                 with PeakRss(interval=0.01) as rss:
                     timings.timed_s.append(_timed(call)[0])

@@ -1,7 +1,15 @@
-"""Peak memory of a case: device memory stats where the backend has them (JAX's
+"""Peak memory of a case, its own: device memory stats where the backend has them (JAX's
 `peak_bytes_in_use`, the largest over the chips; torch's `max_memory_allocated`, reset
-before each case), else the peak resident set size while the case ran (`PeakRss`).
-JAX's device peak only grows over a run: read it as an upper bound for the case.
+before each case), else how far the resident set rose while the case ran (`PeakRss`:
+what the case itself adds on the host, over the engine already loaded).
+
+JAX's device peak cannot be reset: it only grows over a process. So on a GPU or TPU each
+case is measured in a fresh worker (harness/run/runner.py), and `case_peak` calls a
+device peak the case's own (`device`) only when the process was fresh or the case raised
+the peak; otherwise it is an upper bound (`device-bound`: an earlier case of the process
+peaked higher). An engine may expose `memory_stats()` (a list of per-device stats, as
+`jax.Device.memory_stats` gives): the test fake's device does, the real engines leave it
+to JAX.
 
 `PeakRss` is the one resident-set peak: on Linux the kernel's own high-water mark (VmHWM),
 reset at the block's entry (5 to /proc/self/clear_refs, Linux >= 4.0), so the peak is
@@ -99,18 +107,30 @@ def _lifetime_peak_rss() -> int:
     return int(rss if sys.platform == "darwin" else rss * 1024)
 
 
-def _jax_device_peak() -> int | None:
-    """The largest `peak_bytes_in_use` over the local devices (per chip, for tp > 1)."""
+def _device_stats(engine) -> list | None:
+    """Per-device memory stats: the engine's own `memory_stats()` where it has one, else
+    JAX's local devices (only once the process has imported jax)."""
+    own = getattr(engine, "memory_stats", None)
+    if callable(own):
+        return own()
     if "jax" not in sys.modules:
         return None
     import jax
 
-    peaks = []
+    out = []
     for device in jax.local_devices():
         try:
-            stats = device.memory_stats()
+            out.append(device.memory_stats())
         except Exception:  # backends without memory stats raise or return None
             return None
+    return out
+
+
+def jax_device_peak(engine=None) -> int | None:
+    """The largest `peak_bytes_in_use` over the devices (per chip, for tp > 1); None where
+    the backend keeps no memory stats (a CPU)."""
+    peaks = []
+    for stats in _device_stats(engine) or []:
         if not stats or "peak_bytes_in_use" not in stats:
             return None
         peaks.append(int(stats["peak_bytes_in_use"]))
@@ -135,10 +155,25 @@ def reset_torch_peak() -> None:
             torch.cuda.reset_peak_memory_stats()
 
 
-def peak_memory(engine_name: str, case_rss: int | None = None) -> tuple[int, str]:
-    """(bytes, source) for the engine's device, else the resident-set peak of the case
-    (else the process's lifetime peak)."""
-    value = _jax_device_peak() if engine_name == "jax" else _torch_device_peak()
-    if value is not None:
-        return value, "device"
-    return (case_rss, "rss") if case_rss is not None else (_lifetime_peak_rss(), "rss")
+def device_peak(engine_name: str, engine=None) -> int | None:
+    """The device peak of the engine's backend now (None on a CPU)."""
+    return _torch_device_peak() if engine_name == "torch" else jax_device_peak(engine)
+
+
+# what `peak_memory_source` says (docs/artifacts.md)
+OWN_SOURCES = ("device", "rss-rise")  # a case's own peak: `compare` and `history` judge them
+
+
+def case_peak(engine_name: str, before: int | None, after: int | None, fresh: bool,
+              rss: PeakRss | None) -> tuple[int | None, str | None]:
+    """(bytes, source) of one case. A device peak (`after`, read when the case ended) is
+    the case's own (`device`) when torch reset it before the case, when the process had
+    measured nothing before (`fresh`), or when the case raised it above `before` (read as
+    the case started); else `device-bound`, an upper bound. Without device stats: the
+    resident set's rise during the case (`rss-rise`)."""
+    if after is not None:
+        own = engine_name == "torch" or fresh or before is None or after > before
+        return after, "device" if own else "device-bound"
+    if rss is not None and getattr(rss, "base", None) is not None:
+        return rss.extra, "rss-rise"
+    return None, None

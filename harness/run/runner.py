@@ -101,11 +101,12 @@ def resume_record(config: Config, path: Path, allow_mixed: bool = False) -> RunR
 def run_in_worker(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
                   tick: Callable[[str], None]) -> CaseRecord:
     """Measure one case in its engine's worker process, or with `runs.processes` = N in N
-    fresh workers one after another (stopping at the first that fails)."""
+    fresh workers one after another (stopping at the first that fails). A pool with
+    `fresh_per_case` (a GPU or TPU) gives each JAX case a worker of its own, so its device
+    peak is its own (harness/run/memory.py)."""
     records = []
     for k in range(case.runs.processes):
-        if k:
-            pool.discard(case.engine_key)
+        pool.fresh(case.engine_key, force=k > 0)
         records.append(_in_one_worker(case, pool, peak, tick))
         if records[-1].status != "ok":
             return records[-1]
@@ -125,10 +126,13 @@ def pooled(case: CaseSpec, records: list[CaseRecord], pool: EnginePool,
     requests = pool.requests(case.engine_key, case.workload)
     metrics = metrics_of(case, engine, requests, rec.timed_s, peak)
     metrics.score_digest = rec.metrics.score_digest
-    metrics.peak_memory_bytes = max((r.metrics.peak_memory_bytes or 0) for r in records)
-    metrics.peak_memory_source = rec.metrics.peak_memory_source
+    highest = max(records, key=lambda r: r.metrics.peak_memory_bytes or 0).metrics
+    metrics.peak_memory_bytes = highest.peak_memory_bytes
+    metrics.peak_memory_source = highest.peak_memory_source
     metrics.peak_rss_rise_bytes = max((r.metrics.peak_rss_rise_bytes or 0) for r in records)
-    metrics.timed_compiles = sum((r.metrics.timed_compiles or 0) for r in records)
+    metrics.first_call_compiles = rec.metrics.first_call_compiles
+    metrics.warmup_compiles = _total(r.metrics.warmup_compiles for r in records)
+    metrics.timed_compiles = _total(r.metrics.timed_compiles for r in records)
     rec.metrics = metrics
     digests = {r.metrics.score_digest for r in records}
     if len(digests) > 1:
@@ -137,6 +141,12 @@ def pooled(case: CaseSpec, records: list[CaseRecord], pool: EnginePool,
                               f"scored differently (score digests {sorted(digests)})",
                               traceback="")
     return rec
+
+
+def _total(counts) -> int | None:
+    """The sum of the counts that were counted (None when none was)."""
+    counted = [n for n in counts if n is not None]
+    return sum(counted) if counted else None
 
 
 def _in_one_worker(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
@@ -265,10 +275,13 @@ def _run_record(plan: Plan, record: RunRecord, path: Path) -> RunRecord:
     if not plan.workers and any(c.runs.processes > 1 for c in todo):
         raise MibenchError("needs worker processes, and this run scores in-process (a "
                            "multi-process run)", field="runs.processes")
-    # on a GPU or TPU one JAX worker at a time owns the device (a TPU opens in one process)
+    # on a GPU or TPU one JAX worker at a time owns the device (a TPU opens in one process),
+    # and each JAX case gets a fresh one: JAX's device peak only grows over a process
     accelerator = devices.platform not in (None, "cpu")
+    fresh = accelerator if plan.fresh_workers is None else plan.fresh_workers
     servers = ServerPool(path.with_name(path.stem + ".servers"), artifact_dir=path.parent)
-    pool = (WorkerPool(plan.engine_factory, exclusive=accelerator, bind=servers.bind)
+    pool = (WorkerPool(plan.engine_factory, exclusive=accelerator, bind=servers.bind,
+                       fresh_per_case=fresh)
             if plan.workers else EnginePool(plan.engine_factory, bind=servers.bind))
     measure_case = run_in_worker if plan.workers else run_case
     state = RunState(plan, record, path, pool, servers, peak,

@@ -329,14 +329,30 @@ class RemoteEngine:
 
 class WorkerPool(EnginePool):
     """Engines in worker processes: `get` gives a RemoteEngine (a fresh worker after one
-    died); `max_rss` applies to the workers' resident sets."""
+    died); `max_rss` applies to the workers' resident sets. `exclusive`: one JAX worker at
+    a time (it owns the accelerator); `fresh_per_case`: each JAX case in a worker that has
+    measured nothing before (`fresh`), so the device peak it reports is the case's own."""
 
     def __init__(self, factory: Callable | None = None, engine_root: str | None = None,
-                 exclusive: bool = False, bind: Callable | None = None):
+                 exclusive: bool = False, bind: Callable | None = None,
+                 fresh_per_case: bool = False):
         super().__init__(self._start, bind)
         self.engine_factory, self.engine_root = factory, engine_root
-        self.exclusive = exclusive  # one JAX worker at a time: it owns the accelerator
+        self.exclusive = exclusive
+        self.fresh_per_case = fresh_per_case
         self._spawned: dict[tuple, Worker] = {}
+        self._measured: set[tuple] = set()  # keys whose worker has measured a case
+
+    def fresh(self, key: tuple, force: bool = False) -> None:
+        """Before a case of `key`: its worker is replaced when it has measured a case and
+        the pool gives every JAX case a fresh one (or when `force`d: `runs.processes`)."""
+        if force or (self.fresh_per_case and key[0] == "jax" and key in self._measured):
+            self.discard(key)
+        self._measured.add(key)
+
+    def discard(self, key: tuple) -> None:
+        self._measured.discard(key)
+        super().discard(key)
 
     def spawn(self, key: tuple) -> None:
         """Start the worker of `key` without waiting for it (`get` then waits): two pools'
