@@ -1,6 +1,7 @@
 """`mibench compare BASE NEW`: the regression verdict of NEW against BASE over comparable
-cases (timings, scores; compile artifacts: compiled cost); exit 0 no regression, 1 a
-regression or untested cases, 2 nothing comparable or bad input."""
+cases (timings, scores, own peak memory, compiles during timed runs; compile artifacts:
+compiled cost); exit 0 no regression, 1 a regression or untested cases, 2 nothing
+comparable or bad input."""
 
 from __future__ import annotations
 
@@ -42,6 +43,9 @@ def compare(base: Annotated[Path, typer.Argument(help="Baseline artifact.")],
             rebaseline: Annotated[bool, typer.Option(
                 help="Accept NEW as the new baseline whatever the verdict (exit 0, a line "
                      "'rebaselined: ...'); NEW must have an ok case.")] = False,
+            memory_threshold: Annotated[str, typer.Option(
+                help="The growth of a case's own peak memory (new / base - 1) that fails "
+                     "the gate; peaks of different kinds are not compared.")] = "10%",
             cost_threshold: Annotated[str, typer.Option(
                 help="Compile artifacts (`mibench compile`): the growth of a case's peak "
                      "HBM, bytes accessed or FLOPs that fails the gate.")] = "5%",
@@ -55,9 +59,10 @@ def compare(base: Annotated[Path, typer.Argument(help="Baseline artifact.")],
     if COMPILE in (schema_of(base), schema_of(new)):
         raise typer.Exit(compare_compile(base, new, cost_threshold, kind, case))
     floor = parse_floor(noise_floor, noise_from)
+    memory = parse_threshold(memory_threshold, "--memory-threshold")
     old, fresh = select_records([load_checked(base), load_checked(new)], case)
     result = compare_records(old, fresh, threshold=limit, floor=floor,
-                             allow_untested=allow_untested)
+                             allow_untested=allow_untested, memory_threshold=memory)
     note = None
     if rebaseline:
         if not any(c.status == "ok" for c in fresh.cases):

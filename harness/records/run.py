@@ -20,6 +20,11 @@ OLDER = ("mibench.run/1",)
 SCHEMA_FILE = schema_file(SCHEMA)
 
 
+# the `peak_memory_source` values that are a case's own peak (harness/run/memory.py):
+# `compare` and `history` judge only these, and only one kind against the same kind
+OWN_MEMORY_SOURCES = ("device", "rss-rise")
+
+
 class Summary(Record):
     """Statistics of one quantity over the timed runs (see harness.stats)."""
 

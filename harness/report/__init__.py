@@ -29,9 +29,9 @@ from mibench.harness.stats.significance import default_floor
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SUMMARY_LINES = 40  # the budget of `--summary`: a PR comment or job summary, not a page
 # the order of the summary's verdict table: what a reviewer must see first
-SEVERITY = ["regression", "scores moved", "failed", "missing", "untested", "inconclusive",
-            "improvement", "still failing", "not comparable", "added", "removed", "fixed",
-            "skipped"]
+SEVERITY = ["regression", "timed compiles", "scores moved", "memory regression", "failed",
+            "missing", "untested", "inconclusive", "improvement", "still failing",
+            "not comparable", "added", "removed", "fixed", "skipped"]
 
 
 def method_lines(comp: Comparison) -> list[str]:

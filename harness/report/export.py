@@ -13,6 +13,7 @@ from pathlib import Path
 from mibench.harness.report import fmt, plots, render
 from mibench.harness.report.fmt import Table
 from mibench.harness.stats.compare import MIN_RUNS, Comparison
+from mibench.harness.stats.compile_counts import count
 from mibench.harness.stats.history import History, Series
 
 # /2: the timing verdicts are regression, improvement, unchanged (the whole interval within
@@ -20,6 +21,13 @@ from mibench.harness.stats.history import History, Series
 # latency_low/high and the per-side ms/item; `change`, `low`, `high` mean what they meant
 COMPARE_SCHEMA = "mibench.compare/2"
 HISTORY_SCHEMA = "mibench.history/1"
+
+
+MEMORY_NOTE = ("Peak memory: the case's own peak, base -> new, change new / base - 1 (+ = "
+               "larger) and the ratio; compared only when both are own peaks of one kind "
+               "(device, or rss-rise on a CPU). Timed compiles: XLA compilations during the "
+               "new side's timed runs (any fails the gate; not counted: the artifact has no "
+               "count).")
 
 
 def _render(name: str, **context) -> str:
@@ -42,14 +50,18 @@ def compare_table(comp: Comparison) -> Table:
             f"**{fmt.sci(c.scores.max_log_diff)} > {c.scores.tolerance:g}**" if c.scores.moved
             else "not compared" if c.scores.max_log_diff is None
             else f"{fmt.sci(c.scores.max_log_diff)} <= {c.scores.tolerance:g}")
+        compiles = count(c.timed_compiles)
         body.append([c.case_id, _status(c), fmt.num(c.base_ms_per_item, 3),
                      fmt.num(c.new_ms_per_item, 3), fmt.interval(c).removeprefix("time "),
-                     fmt.significance(c.test), scores, verdict, c.reason])
+                     fmt.significance(c.test), scores, fmt.memory_change(c.memory),
+                     f"**{compiles}**" if c.timed_compiles else compiles, verdict, c.reason])
     table = Table(["Case", "Status", f"{comp.base} ms/item", f"{comp.new} ms/item",
                    "Time change [interval]", "Evidence", "Scores (max abs ln diff)",
-                   "Verdict", "Why"], body, ["l"] * 2 + ["r"] * 3 + ["l"] * 4,
-                  note=fmt.CONVENTION)
-    return table.lift_constant(["Status", "Evidence", "Scores (max abs ln diff)"])
+                   "Peak memory (own)", "Timed compiles", "Verdict", "Why"], body,
+                  ["l"] * 2 + ["r"] * 3 + ["l"] * 2 + ["r"] * 2 + ["l"] * 2,
+                  note=f"{fmt.CONVENTION} {MEMORY_NOTE}")
+    return table.lift_constant(["Status", "Evidence", "Scores (max abs ln diff)",
+                                "Peak memory (own)", "Timed compiles"])
 
 
 def parity_changes(comp: Comparison) -> tuple[Table | None, Table | None]:
@@ -77,6 +89,7 @@ def compare_markdown(comp: Comparison, note: str | None = None) -> str:
                    score_notes=fmt.score_notes(comp),
                    cases=compare_table(comp), parity=failing, parity_passed=passing,
                    methods=method_lines(comp), threshold=f"{comp.threshold:.0%}", note=note,
+                   memory_threshold=f"{comp.memory_threshold:.0%}",
                    min_runs=MIN_RUNS)
 
 
@@ -85,7 +98,8 @@ def compare_json(comp: Comparison, note: str | None = None) -> str:
             "regression": comp.regression, "verdict": fmt.verdict_line(comp),
             "convention": "latency_change, latency_low, latency_high: time per item new / "
                           "base - 1 (+ = slower); change, low, high: items/s new / base - 1 "
-                          "(+ = faster)",
+                          "(+ = faster); memory.ratio, memory.change: own peak bytes new / "
+                          "base (- 1), + = larger; timed_compiles: null = not counted",
             "methods": comp.methods, "note": note, **dataclasses.asdict(comp)}
     return json.dumps(data, indent=1, default=str) + "\n"
 

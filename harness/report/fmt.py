@@ -107,6 +107,26 @@ def size(n: int | None) -> str:
     return "-"
 
 
+def peak(n: int | None, source: str | None) -> str:
+    """A case's peak memory as its source allows: `1.2 GiB`, `<= 1.2 GiB` for an upper
+    bound (`device-bound`), `-` where none was recorded."""
+    if n is None:
+        return "-"
+    return f"<= {size(n)}" if source == "device-bound" else size(n)
+
+
+def memory_change(check) -> str:
+    """A MemoryCheck as a cell: `2.3 GiB -> 2.8 GiB (+20.0%, 1.20x)` (bold past the
+    threshold), or `not compared: why`."""
+    if check is None:
+        return "-"
+    if check.ratio is None:
+        return check.note.removeprefix("memory ")
+    text = (f"{size(check.base_bytes)} -> {size(check.new_bytes)} ({check.change:+.1%}, "
+            f"{check.ratio:.2f}x)")
+    return f"**{text}**" if check.regression else text
+
+
 def options(case: CaseRecord) -> str:
     """Mode options as `key=value`, values as in case ids (`precompile_bs=1,2,4,8`, `1-4`)."""
     return ", ".join(f"{k}={short(v)}" for k, v in case.params.items()) or "-"

@@ -22,6 +22,7 @@ PLAIN = "#4477aa"
 VERDICT_COLOURS = {"regressed": "#cc3311", "improved": "#009988",
                    "inconclusive": "#ee7733", "unchanged": "#4477aa"}
 _CLASS = {"regression": "regressed", "scores moved": "regressed", "failed": "regressed",
+          "timed compiles": "regressed", "memory regression": "regressed",
           "missing": "regressed", "improvement": "improved", "unchanged": "unchanged",
           "inconclusive": "inconclusive", "untested": "inconclusive"}
 

@@ -24,6 +24,8 @@ import resource
 import sys
 import threading
 
+from mibench.harness.records.run import OWN_MEMORY_SOURCES
+
 
 def rss_bytes() -> int:
     """The process's resident set now (Linux /proc; the lifetime peak elsewhere)."""
@@ -160,8 +162,8 @@ def device_peak(engine_name: str, engine=None) -> int | None:
     return _torch_device_peak() if engine_name == "torch" else jax_device_peak(engine)
 
 
-# what `peak_memory_source` says (docs/artifacts.md)
-OWN_SOURCES = ("device", "rss-rise")  # a case's own peak: `compare` and `history` judge them
+# what `peak_memory_source` says (docs/artifacts.md); the artifact's vocabulary, so in records
+OWN_SOURCES = OWN_MEMORY_SOURCES  # a case's own peak: `compare` and `history` judge them
 
 
 def case_peak(engine_name: str, before: int | None, after: int | None, fresh: bool,

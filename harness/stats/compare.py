@@ -23,7 +23,12 @@ case ids, a run time that is not finite and > 0, summaries that disagree with th
 - `inconclusive`: anything else: the interval reaches beyond the threshold (a change
   beyond it that the noise could explain, or one within it that the interval cannot
   vouch for). Exit 0, not a regression; `DECIDE` says what would decide it;
-- `untested`: fewer than `MIN_RUNS` timed runs on a side; fails the gate unless allowed.
+- `untested`: fewer than `MIN_RUNS` timed runs on a side; fails the gate unless allowed;
+- `memory regression`: the case's own peak memory grew by more than `memory_threshold`
+  (harness.stats.memory: only peaks of one own kind are compared, else the check says
+  why), a regression whatever the times;
+- `timed compiles`: XLA compiled during the new side's timed runs
+  (harness.stats.compile_counts), a regression of any case that ran ok, compared or not.
 
 **One convention** for every change (`mibench compare`, `ab`, `report`, `history`): time
 new / base - 1, `+` = slower (`CaseChange.latency_change`, `latency_low`,
@@ -47,7 +52,9 @@ import statistics
 
 from mibench.harness.records import CaseRecord, ParityCheck, RunRecord
 from mibench.harness.stats.comparable import differences, label, measurement
+from mibench.harness.stats.compile_counts import timed_compile_fault
 from mibench.harness.stats.describe import rates
+from mibench.harness.stats.memory import DEFAULT_MEMORY_THRESHOLD, MemoryCheck, memory_check
 from mibench.harness.stats.scores import ScoreCheck, score_check
 from mibench.harness.stats.significance import (
     DEFAULT_ALPHA,
@@ -87,8 +94,12 @@ class CaseChange:
     new_ms_per_item: float | None = None
     test: Test | None = None
     scores: ScoreCheck | None = None
-    # regression|scores moved|failed|improvement|unchanged|inconclusive|untested|not comparable|
-    # added|removed|missing|fixed|still failing|skipped
+    memory: MemoryCheck | None = None  # the case's own peak against the baseline's
+    # XLA compilations of the new side's first call and timed runs (None: not counted)
+    first_call_compiles: int | None = None
+    timed_compiles: int | None = None
+    # regression|timed compiles|scores moved|memory regression|failed|improvement|unchanged|
+    # inconclusive|untested|not comparable|added|removed|missing|fixed|still failing|skipped
     verdict: str = "unchanged"
     regression: bool = False
     reason: str = ""
@@ -122,6 +133,7 @@ class Comparison:
     parity: list[ParityChange]
     warnings: list[str]
     allow_untested: bool = False
+    memory_threshold: float = DEFAULT_MEMORY_THRESHOLD
 
     @property
     def regression(self) -> bool:
@@ -260,10 +272,13 @@ def _timing(base: CaseRecord, new: CaseRecord, threshold: float, alpha: float,
 
 
 def case_change(base_rec: RunRecord, base: CaseRecord, new_rec: RunRecord, new: CaseRecord,
-                threshold: float, alpha: float, floor: float) -> CaseChange:
+                threshold: float, alpha: float, floor: float,
+                memory_threshold: float = DEFAULT_MEMORY_THRESHOLD) -> CaseChange:
     """The verdict of one case id present in both artifacts."""
     common = dict(case_id=new.case_id, base_status=base.status, new_status=new.status,
-                  base_items_per_s=items_per_s(base), new_items_per_s=items_per_s(new))
+                  base_items_per_s=items_per_s(base), new_items_per_s=items_per_s(new),
+                  first_call_compiles=new.metrics.first_call_compiles,
+                  timed_compiles=new.metrics.timed_compiles)
     apart = differences(measurement(base_rec, base), measurement(new_rec, new))
     if apart:
         return CaseChange(**common, verdict="not comparable",
@@ -280,27 +295,48 @@ def case_change(base_rec: RunRecord, base: CaseRecord, new_rec: RunRecord, new: 
         return CaseChange(**common, verdict="skipped",
                           reason=f"{base.status} -> {new.status}, nothing to compare")
     scores = score_check(base, new)
+    memory = memory_check(base, new, memory_threshold)
     timing = _timing(base, new, threshold, alpha, floor)
     if scores.moved:
         timing |= dict(verdict="scores moved", reason=f"{scores.note}; {timing['reason']}")
-    return CaseChange(**common, **timing, scores=scores,
-                      regression=timing["verdict"] in ("regression", "scores moved"))
+    if memory.regression:
+        slower = timing["verdict"] in ("regression", "scores moved")
+        timing |= dict(verdict=timing["verdict"] if slower else "memory regression",
+                       reason=f"{memory.note}; {timing['reason']}")
+    return CaseChange(**common, **timing, scores=scores, memory=memory,
+                      regression=timing["verdict"] in ("regression", "scores moved",
+                                                       "memory regression"))
+
+
+def compiled_in_timed_runs(change: CaseChange, new: CaseRecord) -> CaseChange:
+    """`change` failed for XLA compilations during `new`'s timed runs (whatever its
+    timing verdict; a case that is not the same measurement keeps that verdict)."""
+    fault = timed_compile_fault(new.metrics) if new.status == "ok" else None
+    if fault is None:
+        return change
+    keep = change.verdict in ("not comparable",)
+    return dataclasses.replace(change, verdict=change.verdict if keep else "timed compiles",
+                               regression=True, reason=f"{fault}; {change.reason}")
 
 
 def compare_cases(base: RunRecord, new: RunRecord, threshold: float = DEFAULT_THRESHOLD,
-                  alpha: float = DEFAULT_ALPHA, floor: float = 0.10) -> list[CaseChange]:
+                  alpha: float = DEFAULT_ALPHA, floor: float = 0.10,
+                  memory_threshold: float = DEFAULT_MEMORY_THRESHOLD) -> list[CaseChange]:
     """Every case id of either artifact, in the new artifact's order, then removed ones."""
     old = {c.case_id: c for c in base.cases}
     out = []
     for case in new.cases:
         if case.case_id in old:
-            out.append(case_change(base, old[case.case_id], new, case, threshold, alpha,
-                                   floor))
+            change = case_change(base, old[case.case_id], new, case, threshold, alpha,
+                                 floor, memory_threshold)
         else:
-            out.append(CaseChange(case_id=case.case_id, base_status=None,
-                                  new_status=case.status, verdict="added",
-                                  new_items_per_s=items_per_s(case),
-                                  reason="not in the baseline"))
+            change = CaseChange(case_id=case.case_id, base_status=None,
+                                new_status=case.status, verdict="added",
+                                new_items_per_s=items_per_s(case),
+                                first_call_compiles=case.metrics.first_call_compiles,
+                                timed_compiles=case.metrics.timed_compiles,
+                                reason="not in the baseline")
+        out.append(compiled_in_timed_runs(change, case))
     seen = {c.case_id for c in new.cases}
     partial = new.finished_at is None  # a run that died: its missing cases did not run
     out += [CaseChange(case_id=c.case_id, base_status=c.status, new_status=None,
@@ -368,11 +404,12 @@ def environment_warnings(base: RunRecord, new: RunRecord) -> list[str]:
 
 def compare(base: RunRecord, new: RunRecord, threshold: float = DEFAULT_THRESHOLD,
             alpha: float = DEFAULT_ALPHA, floor: NoiseFloor | None = None,
-            allow_untested: bool = False) -> Comparison:
+            allow_untested: bool = False,
+            memory_threshold: float = DEFAULT_MEMORY_THRESHOLD) -> Comparison:
     """The full verdict of `new` against `base` (see the module docstring). `floor`: the
     noise floor, by default the one of the new artifact's device platform."""
     floor = floor or default_floor(new.provenance.devices.platform)
-    cases = compare_cases(base, new, threshold, alpha, floor.value)
+    cases = compare_cases(base, new, threshold, alpha, floor.value, memory_threshold)
     warnings = environment_warnings(base, new)
     warnings += [f"case {c.case_id} is in the baseline but not in the new artifact"
                  for c in cases if c.verdict == "removed"]
@@ -381,4 +418,5 @@ def compare(base: RunRecord, new: RunRecord, threshold: float = DEFAULT_THRESHOL
         names = (f"{names[0]} ({base.run_id})", f"{names[1]} ({new.run_id})")
     return Comparison(base=names[0], new=names[1], threshold=threshold, alpha=alpha,
                       floor=floor, cases=cases, parity=compare_parity(base, new),
-                      warnings=warnings, allow_untested=allow_untested)
+                      warnings=warnings, allow_untested=allow_untested,
+                      memory_threshold=memory_threshold)

@@ -1,0 +1,79 @@
+"""A case's own peak memory judged like its time (pure: two cases in, a check out).
+
+Two peaks are compared only when both are a case's own (`OWN_SOURCES`: `device`, the
+device's peak in a fresh worker or one the case raised; `rss-rise`, the resident set's rise
+during the case on a CPU) and of the same kind: a device peak against a resident-set rise
+measures different memories, a `device-bound` is an upper bound (an earlier case of the
+process peaked higher), and `rss` (older artifacts) is the process's whole resident set.
+Where they are not compared the check says why.
+
+One convention with time (`mibench compare`, `ab`, `history`): change = new / base - 1,
+`+` = larger. A peak grown by more than the memory threshold is a memory regression.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from mibench.harness.records import CaseRecord
+from mibench.harness.records.run import OWN_MEMORY_SOURCES as OWN_SOURCES
+
+DEFAULT_MEMORY_THRESHOLD = 0.10  # peaks move little run to run: allocators are deterministic
+
+WHY_NOT_OWN = {
+    "device-bound": "an upper bound (an earlier case of the worker peaked higher)",
+    "rss": "the process's resident set (an older artifact), not the case's own",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryCheck:
+    """The case's own peak against the baseline's, or why they were not compared."""
+
+    base_bytes: int | None
+    new_bytes: int | None
+    base_source: str | None
+    new_source: str | None
+    ratio: float | None  # new / base; None: not compared
+    change: float | None  # ratio - 1, + = larger
+    threshold: float
+    regression: bool
+    note: str  # what was found, or why not compared
+
+
+def own(bytes_: int | None, source: str | None) -> bool:
+    """A case's own peak: recorded, and of an own source."""
+    return bytes_ is not None and bytes_ > 0 and source in OWN_SOURCES
+
+
+def why_not(side: str, bytes_: int | None, source: str | None) -> str | None:
+    """Why one side's peak cannot be judged (None: it can)."""
+    if bytes_ is None or source is None:
+        return f"the {side} peak was not recorded"
+    if source in OWN_SOURCES:
+        return None if bytes_ > 0 else f"the {side} peak is {bytes_} bytes"
+    what = WHY_NOT_OWN.get(source, "not the case's own")
+    return f"the {side} peak is {source}: {what}"
+
+
+def memory_check(base: CaseRecord, new: CaseRecord,
+                 threshold: float = DEFAULT_MEMORY_THRESHOLD) -> MemoryCheck:
+    """The memory verdict of two ok cases (see the module docstring)."""
+    b, n = base.metrics, new.metrics
+    sides = dict(base_bytes=b.peak_memory_bytes, new_bytes=n.peak_memory_bytes,
+                 base_source=b.peak_memory_source, new_source=n.peak_memory_source,
+                 threshold=threshold)
+    why = (why_not("baseline", b.peak_memory_bytes, b.peak_memory_source)
+           or why_not("new", n.peak_memory_bytes, n.peak_memory_source))
+    if why is None and b.peak_memory_source != n.peak_memory_source:
+        why = (f"different kinds of peak: {b.peak_memory_source} (baseline) vs "
+               f"{n.peak_memory_source} (new)")
+    if why is not None:
+        return MemoryCheck(**sides, ratio=None, change=None, regression=False,
+                           note=f"memory not compared: {why}")
+    ratio = n.peak_memory_bytes / b.peak_memory_bytes
+    grew = ratio - 1 > threshold
+    what = "grew by more than" if grew else "within"
+    return MemoryCheck(**sides, ratio=ratio, change=ratio - 1, regression=grew,
+                       note=f"peak memory ({n.peak_memory_source}) {ratio - 1:+.1%}: {what} "
+                            f"{threshold:.0%}")
