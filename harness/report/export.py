@@ -124,8 +124,24 @@ def _peak_current(s: Series) -> tuple[str, str, str]:
     return f"{fmt.num(peak.items_per_s)} ({peak.label})", f"{now} ({cur.label})", slower
 
 
+def _memory_trend(s: Series) -> str:
+    """`2.8 GiB (+20.0% vs 2.3 GiB at abc)`: the current own peak against the lowest of its
+    kind; the current alone, or why it is not trended."""
+    cur, low = s.current, s.lowest_memory
+    if cur.peak_memory_bytes is None:
+        return "-"
+    if low is None:
+        return f"{fmt.peak(cur.peak_memory_bytes, cur.peak_memory_source)} " \
+               f"({cur.peak_memory_source}: not trended)"
+    if low is cur:
+        return f"{fmt.size(cur.peak_memory_bytes)} (the lowest)"
+    return (f"{fmt.size(cur.peak_memory_bytes)} ({fmt.pct(s.memory_change)} vs "
+            f"{fmt.size(low.peak_memory_bytes)} at {low.label})")
+
+
 def history_tables(hist: History) -> tuple[Table, list[Table]]:
-    """The summary (peak vs current, change points) and one series table per case."""
+    """The summary (peak vs current, memory, change points) and one series table per
+    case."""
     rows, series = [], []
     for s in hist.series:
         labels = point_labels(s.points)
@@ -133,17 +149,23 @@ def history_tables(hist: History) -> tuple[Table, list[Table]]:
                         f"items/s (time {fmt.pct(c.time_change)}, p={c.p_value:.3g})"
                         for c in s.change_points) or "none"
         name = s.name if len(hist.configs) > 1 else s.case_id
-        rows.append([name, *_peak_current(s), cps])
+        rows.append([name, *_peak_current(s), _memory_trend(s), cps])
         body = [[labels[i], p.time, p.run_id,
                  fmt.num(p.items_per_s) if p.items_per_s is not None else f"**{p.status}**",
+                 fmt.peak(p.peak_memory_bytes, p.peak_memory_source)
+                 + (f" ({p.peak_memory_source})" if p.peak_memory_source else ""),
                  "change point" if any(c.index == i for c in s.change_points) else ""]
                 for i, p in enumerate(s.points)]
-        series.append(Table(["Commit", "Time", "Run", "Items/s (median)", ""], body,
-                            ["l", "l", "l", "r", "l"], title=name))
+        series.append(Table(["Commit", "Time", "Run", "Items/s (median)", "Peak memory", ""],
+                            body, ["l", "l", "l", "r", "r", "l"], title=name))
     summary = Table(["Case", "Peak items/s", "Current items/s", "Time, current vs peak",
-                     "Change points"], rows, ["l", "r", "r", "r", "l"],
+                     "Peak memory, current vs lowest", "Change points"], rows,
+                    ["l", "r", "r", "r", "r", "l"],
                     note="Time changes: time per item, new / old - 1, + = slower (the "
-                         "convention of every mibench table).")
+                         "convention of every mibench table). Memory: the case's own peak "
+                         "(device, or rss-rise on a CPU), new / lowest of the same kind - 1, "
+                         "+ = larger; a bound (device-bound) or an older artifact's rss is "
+                         "not trended.")
     return summary, series
 
 
@@ -178,6 +200,7 @@ def history_json(hist: History) -> str:
     data = {"schema": HISTORY_SCHEMA, "method": hist.method,
             "params": dataclasses.asdict(hist.params), "artifacts": hist.artifacts,
             "series": [{**dataclasses.asdict(s),
+                        "memory_change": s.memory_change,
                         "peak": dataclasses.asdict(s.peak) if s.peak else None,
                         "current": dataclasses.asdict(s.current)} for s in hist.series]}
     return json.dumps(data, indent=1) + "\n"

@@ -1,5 +1,7 @@
 """`mibench history`: artifacts of one folder ordered by commit time; per case the series of
-median throughputs, its change points (`harness.changepoint`), and the peak vs the current.
+median throughputs, its change points (`harness.changepoint`), and the peak vs the current;
+beside them the case's own peak memory (harness.stats.memory), the current against the
+lowest of its kind (+ = larger).
 
 Commit time comes from `git show` in the recorded checkout (or the current one) when the
 commit is known there; otherwise the artifact's `started_at` stands in for it.
@@ -26,6 +28,7 @@ from mibench.harness.stats.changepoint import (
 )
 from mibench.harness.stats.comparable import label, measurement
 from mibench.harness.stats.describe import median
+from mibench.harness.stats.memory import own
 from mibench.harness.stats.significance import NoiseFloor
 from mibench.harness.util import git_output
 
@@ -44,6 +47,13 @@ class Point:
     items_per_s: float | None
     items_per_s_min: float | None = None  # the slowest and fastest timed run
     items_per_s_max: float | None = None
+    peak_memory_bytes: int | None = None  # the case's peak memory and its kind (records/run)
+    peak_memory_source: str | None = None
+
+    @property
+    def own_peak(self) -> bool:
+        """A case's own peak memory (trended; a bound or an older artifact's rss is not)."""
+        return own(self.peak_memory_bytes, self.peak_memory_source)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +71,20 @@ class Series:
     @property
     def current(self) -> Point:
         return self.points[-1]
+
+    @property
+    def lowest_memory(self) -> Point | None:
+        """The smallest own peak memory of the current point's kind (None: the current
+        point has no own peak)."""
+        kind = self.current.peak_memory_source
+        same = [p for p in self.points if p.own_peak and p.peak_memory_source == kind]
+        return min(same, key=lambda p: p.peak_memory_bytes) if self.current.own_peak else None
+
+    @property
+    def memory_change(self) -> float | None:
+        """The current own peak memory over the lowest of its kind, - 1 (+ = larger)."""
+        low = self.lowest_memory
+        return self.current.peak_memory_bytes / low.peak_memory_bytes - 1 if low else None
 
     @property
     def name(self) -> str:
@@ -172,7 +196,9 @@ def _series(config: str, case_id: str, timeline: list[tuple[str, RunRecord]],
                             run_id=r.run_id, status=c.status if c else "missing",
                             items_per_s=median(thr),
                             items_per_s_min=thr.min if thr is not None else None,
-                            items_per_s_max=thr.max if thr is not None else None))
+                            items_per_s_max=thr.max if thr is not None else None,
+                            peak_memory_bytes=c.metrics.peak_memory_bytes if c else None,
+                            peak_memory_source=c.metrics.peak_memory_source if c else None))
     where = [i for i, p in enumerate(points) if p.items_per_s is not None]
     found = binary_segmentation([points[i].items_per_s for i in where], params)
     moved = [dataclasses.replace(cp, index=where[cp.index]) for cp in found]
