@@ -22,6 +22,19 @@ from mibench.harness.commands.common import (
     write_text,
 )
 
+COMPILE, AB = "mibench.compile/1", ("mibench.ab/1", "mibench.ab/2")
+
+
+def compile_artifacts(paths: list[Path]) -> list:
+    """The `--compile` artifacts, each checked to be one (else an error naming the file)."""
+    from mibench.harness.records import read_compile_artifact
+
+    for p in paths:
+        if schema_of(p) != COMPILE:
+            raise MibenchError(f"--compile: not a {COMPILE} artifact (write one with "
+                               "`mibench compile CONFIG`)", field=str(p))
+    return [read_compile_artifact(p) for p in paths]
+
 
 @guarded
 def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON) to report.")],
@@ -31,6 +44,9 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
                help="Write FILE.md and its PNG plots beside it (default: Markdown on "
                     "stdout, no plots).")] = None,
            threshold: Threshold = "5%",
+           estimates: Annotated[list[Path] | None, typer.Option(
+               "--compile", help="A compile artifact (`mibench compile`) whose HBM estimates "
+                                 "go beside the measured peaks; repeatable.")] = None,
            summary: Annotated[bool, typer.Option(
                "--summary", help="The PR-comment / job-summary variant (e.g. for "
                                  "$GITHUB_STEP_SUMMARY): at most 40 lines, the verdict and "
@@ -39,8 +55,11 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
     """Markdown report of ARTIFACTS: results, speedups, A/B, parity, commits, topology."""
     limit = parse_threshold(threshold)
     out_file(out)
+    if estimates and {schema_of(p) for p in artifacts} & {COMPILE, *AB}:
+        raise MibenchError("goes with run artifacts: it puts estimates beside their "
+                           "measured peaks", field="--compile")
     kinds = {schema_of(p) for p in artifacts}
-    if len(artifacts) == 1 and baseline is None and kinds <= {"mibench.ab/1", "mibench.ab/2"}:
+    if len(artifacts) == 1 and baseline is None and kinds <= set(AB):
         if case:
             raise MibenchError("selects the cases of run artifacts; an A/B artifact holds "
                                "the cases it measured", field="--case")
@@ -49,7 +68,7 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
 
         write_text(out, render_markdown(read_ab(artifacts[0])))
         return
-    if baseline is None and kinds == {"mibench.compile/1"}:
+    if baseline is None and kinds == {COMPILE}:
         from mibench.harness.records import read_compile_artifact
         from mibench.harness.report.compile import render_fit
 
@@ -63,5 +82,6 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
     base = load_checked(baseline) if baseline is not None else None
     records = select_records(records + ([base] if base else []), case)
     records, base = (records[:-1], records[-1]) if base else (records, None)
-    text = write_report(records, out, baseline=base, threshold=limit, summary=summary)
+    text = write_report(records, out, baseline=base, threshold=limit, summary=summary,
+                        compiles=compile_artifacts(estimates or []))
     print(f"wrote {out}" if out is not None else text, end="\n" if out else "")

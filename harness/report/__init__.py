@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from mibench.harness.records import RunRecord
-from mibench.harness.report import figures, fmt, groups, latency, plots, tables
+from mibench.harness.report import figures, fmt, groups, latency, plots, resources, tables
 from mibench.harness.report.figures import Pair
 from mibench.harness.report.tables import Row
 from mibench.harness.stats.comparable import label
@@ -116,6 +116,12 @@ def summary(rows: list[Row], records: list[RunRecord], comps: list[Comparison],
     if pauses:
         lines.append(f"{pauses} tail pause(s): timed runs slower than "
                      f"{tables.TAIL_FACTOR}x their case's median.")
+    compiled = [r for r in rows if resources.timed_marked(r.case)]
+    if compiled:
+        names = ", ".join(f"{r.case.case_id} ({r.case.metrics.timed_compiles})"
+                          for r in compiled[:3]) + (", ..." if len(compiled) > 3 else "")
+        lines.append(f"{len(compiled)} case(s) compiled during their timed runs "
+                     f"({resources.TIMED_MARK}): {names}.")
     lines += [f"{comp.new}: {n}" if len(comps) > 1 else n for comp in comps
               for n in fmt.score_notes(comp)]
     warnings = [f"{comp.new}: {w}" for comp in comps for w in comp.warnings]
@@ -123,8 +129,10 @@ def summary(rows: list[Row], records: list[RunRecord], comps: list[Comparison],
 
 
 def build_context(records: list[RunRecord], baseline: RunRecord | None = None,
-                  threshold: float = DEFAULT_THRESHOLD, title: str | None = None) -> dict:
-    """Every table of the report; a section's value is None (or empty) when it has no data."""
+                  threshold: float = DEFAULT_THRESHOLD, title: str | None = None,
+                  compiles: list | None = None) -> dict:
+    """Every table of the report; a section's value is None (or empty) when it has no data.
+    `compiles`: compile artifacts whose HBM estimates go beside the measured peaks."""
     rows = tables.rows_of(records)
     pairs = comparisons_for(records, baseline, threshold)
     comps = [p.comp for p in pairs]
@@ -135,6 +143,7 @@ def build_context(records: list[RunRecord], baseline: RunRecord | None = None,
         "title": title or f"mibench report: {', '.join(names)}",
         "summary": summary(rows, records, comps, pauses),
         "results": tables.results_matrix(rows),
+        "resources": resources.resources_table(rows, compiles),
         "speedups": [] if has_models else groups.speedups(rows),
         "ab": groups.ab_tables(rows),
         "parity": tables.parity_table(records, passed=False),
@@ -243,10 +252,11 @@ def draw_plots(context: dict, out: Path) -> dict[str, str]:
 
 
 def write_report(records: list[RunRecord], out: Path | None, baseline: RunRecord | None = None,
-                 threshold: float = DEFAULT_THRESHOLD, summary: bool = False) -> str:
+                 threshold: float = DEFAULT_THRESHOLD, summary: bool = False,
+                 compiles: list | None = None) -> str:
     """Render the report; with `out`, also write it and its plots there (not the plots with
     `summary`: the job-summary variant links no images). Returns Markdown."""
-    context = build_context(records, baseline, threshold)
+    context = build_context(records, baseline, threshold, compiles=compiles)
     if out is not None and not summary:
         context["plots"] = draw_plots(context, out)
     text = render_summary(context) if summary else render(context)

@@ -9,6 +9,7 @@ from mibench.harness.records import CaseRecord, ParityCheck, RunRecord
 from mibench.harness.report import fmt
 from mibench.harness.report.fmt import Table
 from mibench.harness.report.repro import command, config_args
+from mibench.harness.report.resources import TIMED_MARK, TIMED_NOTE
 from mibench.harness.stats.comparable import label
 from mibench.harness.stats.describe import median
 
@@ -81,9 +82,10 @@ def results_matrix(rows: list[Row]) -> Table:
         cells = [fmt.hardware(r.record)] + ([r.run] if many_runs else []) + [
             c.engine, c.mode, fmt.options(c)] + ([fmt.model_label(c)] if many_models else [])
         cells += [str(c.topology.get("tp", "?")), str(r.items) if r.items else "-"]
+        marked = f" {TIMED_MARK}" if m.timed_compiles else ""
         cells += [fmt.num(median(m.throughput_items_per_s)),
                   fmt.num(median(m.latency_per_item_ms)), fmt.num(c.compile_s),
-                  fmt.mfu(m.mfu), fmt.size(m.peak_memory_bytes), fmt.status(c)]
+                  fmt.mfu(m.mfu), fmt.size(m.peak_memory_bytes), fmt.status(c) + marked]
         out.append(cells)
     records = list({id(r.record): r.record for r in rows}.values())
     note = ("Medians over the timed runs; MFU = useful FLOPs / (median time x peak), peak "
@@ -91,6 +93,8 @@ def results_matrix(rows: list[Row]) -> Table:
     if loads:
         note += (" An http case times a load of many requests, not one pass: its items/s is "
                  "over the load, and its request latencies are in the latency table.")
+    if any(r.case.metrics.timed_compiles for r in rows):
+        note += f" {TIMED_NOTE}"
     return Table(header, out, align, note=note).lift_constant(CONSTANT)
 
 

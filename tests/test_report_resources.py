@@ -1,0 +1,117 @@
+"""The report's compiles and memory: first-call, warmup and timed compile counts ("not
+counted" where none were taken, never 0), a mark and a footnote on a case that compiled
+during its timed runs, and `mibench compile`'s HBM estimate beside the measured peak
+(`mibench report RUN.json --compile COMPILE.json`), saying when the target is not the run's
+hardware."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from mibench.harness.commands.common import OneLineErrors
+from mibench.harness.commands.report import report as report_cmd
+from mibench.harness.records import read_artifact, read_compile_artifact, write_artifact
+from mibench.harness.report import build_context, render
+from mibench.harness.report.resources import TIMED_MARK
+
+DATA = Path(__file__).parent / "data"
+RUN = DATA / "reports" / "base.json"  # TPU v6 lite x4, qwen3-0.6b, no compile counts
+COMPILED = DATA / "compile-tiny-v6e-1.json"  # v6e-1, embedded:tiny
+CASE = "jax/packed/mask=dense/tp=1"
+
+
+def cli(*args: str):
+    app = typer.Typer(cls=OneLineErrors)
+    app.command()(report_cmd)
+    app.command("noop")(lambda: None)
+    return CliRunner().invoke(app, ["report", *args])
+
+
+@pytest.fixture(scope="module")
+def run():
+    return read_artifact(RUN)
+
+
+def counted(run, case_id: str = CASE, **counts):
+    out = run.model_copy(deep=True)
+    for c in out.cases:
+        if c.case_id == case_id:
+            c.metrics = c.metrics.model_copy(update=counts)
+    return out
+
+
+def section(text: str) -> str:
+    return text.split("## Compiles and memory", 1)[1].split("\n## ", 1)[0]
+
+
+def cells(text: str, case_id: str) -> list[str]:
+    line = next(x for x in section(text).splitlines() if x.startswith(f"| {case_id} |"))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def test_no_counts_and_no_estimates_leave_the_section_out(run):
+    assert "## Compiles and memory" not in render(build_context([run]))
+
+
+def test_counts_shown_and_not_counted_never_zero(run):
+    rec = counted(run, first_call_compiles=7, warmup_compiles=0, timed_compiles=0)
+    text = render(build_context([rec]))
+    assert cells(text, CASE)[1:6] == ["7", "0", "0", "2.3 GiB", "device"]
+    assert cells(text, "jax/single/tp=1")[1:4] == ["not counted"] * 3
+    assert TIMED_MARK not in text  # no compile during a timed run: no mark, no footnote
+
+
+def test_a_timed_compile_marks_the_case_with_a_footnote(run):
+    rec = counted(run, first_call_compiles=7, warmup_compiles=1, timed_compiles=2)
+    text = render(build_context([rec]))
+    assert cells(text, CASE)[3] == f"**2** {TIMED_MARK}"
+    matrix = text.split("## Results matrix", 1)[1].split("\n## ", 1)[0]
+    assert f"ok {TIMED_MARK}" in matrix and f"{TIMED_MARK} XLA compiled during" in matrix
+    assert f"{TIMED_MARK} XLA compiled during the case's timed runs" in section(text)
+    assert f"1 case(s) compiled during their timed runs ({TIMED_MARK}): {CASE} (2)" in text
+
+
+def test_estimate_beside_the_peak_says_the_target_differs(tmp_path):
+    out = cli(str(RUN), "--compile", str(COMPILED))
+    assert out.exit_code == 0, out.output
+    row = cells(out.stdout, CASE)
+    assert row[4] == "2.3 GiB"  # measured
+    assert row[6].startswith("80.2 MiB on v6e-1 (not this run's hardware (TPU v6 lite x4)")
+    assert "another workload" in row[6] and "another model" in row[6]
+    assert row[7] == "-"  # no ratio of different measurements
+    assert "HBM estimate (mibench compile)" in section(out.stdout)
+
+
+def test_estimate_on_the_same_hardware_gives_the_ratio(run):
+    compiled = read_compile_artifact(COMPILED)
+    est = next(c for c in compiled.cases if c.case_id == CASE)
+    rec = run.model_copy(deep=True)
+    rec.provenance.devices.count = 1
+    for c in rec.cases:
+        c.model, c.workload = dict(est.model), dict(est.workload)
+    text = render(build_context([rec], compiles=[compiled]))
+    row = cells(text, CASE)
+    assert row[6] == "80.2 MiB on v6e-1"
+    assert row[7] == f"{2_500_000_000 / est.compile.hbm_peak_bytes:.2f}x"
+    # a case the compile artifact lacks says so; a skipped one its status
+    assert cells(text, "jax/chunked/chunk_size=32/tp=1")[6] == "no estimate"
+    assert cells(text, "torch/single/tp=1")[6] == "skipped on v6e-1"
+
+
+def test_compile_option_takes_only_compile_artifacts(tmp_path):
+    out = cli(str(RUN), "--compile", str(RUN))
+    assert out.exit_code == 2 and out.stderr.count("\n") == 1
+    assert str(RUN) in out.stderr and "not a mibench.compile/1 artifact" in out.stderr
+    out = cli(str(COMPILED), "--compile", str(COMPILED))
+    assert out.exit_code == 2 and "--compile" in out.stderr
+
+
+def test_cli_report_of_a_counted_run(run, tmp_path):
+    path = tmp_path / "run.json"
+    write_artifact(counted(run, first_call_compiles=3, timed_compiles=1), path)
+    out = cli(str(path))
+    assert out.exit_code == 0 and f"**1** {TIMED_MARK}" in out.stdout
