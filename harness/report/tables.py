@@ -85,7 +85,8 @@ def results_matrix(rows: list[Row]) -> Table:
         marked = f" {TIMED_MARK}" if m.timed_compiles else ""
         cells += [fmt.num(median(m.throughput_items_per_s)),
                   fmt.num(median(m.latency_per_item_ms)), fmt.num(c.compile_s),
-                  fmt.mfu(m.mfu), fmt.size(m.peak_memory_bytes), fmt.status(c) + marked]
+                  fmt.mfu(m.mfu), fmt.peak(m.peak_memory_bytes, m.peak_memory_source),
+                  fmt.status(c) + marked]
         out.append(cells)
     records = list({id(r.record): r.record for r in rows}.values())
     note = ("Medians over the timed runs; MFU = useful FLOPs / (median time x peak), peak "
