@@ -109,6 +109,12 @@ def test_memory_regression_past_the_threshold_not_below(base, tmp_path):
     assert "**2.3 GiB -> 2.8 GiB (+20.0%, 1.20x)**" in text
     out = cli(str(DATA / "base.json"), save(grown, tmp_path / "grown.json"), "--allow-untested")
     assert out.exit_code == 1 and f"{CASE}: peak memory (device) +20.0%" in out.stdout
+    data = json.loads(cli(str(DATA / "base.json"), str(tmp_path / "grown.json"),
+                          "--allow-untested", "--format", "json").stdout)
+    (case,) = [c for c in data["cases"] if c["case_id"] == CASE]
+    assert case["verdict"] == "memory regression" and data["memory_threshold"] == 0.10
+    assert case["memory"]["ratio"] == pytest.approx(1.2) and case["memory"]["regression"]
+    assert case["memory"]["base_bytes"] == peak and case["memory"]["new_source"] == "device"
     # a looser threshold, and growth below the default, pass
     out = cli(str(DATA / "base.json"), str(tmp_path / "grown.json"), "--allow-untested",
               "--memory-threshold", "25%")
