@@ -314,7 +314,7 @@ def compiled_in_timed_runs(change: CaseChange, new: CaseRecord) -> CaseChange:
     fault = timed_compile_fault(new.metrics) if new.status == "ok" else None
     if fault is None:
         return change
-    keep = change.verdict in ("not comparable",)
+    keep = change.verdict == "not comparable"
     return dataclasses.replace(change, verdict=change.verdict if keep else "timed compiles",
                                regression=True, reason=f"{fault}; {change.reason}")
 
