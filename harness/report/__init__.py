@@ -129,13 +129,12 @@ def build_context(records: list[RunRecord], baseline: RunRecord | None = None,
     pairs = comparisons_for(records, baseline, threshold)
     comps = [p.comp for p in pairs]
     spread, pauses = tables.spread_table(rows)
-    has_models = groups.has_model_matrix(rows)
     names = sorted({r.config.get("name", "?") for r in records})
     return {
         "title": title or f"mibench report: {', '.join(names)}",
         "summary": summary(rows, records, comps, pauses),
         "results": tables.results_matrix(rows),
-        "speedups": [] if has_models else groups.speedups(rows),
+        "speedups": groups.speedups(rows),
         "ab": groups.ab_tables(rows),
         "parity": tables.parity_table(records, passed=False),
         "parity_passed": tables.parity_table(records, passed=True),
