@@ -35,6 +35,9 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
                "--summary", help="The PR-comment / job-summary variant (e.g. for "
                                  "$GITHUB_STEP_SUMMARY): at most 40 lines, the verdict and "
                                  "the cases to look at first, no plots.")] = False,
+           references: Annotated[Path | None, typer.Option(
+               help="Reference figures (YAML, e.g. configs/references/seeds.yaml) to set "
+                    "beside the runs, instead of the artifacts' own.")] = None,
            case: CaseGlobs = None):
     """Markdown report of ARTIFACTS: results, speedups, A/B, parity, commits, topology."""
     limit = parse_threshold(threshold)
@@ -56,12 +59,15 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
         write_text(out, render_fit(select_records([read_compile_artifact(p)
                                                    for p in artifacts], case)))
         return
+    from mibench.harness.config.references import load_references
     from mibench.harness.report import write_report
 
+    refs = load_references(references) if references is not None else None
     comparing = baseline is not None or len(artifacts) > 1
     records = [(load_checked if comparing else load)(p) for p in artifacts]
     base = load_checked(baseline) if baseline is not None else None
     records = select_records(records + ([base] if base else []), case)
     records, base = (records[:-1], records[-1]) if base else (records, None)
-    text = write_report(records, out, baseline=base, threshold=limit, summary=summary)
+    text = write_report(records, out, baseline=base, threshold=limit, summary=summary,
+                        refs=refs)
     print(f"wrote {out}" if out is not None else text, end="\n" if out else "")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mibench.harness.records import RunRecord
-from mibench.harness.report import figures, fmt, groups, latency, plots, tables
+from mibench.harness.records import ReferenceSet, RunRecord
+from mibench.harness.report import figures, fmt, groups, latency, plots, references, tables
 from mibench.harness.report.figures import Pair
 from mibench.harness.report.tables import Row
 from mibench.harness.stats.comparable import label
@@ -123,9 +123,12 @@ def summary(rows: list[Row], records: list[RunRecord], comps: list[Comparison],
 
 
 def build_context(records: list[RunRecord], baseline: RunRecord | None = None,
-                  threshold: float = DEFAULT_THRESHOLD, title: str | None = None) -> dict:
-    """Every table of the report; a section's value is None (or empty) when it has no data."""
+                  threshold: float = DEFAULT_THRESHOLD, title: str | None = None,
+                  refs: ReferenceSet | None = None) -> dict:
+    """Every table of the report; a section's value is None (or empty) when it has no data.
+    `refs`: reference figures to set beside the runs (default: the artifacts' own)."""
     rows = tables.rows_of(records)
+    ref_sets = references.reference_sets(records, refs)
     pairs = comparisons_for(records, baseline, threshold)
     comps = [p.comp for p in pairs]
     spread, pauses = tables.spread_table(rows)
@@ -143,6 +146,8 @@ def build_context(records: list[RunRecord], baseline: RunRecord | None = None,
         "methods": method_lines(comps[0]) if comps else [],
         "topology": groups.topology(rows),
         "models": groups.model_matrix(rows),
+        "ref_figures": references.figures_table(ref_sets),
+        "ref_ratios": references.ratio_table(ref_sets, rows),
         "parity_models": groups.parity_by_model(records),
         "spread": spread,
         "latency": latency.latency_table(rows),
@@ -242,10 +247,11 @@ def draw_plots(context: dict, out: Path) -> dict[str, str]:
 
 
 def write_report(records: list[RunRecord], out: Path | None, baseline: RunRecord | None = None,
-                 threshold: float = DEFAULT_THRESHOLD, summary: bool = False) -> str:
+                 threshold: float = DEFAULT_THRESHOLD, summary: bool = False,
+                 refs: ReferenceSet | None = None) -> str:
     """Render the report; with `out`, also write it and its plots there (not the plots with
     `summary`: the job-summary variant links no images). Returns Markdown."""
-    context = build_context(records, baseline, threshold)
+    context = build_context(records, baseline, threshold, refs=refs)
     if out is not None and not summary:
         context["plots"] = draw_plots(context, out)
     text = render_summary(context) if summary else render(context)
