@@ -43,6 +43,9 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
     limit = parse_threshold(threshold)
     out_file(out)
     kinds = {schema_of(p) for p in artifacts}
+    if references is not None and not kinds <= {"mibench.run/1", "mibench.run/2"}:
+        raise MibenchError("reference figures are set beside run artifacts only",
+                           field="--references")
     if len(artifacts) == 1 and baseline is None and kinds <= {"mibench.ab/1", "mibench.ab/2"}:
         if case:
             raise MibenchError("selects the cases of run artifacts; an A/B artifact holds "
