@@ -158,3 +158,17 @@ def test_report_option_overrides_the_artifacts_set():
     assert ctx["ref_figures"].rows[0][0] == "seed000-single"
     measured = {r[0] for r in ctx["results"].rows}
     assert not measured & {"seed000-single"}  # never mixed into the measured rows
+
+
+def test_references_are_for_run_artifacts_only(tmp_path):
+    from mibench.harness.records import ABRecord
+
+    ab = next(p for p in (ROOT / "artifacts").rglob("ab-*.json"))
+    assert ABRecord.model_validate_json(ab.read_text())  # a real A/B artifact
+    app_ = typer.Typer()
+    app_.command()(report_cmd)
+    app_.command("noop")(lambda: None)
+    out = CliRunner().invoke(app_, ["report", str(ab), "--references", str(SEEDS)])
+    assert out.exit_code == 2 and "--references" in out.output
+    plain = CliRunner().invoke(app_, ["report", str(ab)])
+    assert plain.exit_code == 0, plain.output  # control: the artifact itself reports
