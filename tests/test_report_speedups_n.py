@@ -89,3 +89,41 @@ def test_a_different_workload_is_never_compared(v6e1_like):
     t = model_matrix(rows_of([v6e1_like]))
     row = next(r for r in t.rows if r[1] == "jax/packed (mask=segment)")
     assert "x" not in row[t.header.index("N=500")]
+
+
+CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
+def test_every_shipped_config_gets_its_speedups(path):
+    """Each shipped config, its cases given synthetic timings (single: 0.1 s an item, the
+    others 0.05 s + 0.01 s an item): every jax/torch engine/mode of a (model, dtype, tp)
+    appears in that context's speedups table, whatever item counts the config gives it."""
+    import numpy as np
+
+    from mibench.harness.config import load_config
+    from mibench.harness.config.matrix import expand
+    from mibench.harness.records import RunRecord
+
+    config = load_config(path)
+    cases = [c for c in expand(config) if c.engine in ("jax", "torch")
+             and c.workload.num_items is not None]
+    rec = RunRecord(run_id="r", started_at="2026-01-01T00:00:00Z", config=config.resolved(),
+                    config_sha256=config.sha256(), provenance=make.provenance(path.name, "1"))
+    rng = np.random.default_rng(0)
+    for c in cases:
+        n = c.workload.num_items
+        rec.cases.append(make.case_record(c, 0.1 * n if c.mode == "single" else 0.05 + 0.01 * n,
+                                          rng, "2026-01-01T00:00:00Z"))
+    contexts: dict[tuple, set[str]] = {}
+    for c in cases:
+        contexts.setdefault((c.model, c.dtype, c.tp, c.workload.query_tokens,
+                             str(c.workload.item_tokens)), set()).add(f"{c.engine}/{c.mode}")
+    tables = speedups(rows_of([rec]))
+    for modes in contexts.values():
+        if len(modes) < 2:
+            continue
+        shown = [{h.removeprefix("vs ").split(" ")[0] for h in t.header[1:]
+                  if h.startswith("vs ")} | {r[0].split(" ")[0] for r in t.rows}
+                 for t in tables]
+        assert any(modes <= s for s in shown), (modes, shown)
