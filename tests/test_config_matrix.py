@@ -214,7 +214,9 @@ def test_seeds_config_is_constant_but_its_parity_workload_is_random():
 
     config = load_config(Path(__file__).parent.parent / "configs" / "v6e1-seeds.yaml")
     assert {c.workload.tokens for c in expand(config)} == {"constant"}
-    assert "jax/chunked/chunk_size=32/schedule=sequential/tp=1" in ids(config)
+    assert not any("chunked" in i for i in ids(config))  # no seed runs chunks at TP 1
+    assert "jax/prefill_extend/mask=dense/extend_batch_size=12/precompile_bs=1-12/tp=1" \
+        in ids(config)  # seed 000: MULTI_ITEM_MASK_IMPL=dense for prefill+extend too
     spec = parity_workload(config)
     assert spec.tokens == "random" and spec.query_tokens == 512 and spec.num_items == 16
 

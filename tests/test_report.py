@@ -30,7 +30,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 COMMIT_SECTIONS = ["Summary", "Commit comparison", "Results matrix", "Speedups between modes",
                    "A/B: options differing in one key", "Parity", "Topology comparison",
                    "Run-to-run spread", "Environment", "Reproduce"]
-MODEL_SECTIONS = ["Summary", "Results matrix", "Parity",
+MODEL_SECTIONS = ["Summary", "Results matrix", "Speedups between modes", "Parity",
                   "Model matrix", "Run-to-run spread", "Environment", "Reproduce"]
 
 

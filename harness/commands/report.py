@@ -23,6 +23,7 @@ from mibench.harness.commands.common import (
 )
 
 COMPILE, AB = "mibench.compile/1", ("mibench.ab/1", "mibench.ab/2")
+RUN = ("mibench.run/1", "mibench.run/2")
 
 
 def compile_artifacts(paths: list[Path]) -> list:
@@ -51,14 +52,20 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
                "--summary", help="The PR-comment / job-summary variant (e.g. for "
                                  "$GITHUB_STEP_SUMMARY): at most 40 lines, the verdict and "
                                  "the cases to look at first, no plots.")] = False,
+           references: Annotated[Path | None, typer.Option(
+               help="Reference figures (YAML, e.g. configs/references/seeds.yaml) to set "
+                    "beside the runs, instead of the artifacts' own.")] = None,
            case: CaseGlobs = None):
     """Markdown report of ARTIFACTS: results, speedups, A/B, parity, commits, topology."""
     limit = parse_threshold(threshold)
     out_file(out)
-    if estimates and {schema_of(p) for p in artifacts} & {COMPILE, *AB}:
+    kinds = {schema_of(p) for p in artifacts}
+    if estimates and not kinds <= set(RUN):
         raise MibenchError("goes with run artifacts: it puts estimates beside their "
                            "measured peaks", field="--compile")
-    kinds = {schema_of(p) for p in artifacts}
+    if references is not None and not kinds <= set(RUN):
+        raise MibenchError("reference figures are set beside run artifacts only",
+                           field="--references")
     if len(artifacts) == 1 and baseline is None and kinds <= set(AB):
         if case:
             raise MibenchError("selects the cases of run artifacts; an A/B artifact holds "
@@ -75,13 +82,15 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
         write_text(out, render_fit(select_records([read_compile_artifact(p)
                                                    for p in artifacts], case)))
         return
+    from mibench.harness.config.references import load_references
     from mibench.harness.report import write_report
 
+    refs = load_references(references) if references is not None else None
     comparing = baseline is not None or len(artifacts) > 1
     records = [(load_checked if comparing else load)(p) for p in artifacts]
     base = load_checked(baseline) if baseline is not None else None
     records = select_records(records + ([base] if base else []), case)
     records, base = (records[:-1], records[-1]) if base else (records, None)
     text = write_report(records, out, baseline=base, threshold=limit, summary=summary,
-                        compiles=compile_artifacts(estimates or []))
+                        compiles=compile_artifacts(estimates or []), refs=refs)
     print(f"wrote {out}" if out is not None else text, end="\n" if out else "")

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from mibench.harness.config.checks import check_config, count_cases
 from mibench.harness.config.errors_format import format_validation_error
 from mibench.harness.config.matrix import expand
+from mibench.harness.config.references import load_references, resolve
 from mibench.harness.config.spec import Config
 from mibench.harness.config.yamlsource import Locations, apply_set, load_source
 
@@ -45,12 +46,16 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     for assignment in overrides:
         data = apply_set(data, locs, assignment)
     _resolve_requests(data, locs)
+    if isinstance(data.get("references"), str):
+        data["references"] = resolve(data["references"], locs.find(("references",))[0])
     try:
         config = Config.model_validate(data)
     except ValidationError as e:
         raise format_validation_error(e, data, locs, Config) from None
     config._locations = locs
     config._source = str(path)
+    if config.references is not None:
+        load_references(config.references)  # a bad reference file fails here, not in report
     count_cases(config)  # a bounded matrix, before it is expanded
     cases = expand(config)  # semantic checks: engines, modes, options, duplicate ids
     check_config(config, cases)  # models, vocabularies, lengths, requests files, memory

@@ -254,6 +254,9 @@ class Config(Strict):
     runs: Runs = Runs()
     cases: Annotated[list[Case], Field(min_length=1)]
     parity: Parity | None = None
+    # a reference-figures file (configs/references/seeds.yaml), relative to the config:
+    # published results set beside the run in its report, never mixed with measured rows
+    references: str | None = None
 
     _locations: Locations = PrivateAttr(default_factory=Locations)
     _source: str = PrivateAttr(default="")

@@ -36,6 +36,7 @@ from mibench.harness.records.io import (
     write_artifact,
     write_failed,
 )
+from mibench.harness.records.references import ReferenceFigure, ReferenceSet
 from mibench.harness.records.run import (
     SCHEMA,
     SCHEMA_FILE,
@@ -64,6 +65,7 @@ __all__ = ["ABCase", "ABRecord", "AB_SCHEMA", "Artifact", "COMPILE_SCHEMA", "Cas
            "CaseRecord", "Checkpoints", "CompileCase", "CompileRecord", "CompileTarget", "Devices",
            "ErrorInfo", "GitInfo", "Header", "HttpMetrics", "HttpRequest", "Invocation", "KINDS",
            "Latency", "LibTpu", "Metrics", "ParityCheck", "ParityRecord", "Provenance", "Record",
+           "ReferenceFigure", "ReferenceSet",
            "RunRecord", "SCHEMA", "SCHEMA_FILE", "ServerInfo", "Summary", "json_schema", "locked",
            "read_ab", "read_artifact", "read_compile_artifact", "read_json", "schema_file",
            "schemas", "write_artifact", "write_failed"]

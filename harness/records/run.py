@@ -12,6 +12,7 @@ from pydantic import Field
 from mibench.errors import MibenchError
 from mibench.harness.records.base import ErrorInfo, Header, Measured, Record
 from mibench.harness.records.io import read_json, schema_file
+from mibench.harness.records.references import ReferenceSet
 
 # run/2 adds, all optional: the run's invocation, a launched server's record, the parity
 # check `concurrency` and what it saw move; run/1 artifacts read as run/2
@@ -194,6 +195,8 @@ class RunRecord(Header):
     resumed_at: list[str] = []
     cases: list[CaseRecord] = []
     parity: ParityRecord | None = None
+    # the config's reference figures (`references:`), shown beside the run by `report`
+    references: ReferenceSet | None = None
 
 
 def read_artifact(path: str | Path) -> RunRecord:

@@ -11,8 +11,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mibench.harness.records import RunRecord
-from mibench.harness.report import figures, fmt, groups, latency, plots, resources, tables
+from mibench.harness.records import ReferenceSet, RunRecord
+from mibench.harness.report import (
+    figures,
+    fmt,
+    groups,
+    latency,
+    plots,
+    references,
+    resources,
+    tables,
+)
 from mibench.harness.report.figures import Pair
 from mibench.harness.report.tables import Row
 from mibench.harness.stats.comparable import label
@@ -130,21 +139,22 @@ def summary(rows: list[Row], records: list[RunRecord], comps: list[Comparison],
 
 def build_context(records: list[RunRecord], baseline: RunRecord | None = None,
                   threshold: float = DEFAULT_THRESHOLD, title: str | None = None,
-                  compiles: list | None = None) -> dict:
+                  compiles: list | None = None, refs: ReferenceSet | None = None) -> dict:
     """Every table of the report; a section's value is None (or empty) when it has no data.
-    `compiles`: compile artifacts whose HBM estimates go beside the measured peaks."""
+    `compiles`: compile artifacts whose HBM estimates go beside the measured peaks;
+    `refs`: reference figures to set beside the runs (default: the artifacts' own)."""
     rows = tables.rows_of(records)
+    ref_sets = references.reference_sets(records, refs)
     pairs = comparisons_for(records, baseline, threshold)
     comps = [p.comp for p in pairs]
     spread, pauses = tables.spread_table(rows)
-    has_models = groups.has_model_matrix(rows)
     names = sorted({r.config.get("name", "?") for r in records})
     return {
         "title": title or f"mibench report: {', '.join(names)}",
         "summary": summary(rows, records, comps, pauses),
         "results": tables.results_matrix(rows),
         "resources": resources.resources_table(rows, compiles),
-        "speedups": [] if has_models else groups.speedups(rows),
+        "speedups": groups.speedups(rows),
         "ab": groups.ab_tables(rows),
         "parity": tables.parity_table(records, passed=False),
         "parity_passed": tables.parity_table(records, passed=True),
@@ -153,6 +163,8 @@ def build_context(records: list[RunRecord], baseline: RunRecord | None = None,
         "methods": method_lines(comps[0]) if comps else [],
         "topology": groups.topology(rows),
         "models": groups.model_matrix(rows),
+        "ref_figures": references.figures_table(ref_sets),
+        "ref_ratios": references.ratio_table(ref_sets, rows),
         "parity_models": groups.parity_by_model(records),
         "spread": spread,
         "latency": latency.latency_table(rows),
@@ -253,10 +265,10 @@ def draw_plots(context: dict, out: Path) -> dict[str, str]:
 
 def write_report(records: list[RunRecord], out: Path | None, baseline: RunRecord | None = None,
                  threshold: float = DEFAULT_THRESHOLD, summary: bool = False,
-                 compiles: list | None = None) -> str:
+                 compiles: list | None = None, refs: ReferenceSet | None = None) -> str:
     """Render the report; with `out`, also write it and its plots there (not the plots with
     `summary`: the job-summary variant links no images). Returns Markdown."""
-    context = build_context(records, baseline, threshold, compiles=compiles)
+    context = build_context(records, baseline, threshold, compiles=compiles, refs=refs)
     if out is not None and not summary:
         context["plots"] = draw_plots(context, out)
     text = render_summary(context) if summary else render(context)

@@ -23,43 +23,87 @@ def throughput(row: Row) -> float | None:
     return median(row.case.metrics.throughput_items_per_s)
 
 
-def _ctx(row: Row, tp: bool = True) -> tuple:
+def _ctx(row: Row, tp: bool = True, items: bool = True) -> tuple:
+    """Model, dtype, tp and workload of a row: what makes two rows like with like (`items`
+    False: the workload but its item count, for ratios of items/s across N)."""
     c = row.case
+    workload = c.workload if items else {k: v for k, v in c.workload.items()
+                                         if k != "num_items"}
     return (c.model.get("path"), c.model.get("dtype"), c.topology.get("tp") if tp else None,
-            json.dumps(c.workload, sort_keys=True))
+            json.dumps(workload, sort_keys=True))
 
 
-def _where(row: Row, runs: bool, tp: bool = True) -> str:
+def _where(row: Row, runs: bool, tp: bool = True, items: bool = True) -> str:
     c = row.case
     parts = [f"commit {row.run}"] if runs else []
     parts += [fmt.model_label(c), c.model.get("dtype", "")]
     parts += [f"tp={c.topology.get('tp')}"] if tp else []
-    return ", ".join(p for p in parts + [f"{row.items} items"] if p)
+    return ", ".join(p for p in parts + ([f"{row.items} items"] if items else []) if p)
+
+
+def _main_items(by_mode: dict[str, dict[int, Row]]) -> int | None:
+    """The item count most engine/modes were measured at (ties: the largest)."""
+    counts: dict[int, int] = defaultdict(int)
+    for by_n in by_mode.values():
+        for n in by_n:
+            counts[n] += 1
+    return max(counts, key=lambda n: (counts[n], n)) if counts else None
+
+
+def speed_pick(rows: list[Row]) -> dict[tuple, dict[str, Row]]:
+    """Per context (artifact, model, dtype, tp, workload but N): the fastest ok case of
+    each engine/mode, at the item count most modes share when the mode has it, else at its
+    own (so a `single` timed on fewer items still has a ratio, stated as across N)."""
+    found: dict[tuple, dict[str, dict[int, Row]]] = defaultdict(lambda: defaultdict(dict))
+    for r in rows:
+        thr = throughput(r)
+        by_n = found[(r.run,) + _ctx(r, items=False)][f"{r.case.engine}/{r.case.mode}"]
+        best = by_n.get(r.items)
+        if thr is not None and (best is None or thr > throughput(best)):
+            by_n[r.items] = r
+    out = {}
+    for key, by_mode in found.items():
+        main = _main_items(by_mode)
+        out[key] = {mode: by_n[main] if main in by_n else max(by_n.values(), key=throughput)
+                    for mode, by_n in by_mode.items() if by_n}
+    return out
+
+
+def ratio_cell(row: Row, other: Row) -> str:
+    """Items/s of `row` over `other`'s; `(N a / b)` when they were measured on different
+    item counts (a ratio of per-item throughput, not a same-workload speedup)."""
+    cell = fmt.times(throughput(row) / throughput(other))
+    return cell if row.items == other.items else f"{cell} (N {row.items} / {other.items})"
+
+
+ACROSS_N = ("A cell marked (N a / b) is a ratio of items/s measured on different item "
+            "counts: a items for the row, b for the column; it compares per-item throughput, "
+            "not the same workload (a packed mode's items/s grows with N).")
 
 
 def speedups(rows: list[Row]) -> list[Table]:
-    """Per context (artifact, model, dtype, tp, workload): the fastest case of each
+    """Per context (artifact, model, dtype, tp, workload but N): the fastest case of each
     engine/mode, slowest first, and each one's speedup over every slower mode (the upper
-    half would only repeat them as reciprocals)."""
-    groups: dict[tuple, dict[str, Row]] = defaultdict(dict)
-    for r in rows:
-        thr = throughput(r)
-        best = groups[(r.run,) + _ctx(r)].get(f"{r.case.engine}/{r.case.mode}")
-        if thr is not None and (best is None or thr > throughput(best)):
-            groups[(r.run,) + _ctx(r)][f"{r.case.engine}/{r.case.mode}"] = r
+    half would only repeat them as reciprocals); ratios across item counts say so."""
     runs = len({r.run for r in rows}) > 1
     out = []
-    for best in groups.values():
+    for best in speed_pick(rows).values():
         if len(best) < 2:
             continue
         order = sorted(best, key=lambda k: throughput(best[k]))
-        thr = {k: throughput(best[k]) for k in order}
-        body = [[fmt.mode_label(best[a].case), fmt.num(thr[a])] +
-                [fmt.times(thr[a] / thr[b]) if j < i else "" for j, b in enumerate(order[:-1])]
+        across = len({best[k].items for k in order}) > 1
+        body = [[fmt.mode_label(best[a].case)] + ([str(best[a].items)] if across else [])
+                + [fmt.num(throughput(best[a]))]
+                + [ratio_cell(best[a], best[b]) if j < i else ""
+                   for j, b in enumerate(order[:-1])]
                 for i, a in enumerate(order) if i > 0]  # the slowest: only a column
-        header = ["Mode (fastest options)", "Items/s"] + [f"vs {b}" for b in order[:-1]]
-        out.append(Table(header, body, ["l"] + ["r"] * len(order),
-                         title=_where(next(iter(best.values())), runs)))
+        header = (["Mode (fastest options)"] + (["Items"] if across else []) + ["Items/s"]
+                  + [f"vs {b}" + (f" (N={best[b].items})" if across else "")
+                     for b in order[:-1]])
+        first = next(iter(best.values()))
+        out.append(Table(header, body, ["l"] + ["r"] * (len(header) - 1),
+                         title=_where(first, runs, items=not across),
+                         note=ACROSS_N if across else None))
     return out
 
 
@@ -150,37 +194,49 @@ def has_model_matrix(rows: list[Row]) -> bool:
 
 
 def model_matrix(rows: list[Row]) -> Table | None:
-    """Rows: model x mode; columns: item counts; cells: items/s (speedup vs single)."""
+    """Rows: model x mode; columns: item counts; cells: items/s (speedup vs single at the
+    same N, or, without one, vs the fastest single of the model at another N, said so)."""
     if not has_model_matrix(rows):
         return None
     counts = sorted({r.items for r in rows if r.items is not None})
-    single: dict[tuple, float] = {}
+    single: dict[tuple, dict[int, Row]] = defaultdict(dict)
     table: dict[tuple, dict[int, Row]] = defaultdict(dict)
     for r in rows:
         model = fmt.model_label(r.case)
         key = (r.run, model, fmt.mode_label(r.case), r.case.topology.get("tp"))
         table[key][r.items] = r
         if r.case.mode == "single" and r.case.engine == "jax" and throughput(r):
-            single[(r.run, model, key[3], r.items)] = throughput(r)
+            single[(r.run, model, key[3]) + _ctx(r, tp=False, items=False)][r.items] = r
     runs = len({r.run for r in rows}) > 1
     body = []
     for (run, model, mode, tp), by_n in table.items():
         cells = []
         for n in counts:
-            row, ref = by_n.get(n), single.get((run, model, tp, n))
+            row = by_n.get(n)
             if row is None:
                 cells.append("")
             elif throughput(row) is None:
                 cells.append(_status_or(row))
             else:
-                vs = f" ({fmt.times(throughput(row) / ref)})" if ref and row.case.mode != "single" \
-                    else ""
-                cells.append(fmt.num(throughput(row)) + vs)
+                cells.append(fmt.num(throughput(row)) + _vs_single(row, single.get(
+                    (run, model, tp) + _ctx(row, tp=False, items=False), {})))
         body.append(([run] if runs else []) + [model, mode, str(tp)] + cells)
     header = (["Commit"] if runs else []) + ["Model", "Mode", "TP"] + [f"N={n}" for n in counts]
     return Table(header, body, ["l"] * (4 if runs else 3) + ["r"] * len(counts),
                  note="Items/s at N items; in brackets the speedup over jax/single at the "
-                      "same model and N.")
+                      "same model and N, or `vs N=b` when jax/single was measured only at "
+                      "other item counts: then a ratio of per-item throughput on different N "
+                      "(single's fastest, at b items).")
+
+
+def _vs_single(row: Row, singles: dict[int, Row]) -> str:
+    """` (3.98x)` against single at the row's N, ` (5.05x vs N=64)` against single's fastest
+    elsewhere, `` for single itself or when there is none."""
+    if row.case.mode == "single" or not singles:
+        return ""
+    ref = singles.get(row.items) or max(singles.values(), key=throughput)
+    ratio = fmt.times(throughput(row) / throughput(ref))
+    return f" ({ratio})" if ref.items == row.items else f" ({ratio} vs N={ref.items})"
 
 
 def parity_by_model(records: list[RunRecord]) -> Table | None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from mibench.errors import MibenchError, Unavailable
 from mibench.harness.config.cases import CaseSpec
+from mibench.harness.config.references import load_references
 from mibench.harness.config.spec import Config
 from mibench.harness.records import (
     CaseRecord,
@@ -52,9 +53,10 @@ def new_record(plan: Plan, env: dict | None = None) -> RunRecord:
     devices = device_info(env) if env is not None else None
     provenance = collect(list(options.argv) or None, options.engine_repo, devices)
     provenance.invocation = invocation(plan)
+    references = load_references(config.references) if config.references else None
     return RunRecord(run_id=f"{config.name}-{stamp}-{secrets.token_hex(2)}", started_at=now(),
                      config=config.resolved(), config_sha256=config.sha256(),
-                     provenance=provenance)
+                     provenance=provenance, references=references)
 
 
 def invocation(plan: Plan) -> Invocation | None:

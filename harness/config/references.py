@@ -1,0 +1,34 @@
+"""Reading a reference-figures file (YAML, e.g. configs/references/seeds.yaml) into a
+validated `ReferenceSet`: a bad field is one ConfigError naming `file:line: key.path`
+(exit 2), as for configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from mibench.harness.config.errors_format import format_validation_error
+from mibench.harness.config.yamlsource import ConfigError, parse_yaml, read_text
+from mibench.harness.records import ReferenceSet
+
+
+def load_references(path: str | Path) -> ReferenceSet:
+    """The reference set in `path`; every problem is one ConfigError naming the file."""
+    shown = str(path)
+    data, locs = parse_yaml(read_text(Path(path), shown), shown)
+    try:
+        return ReferenceSet.model_validate(data)
+    except ValidationError as e:
+        raise format_validation_error(e, data, locs, ReferenceSet) from None
+
+
+def resolve(value: str, config_file: str | None) -> str:
+    """A config's `references:` path, relative to the file that names it, made absolute."""
+    base = Path(config_file).parent if config_file and not config_file.startswith("--set") \
+        else Path.cwd()
+    try:
+        return str((base / value).resolve())
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"not a usable path: {e}", key="references", file=config_file) \
+            from None
