@@ -17,7 +17,7 @@ def _install(session, extras: str = "test") -> None:
 @nox.session(python="3.11")
 def tests(session):
     _install(session)
-    session.run("python", "-m", "pytest", "-q", *session.posargs, env=ENV)
+    session.run("python", "-m", "pytest", "-q", "-n", "2", *session.posargs, env=ENV)
 
 
 @nox.session(python="3.11")
