@@ -16,7 +16,13 @@ from typer.testing import CliRunner
 
 from mibench.harness.commands.common import OneLineErrors, parse_threshold
 from mibench.harness.commands.compare import compare as compare_cmd
-from mibench.harness.records import ErrorInfo, RunRecord, read_artifact, write_artifact
+from mibench.harness.records import (
+    ErrorInfo,
+    RunRecord,
+    TopologyRecord,
+    read_artifact,
+    write_artifact,
+)
 from mibench.harness.report.fmt import verdict_line
 from mibench.harness.stats.compare import METHOD, compare
 from mibench.harness.stats.history import aa_noise
@@ -246,7 +252,7 @@ def with_items(rec: RunRecord, n: int) -> RunRecord:
     """The same artifact as if every case had scored `n` items (summaries recomputed)."""
     out = rec.model_copy(deep=True)
     for c in out.cases:
-        c.workload["num_items"] = n
+        c.workload.num_items = n
         if c.timed_s:
             make.set_times(c, c.timed_s)
     return out
@@ -274,7 +280,7 @@ def test_other_hardware_is_not_comparable_and_shown_side_by_side(real):
     case = result.cases[0]
     assert case.base_items_per_s and case.new_items_per_s and "cpus 2 vs 8" in case.reason
     tp = real.model_copy(deep=True)
-    tp.cases[0].topology = {"tp": 1, "mesh_shape": {"tp": 2}}
+    tp.cases[0].topology = TopologyRecord(tp=1, mesh_shape={"tp": 2})
     assert "mesh" in compare(real, tp).cases[0].reason
 
 

@@ -157,8 +157,8 @@ def check_ok(case, attention: str, chips: int):
     assert case.status == "ok", case.error
     c = case.compile
     assert case.resolved == {"attention": attention}
-    assert len(case.topology["devices"]) == chips == case.topology["tp"]
-    assert all(d["kind"] == "TPU v6 lite" for d in case.topology["devices"])
+    assert len(case.topology.devices) == chips == case.topology.tp
+    assert all(d.kind == "TPU v6 lite" for d in case.topology.devices)
     assert c.programs and all(p.error is None and p.memory for p in c.programs)
     assert c.fits is True and 0 < c.hbm_peak_bytes < c.hbm_per_chip_bytes
     assert c.hbm_peak_bytes == max(p.memory.resident_bytes for p in c.programs)
@@ -250,7 +250,7 @@ def test_tiny_config_compiles_for_v6e_4_and_a_refused_case_fails_alone(tmp_path,
         case = cases[case_id]
         dense = "dense" in case_id
         check_ok(case, "xla-masked" if dense else "pallas", 4)
-        assert case.topology["mesh_shape"] == {"tp": 4}
+        assert case.topology.mesh_shape == {"tp": 4}
     check_ok(cases["jax/packed/mask=segment/attention=xla/tp=4"], "xla", 4)
     # the dense extend passes its [B, L, P + L] mask from the host on every call: 4 x 8 x
     # (64 + 8) booleans for the batch of 4, 2 x 8 x 72 for the last 2 items
@@ -396,7 +396,7 @@ def test_shipped_tpu_configs_compile_small(tmp_path, libtpu_path, config, target
     data, cases = artifact(tmp_path / "out")
     chips = data["target"]["chips"]
     jax_cases = [c for c in cases.values() if c.engine == "jax"]
-    assert jax_cases and all(c.topology["tp"] == chips for c in jax_cases)
+    assert jax_cases and all(c.topology.tp == chips for c in jax_cases)
     for case in jax_cases:
         assert case.status == "ok" and case.compile.fits is True, case.error
     # a compile artifact compared with itself passes the gate; its report renders

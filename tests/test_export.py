@@ -48,7 +48,7 @@ def test_csv_has_a_row_per_case_and_timed_run():
         assert len(mine) == max(1, len(case.timed_s))
         if case.status == "ok":
             assert [float(r["time_s"]) for r in mine] == case.timed_s
-            n = case.workload["num_items"]
+            n = case.workload.num_items
             assert float(mine[0]["items_per_s"]) == pytest.approx(n / case.timed_s[0])
         else:
             assert mine[0]["time_s"] == "" and mine[0]["status"] == case.status

@@ -265,7 +265,7 @@ def test_jsonl_requests_workload(tmp_path):
         "workload: {requests: reqs.jsonl,")
     record = go(tmp_path, text=text)
     case = record.cases[0]
-    assert case.status == "ok" and case.workload["requests"].endswith("reqs.jsonl")
+    assert case.status == "ok" and case.workload.requests.endswith("reqs.jsonl")
     t = case.metrics.total_s.median
     assert case.metrics.throughput_items_per_s.median == pytest.approx(5 / t, rel=0.5)
     assert case.metrics.tokens_per_s == pytest.approx((3 + 1 + 3 + 2 + 1 + 3) / t)

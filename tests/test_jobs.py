@@ -131,7 +131,7 @@ def test_bench_modes_config_runs_every_case_through_the_one_loop(tmp_path, monke
     assert [c.status for c in record.cases] == ["ok"] * 10
     assert sum(calls.values()) == 10 and "mibench.harness.jobs.overhead" not in calls
     for c in record.cases:
-        assert len(c.timed_s) == c.runs["timed"] and c.metrics.throughput_items_per_s
+        assert len(c.timed_s) == c.runs.timed and c.metrics.throughput_items_per_s
         assert c.compile_s > 0 and c.metrics.peak_memory_bytes is not None
 
 

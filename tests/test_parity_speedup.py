@@ -106,7 +106,8 @@ def case(case_id, mode, items_per_s, num_items=32, tp=1, params=None, status="ok
                    stdev=0.0, n=1)
     return CaseRecord(case_id=case_id, engine="jax", mode=mode, params=params or {},
                       model={"path": "embedded:tiny", "dtype": "float32"}, topology={"tp": tp},
-                      workload={"num_items": num_items, "query_tokens": 20}, runs={},
+                      workload={"label_token_ids": [1], "num_items": num_items,
+                                "query_tokens": 20}, runs={"warmup": 0, "timed": 1},
                       status=status, started_at="t", metrics=Metrics(throughput_items_per_s=tput))
 
 

@@ -106,7 +106,7 @@ def _on_v6e1(rec: RunRecord) -> RunRecord:
     """new.json as if measured on one v6e chip (its tp=1 cases)."""
     out = rec.model_copy(deep=True)
     out.provenance.devices.count = 1
-    out.cases = [c for c in out.cases if c.topology.get("tp") == 1]
+    out.cases = [c for c in out.cases if c.topology.tp == 1]
     return out
 
 
@@ -130,10 +130,10 @@ def test_ratio_only_when_hardware_model_dtype_and_shape_match():
     for edit, why in ((lambda r: setattr(r.provenance.devices, "count", 4), "hardware"),
                       (lambda r: setattr(r.provenance.devices, "kind", "TPU v5 lite"),
                        "hardware"),
-                      (lambda r: [c.model.update(dtype="float32") for c in r.cases], "dtype"),
-                      (lambda r: [c.model.update(path="embedded:tiny") for c in r.cases],
+                      (lambda r: [setattr(c.model, "dtype", "float32") for c in r.cases], "dtype"),
+                      (lambda r: [setattr(c.model, "path", "embedded:tiny") for c in r.cases],
                        "model"),
-                      (lambda r: [c.workload.update(query_tokens=1000) for c in r.cases],
+                      (lambda r: [setattr(c.workload, "query_tokens", 1000) for c in r.cases],
                        "query_tokens")):
         bad = rec.model_copy(deep=True)
         edit(bad)
@@ -144,7 +144,7 @@ def test_ratio_only_when_hardware_model_dtype_and_shape_match():
 def test_ratio_on_different_item_counts_says_so():
     rec = _on_v6e1(read_artifact(DATA / "new.json"))
     single = next(c for c in rec.cases if c.case_id == "jax/single/tp=1")
-    single.workload = {**single.workload, "num_items": 64}
+    single.workload = single.workload.model_copy(update={"num_items": 64})
     t = ratio_table([load_references(SEEDS)], rows_of([rec]))
     cell = _row(t, "seed000-single")[t.header.index("Measured / reference")]
     want = single.metrics.throughput_items_per_s.median / 10.34

@@ -169,10 +169,10 @@ def test_reproduce_commands_select_exactly_their_case(artifact):
         (spec,) = select_cases(expand(load_config(Path(__file__).parent.parent / words[2],
                                                   sets)), globs)
         assert (spec.engine, spec.mode, spec.params, spec.tp, spec.model, spec.dtype) == (
-            case.engine, case.mode, case.params, case.topology["tp"], case.model["path"],
-            case.model["dtype"])
-        assert spec.workload.as_dict() == case.workload
-        assert spec.runs.timed == case.runs["timed"]
+            case.engine, case.mode, case.params, case.topology.tp, case.model.path,
+            case.model.dtype)
+        assert spec.workload.as_dict() == case.workload.as_dict()
+        assert spec.runs.timed == case.runs.timed
 
 
 def test_report_to_stdout_without_out():

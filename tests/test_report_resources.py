@@ -92,7 +92,7 @@ def test_estimate_on_the_same_hardware_gives_the_ratio(run):
     rec = run.model_copy(deep=True)
     rec.provenance.devices.count = 1
     for c in rec.cases:
-        c.model, c.workload = dict(est.model), dict(est.workload)
+        c.model, c.workload = est.model.model_copy(), est.workload.model_copy()
     text = render(build_context([rec], compiles=[compiled]))
     row = cells(text, CASE)
     assert row[6] == "80.2 MiB on v6e-1"

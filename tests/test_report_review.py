@@ -170,7 +170,7 @@ def test_environment_is_folded_and_no_time_for_n_items(pair):
 def ab_record(subject: str) -> ABRecord:
     timing = paired_test([0.2, -0.15, 0.1, -0.1])
     case = ABCase(case_id="jax/single/tp=1", engine="jax", mode="single", params={},
-                  model="embedded:tiny", dtype="float32", tp=1, workload={},
+                  model="embedded:tiny", dtype="float32", tp=1, workload={"label_token_ids": [1]},
                   base=[RoundSample(round=0, first=True, status="ok", timed_s=[0.1],
                                     median_s=0.1)],
                   new=[RoundSample(round=0, first=False, status="ok", timed_s=[0.11],

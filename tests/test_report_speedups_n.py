@@ -25,11 +25,11 @@ def v6e1_like():
     """new.json at tp 1, its `single` re-timed on 64 items (as v6e1.yaml does) and its torch
     single on 16: items/s of single kept, so the expected ratios are known from the data."""
     rec = read_artifact(DATA / "new.json").model_copy(deep=True)
-    rec.cases = [c for c in rec.cases if c.topology.get("tp") == 1]
+    rec.cases = [c for c in rec.cases if c.topology.tp == 1]
     for case_id, n in (("jax/single/tp=1", 64), ("torch/single/tp=1", 16)):
         case = next(c for c in rec.cases if c.case_id == case_id)
-        per_item = [t / case.workload["num_items"] for t in case.timed_s]
-        case.workload = {**case.workload, "num_items": n}
+        per_item = [t / case.workload.num_items for t in case.timed_s]
+        case.workload = case.workload.model_copy(update={"num_items": n})
         make.set_times(case, [p * n for p in per_item])
     return rec
 
@@ -83,7 +83,8 @@ def test_model_matrix_ratio_against_single_at_another_n(v6e1_like):
 def test_a_different_workload_is_never_compared(v6e1_like):
     """Control: change the query length of single and no ratio crosses to it."""
     case = next(c for c in v6e1_like.cases if c.case_id == "jax/single/tp=1")
-    case.workload = {**case.workload, "query_tokens": case.workload["query_tokens"] + 1}
+    case.workload = case.workload.model_copy(
+        update={"query_tokens": case.workload.query_tokens + 1})
     tables = speedups(rows_of([v6e1_like]))
     assert not any("jax/single" in h for t in tables for h in t.header)
     t = model_matrix(rows_of([v6e1_like]))

@@ -136,7 +136,7 @@ def test_nightly_promotes_only_what_passes_the_gate_or_is_asked_for(tmp_path, mo
 
     def more_items(rec):
         for c in rec.cases:
-            c.workload["num_items"] = 32
+            c.workload.num_items = 32
             c.metrics.throughput_items_per_s = c.metrics.latency_per_item_ms = None
 
     baseline, ledger = Path("out/nightly/baseline.json"), Path("out/nightly/baselines.jsonl")

@@ -122,7 +122,9 @@ def test_compiled_costs_compare_without_compiling(monkeypatch):
     def compiled(flops: float):
         def fake(cases, target, lib, engine_root="", on_case=lambda rec: None):
             return [CompileCase(case_id=c.case_id, engine="jax", mode=c.mode, params={},
-                                model={}, topology={}, workload={}, status="ok",
+                                model={"path": "embedded:tiny", "dtype": "float32"},
+                                topology={"tp": 1}, workload={"label_token_ids": [1]},
+                                status="ok",
                                 started_at="t", compile=CaseCompile(
                                     programs=[], hbm_per_chip_bytes=1, compile_s=1.0,
                                     wall_s=1.0, flops_per_pass=flops, hbm_peak_bytes=10,

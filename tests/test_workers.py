@@ -65,7 +65,7 @@ def test_cases_measured_in_a_worker_match_in_process(tmp_path):
     for a, b in zip(*(r.cases for r in both), strict=True):
         assert a.status == b.status == "ok"
         assert a.metrics.score_digest == b.metrics.score_digest
-        assert a.runs["max_rss"] == 400 * 2**20
+        assert a.runs.max_rss == 400 * 2**20
 
 
 def test_runs_processes_measures_each_case_in_fresh_workers(tmp_path, monkeypatch):
@@ -77,7 +77,7 @@ def test_runs_processes_measures_each_case_in_fresh_workers(tmp_path, monkeypatc
     record = run(plan_of(config, out=tmp_path / "out", progress=False, engine_factory=factory,
                          peak=fixed_peak(), workers=True))
     single = next(c for c in record.cases if c.mode == "single")
-    assert single.status == "ok" and single.runs["processes"] == 3
+    assert single.status == "ok" and single.runs.processes == 3
     assert [len(t) for t in single.process_timed_s] == [2, 2, 2]
     assert single.timed_s == [t for ts in single.process_timed_s for t in ts]
     assert single.metrics.throughput_items_per_s.n == 6

@@ -1,6 +1,7 @@
 """Every artifact mibench writes, as versioned pydantic records (docs/artifacts.md): the
 run (`run`), the A/B run (`ab`) and the compile run (`compile`), all starting with one
-header (`base`), read and written by `io`. Their JSON Schemas are shipped in `schemas/`;
+header (`base`), their cases sharing typed sub-records (`case`: model, topology, workload,
+runs), read and written by `io`. Their JSON Schemas are shipped in `schemas/`;
 `python -m mibench.harness.records` rewrites them from the models, and a test checks the
 shipped files match.
 """
@@ -17,6 +18,15 @@ from mibench.harness.records.base import (
     Invocation,
     Provenance,
     Record,
+)
+from mibench.harness.records.case import (
+    DeviceRef,
+    ItemRange,
+    ModelRef,
+    RunsRecord,
+    Sparse,
+    TopologyRecord,
+    WorkloadRecord,
 )
 from mibench.harness.records.compile import (
     COMPILE_SCHEMA,
@@ -62,10 +72,11 @@ def schemas() -> dict[str, dict]:
 
 
 __all__ = ["ABCase", "ABRecord", "AB_SCHEMA", "Artifact", "COMPILE_SCHEMA", "CaseCompile",
-           "CaseRecord", "Checkpoints", "CompileCase", "CompileRecord", "CompileTarget", "Devices",
-           "ErrorInfo", "GitInfo", "Header", "HttpMetrics", "HttpRequest", "Invocation", "KINDS",
-           "Latency", "LibTpu", "Metrics", "ParityCheck", "ParityRecord", "Provenance", "Record",
-           "ReferenceFigure", "ReferenceSet",
-           "RunRecord", "SCHEMA", "SCHEMA_FILE", "ServerInfo", "Summary", "json_schema", "locked",
+           "CaseRecord", "Checkpoints", "CompileCase", "CompileRecord", "CompileTarget",
+           "DeviceRef", "Devices", "ErrorInfo", "GitInfo", "Header", "HttpMetrics", "HttpRequest",
+           "Invocation", "ItemRange", "KINDS", "Latency", "LibTpu", "Metrics", "ModelRef",
+           "ParityCheck", "ParityRecord", "Provenance", "Record", "ReferenceFigure",
+           "ReferenceSet", "RunRecord", "RunsRecord", "SCHEMA", "SCHEMA_FILE", "ServerInfo",
+           "Sparse", "Summary", "TopologyRecord", "WorkloadRecord", "json_schema", "locked",
            "read_ab", "read_artifact", "read_compile_artifact", "read_json", "schema_file",
            "schemas", "write_artifact", "write_failed"]

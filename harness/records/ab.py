@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field
 
 from mibench.harness.records.base import Header, Measured, Record
+from mibench.harness.records.case import WorkloadRecord
 from mibench.harness.records.compile import CompileCase, CompileTarget, LibTpu
 from mibench.harness.records.io import read_json, schema_file
 from mibench.harness.records.run import ServerInfo
@@ -85,7 +86,7 @@ class ABCase(Record):
     model: str
     dtype: str
     tp: int
-    workload: dict
+    workload: WorkloadRecord
     base: list[RoundSample] = []
     new: list[RoundSample] = []
     timing: Timing | None = None

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from mibench.harness.records.base import ErrorInfo, Header, Measured, Record
+from mibench.harness.records.case import ModelRef, TopologyRecord, WorkloadRecord
 from mibench.harness.records.io import read_json, schema_file
 
 COMPILE_SCHEMA = "mibench.compile/1"
@@ -97,9 +98,9 @@ class CompileCase(Record):
     mode: str
     params: dict
     resolved: dict = {}  # options as they resolve on the target, e.g. attention: pallas
-    model: dict  # {path, dtype}
-    topology: dict  # {tp, mesh_shape, devices}
-    workload: dict
+    model: ModelRef
+    topology: TopologyRecord
+    workload: WorkloadRecord
     status: Literal["ok", "failed", "skipped"]
     error: ErrorInfo | None = None
     started_at: str

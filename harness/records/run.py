@@ -11,6 +11,7 @@ from pydantic import Field
 
 from mibench.errors import MibenchError
 from mibench.harness.records.base import ErrorInfo, Header, Measured, Record
+from mibench.harness.records.case import ModelRef, RunsRecord, TopologyRecord, WorkloadRecord
 from mibench.harness.records.io import read_json, schema_file
 from mibench.harness.records.references import ReferenceSet
 
@@ -130,10 +131,10 @@ class CaseRecord(Record):
     params: dict
     # what the options resolved to on this machine, e.g. {"attention": "cudnn"} for auto
     resolved: dict = {}
-    model: dict  # {path, dtype}
-    topology: dict  # {tp}
-    workload: dict  # the expanded workload (harness WorkloadSpec.as_dict)
-    runs: dict  # {warmup, timed, timeout_s, max_rss, processes}
+    model: ModelRef
+    topology: TopologyRecord
+    workload: WorkloadRecord
+    runs: RunsRecord
     status: Literal["ok", "failed", "skipped"]
     error: ErrorInfo | None = None
     started_at: str

@@ -138,7 +138,7 @@ def mode_label(case: CaseRecord) -> str:
 
 
 def model_label(case: CaseRecord) -> str:
-    return model_name(case.model.get("path", "?"))
+    return model_name(case.model.path)
 
 
 def hardware(record: RunRecord) -> str:

@@ -27,17 +27,18 @@ def _ctx(row: Row, tp: bool = True, items: bool = True) -> tuple:
     """Model, dtype, tp and workload of a row: what makes two rows like with like (`items`
     False: the workload but its item count, for ratios of items/s across N)."""
     c = row.case
-    workload = c.workload if items else {k: v for k, v in c.workload.items()
-                                         if k != "num_items"}
-    return (c.model.get("path"), c.model.get("dtype"), c.topology.get("tp") if tp else None,
+    workload = c.workload.as_dict()
+    if not items:
+        workload.pop("num_items", None)
+    return (c.model.path, c.model.dtype, c.topology.tp if tp else None,
             json.dumps(workload, sort_keys=True))
 
 
 def _where(row: Row, runs: bool, tp: bool = True, items: bool = True) -> str:
     c = row.case
     parts = [f"commit {row.run}"] if runs else []
-    parts += [fmt.model_label(c), c.model.get("dtype", "")]
-    parts += [f"tp={c.topology.get('tp')}"] if tp else []
+    parts += [fmt.model_label(c), c.model.dtype]
+    parts += [f"tp={c.topology.tp}"] if tp else []
     return ", ".join(p for p in parts + ([f"{row.items} items"] if items else []) if p)
 
 
@@ -148,7 +149,7 @@ def topology_lines(rows: list[Row]) -> dict[str, dict[int, float]]:
     for r in rows:
         if throughput(r) is not None:
             name = f"{label(r.record)} {fmt.mode_label(r.case)} {fmt.model_label(r.case)}"
-            lines[name].setdefault(int(r.case.topology.get("tp", 1)), throughput(r))
+            lines[name].setdefault(r.case.topology.tp, throughput(r))
     return {k: v for k, v in lines.items() if len(v) > 1}
 
 
@@ -158,7 +159,7 @@ def topology(rows: list[Row]) -> Table | None:
     groups: dict[tuple, dict[int, Row]] = defaultdict(dict)
     for r in rows:
         key = (label(r.record), fmt.mode_label(r.case)) + _ctx(r, tp=False)
-        groups[key].setdefault(int(r.case.topology.get("tp", 1)), r)
+        groups[key].setdefault(r.case.topology.tp, r)
     groups = {k: v for k, v in groups.items() if len(v) > 1}
     if not groups:
         return None
@@ -203,7 +204,7 @@ def model_matrix(rows: list[Row]) -> Table | None:
     table: dict[tuple, dict[int, Row]] = defaultdict(dict)
     for r in rows:
         model = fmt.model_label(r.case)
-        key = (r.run, model, fmt.mode_label(r.case), r.case.topology.get("tp"))
+        key = (r.run, model, fmt.mode_label(r.case), r.case.topology.tp)
         table[key][r.items] = r
         if r.case.mode == "single" and r.case.engine == "jax" and throughput(r):
             single[(r.run, model, key[3]) + _ctx(r, tp=False, items=False)][r.items] = r

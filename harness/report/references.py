@@ -44,7 +44,7 @@ def candidates(fig: ReferenceFigure, rows: list[Row]) -> list[Row]:
     for r in rows:
         c = r.case
         opts = _options(c.engine, c.mode, c.params)
-        if (c.engine, c.mode, c.topology.get("tp", 1)) == (fig.engine, fig.mode, fig.tp) \
+        if (c.engine, c.mode, c.topology.tp) == (fig.engine, fig.mode, fig.tp) \
                 and all(opts.get(k) == v for k, v in fig.options.items()):
             out.append(r)
     return out
@@ -69,9 +69,9 @@ def mismatches(fig: ReferenceFigure, row: Row) -> list[str]:
     model = fmt.model_label(c).lower()
     if model not in (fig.model.shape.lower(), fig.model.name.rsplit("/", 1)[-1].lower()):
         why.append(f"model {fmt.model_label(c)}, not {fig.model.shape}")
-    if c.model.get("dtype") != fig.dtype:
-        why.append(f"dtype {c.model.get('dtype')}, not {fig.dtype}")
-    w = c.workload
+    if c.model.dtype != fig.dtype:
+        why.append(f"dtype {c.model.dtype}, not {fig.dtype}")
+    w = c.workload.as_dict()  # an item range as the artifact writes it
     for key in ("query_tokens", "item_tokens"):
         if w.get(key) != getattr(fig.workload, key):
             why.append(f"{key} {short(w.get(key))}, not {getattr(fig.workload, key)}")

@@ -40,7 +40,7 @@ def match(case: CaseRecord, compiled: CompileRecord) -> CompileCase | None:
         return by_id
     return next((c for c in compiled.cases if (c.engine, c.mode, c.params) ==
                  (case.engine, case.mode, case.params)
-                 and c.topology.get("tp") == case.topology.get("tp")), None)
+                 and c.topology.tp == case.topology.tp), None)
 
 
 def other_hardware(record: RunRecord, compiled: CompileRecord) -> str | None:
@@ -62,8 +62,9 @@ def estimate(case: CaseRecord, record: RunRecord, compiles: list[CompileRecord])
         c = found.compile
         if c is None or c.hbm_peak_bytes is None:
             return [f"{found.status} on {t.name}", "-"]
+        same_workload = found.workload.as_dict() == case.workload.as_dict()
         notes = [n for n in (other_hardware(record, compiled),
-                             "another workload" if found.workload != case.workload else None,
+                             "another workload" if not same_workload else None,
                              "another model" if found.model != case.model else None) if n]
         cell = f"{fmt.size(c.hbm_peak_bytes)} on {t.name}" + (
             f" ({'; '.join(notes)})" if notes else "")

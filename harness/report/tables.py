@@ -26,7 +26,7 @@ class Row:
 
     @property
     def items(self) -> int | None:
-        return self.case.workload.get("num_items")
+        return self.case.workload.num_items
 
 
 def unique_labels(records: list[RunRecord]) -> list[str]:
@@ -81,7 +81,7 @@ def results_matrix(rows: list[Row]) -> Table:
         c, m = r.case, r.case.metrics
         cells = [fmt.hardware(r.record)] + ([r.run] if many_runs else []) + [
             c.engine, c.mode, fmt.options(c)] + ([fmt.model_label(c)] if many_models else [])
-        cells += [str(c.topology.get("tp", "?")), str(r.items) if r.items else "-"]
+        cells += [str(c.topology.tp), str(r.items) if r.items else "-"]
         marked = f" {TIMED_MARK}" if m.timed_compiles else ""
         cells += [fmt.num(median(m.throughput_items_per_s)),
                   fmt.num(median(m.latency_per_item_ms)), fmt.num(c.compile_s),

@@ -8,7 +8,15 @@ from collections.abc import Callable
 
 from mibench.errors import InvalidScores, Unavailable
 from mibench.harness.config.cases import CaseSpec
-from mibench.harness.records import CaseRecord, ErrorInfo, Metrics
+from mibench.harness.records import (
+    CaseRecord,
+    ErrorInfo,
+    Metrics,
+    ModelRef,
+    RunsRecord,
+    TopologyRecord,
+    WorkloadRecord,
+)
 from mibench.harness.run import memory
 from mibench.harness.run.measure import Timings, measure
 from mibench.harness.run.pool import EnginePool, check_table, make_call
@@ -29,13 +37,13 @@ def compile_counter():
 
 
 def case_record(case: CaseSpec) -> CaseRecord:
+    r = case.runs
     return CaseRecord(case_id=case.case_id, engine=case.engine, mode=case.mode,
-                      params=dict(case.params), model={"path": case.model, "dtype": case.dtype},
-                      topology={"tp": case.tp}, workload=case.workload.as_dict(),
-                      runs={"warmup": case.runs.warmup, "timed": case.runs.timed,
-                            "timeout_s": case.runs.timeout_s,
-                            "max_rss": case.runs.max_rss,
-                            "processes": case.runs.processes},
+                      params=dict(case.params), model=ModelRef(path=case.model, dtype=case.dtype),
+                      topology=TopologyRecord(tp=case.tp),
+                      workload=WorkloadRecord(**case.workload.as_dict()),
+                      runs=RunsRecord(warmup=r.warmup, timed=r.timed, timeout_s=r.timeout_s,
+                                      max_rss=r.max_rss, processes=r.processes),
                       status="ok", started_at=now())
 
 
@@ -86,7 +94,7 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
     _measured_here[0] += 1
     try:
         engine = pool.get(case.engine_key)
-        rec.topology = {**rec.topology, **engine.topology}
+        rec.topology = rec.topology.with_engine(engine.topology)
         rec.resolved = engine.resolved_options(case.mode, case.params)
         requests = pool.requests(case.engine_key, case.workload)
         before = memory.device_peak(case.engine, engine)

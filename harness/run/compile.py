@@ -121,9 +121,9 @@ def compile_cases(cases: list[CaseSpec], target: CompileTarget, lib, *, engine_r
 
 def note_device_kind(record: CompileRecord, rec: CompileCase) -> None:
     """The chip's name as the compiler gives it (the first case's devices), kept once."""
-    devices = rec.topology.get("devices") or []
+    devices = rec.topology.devices or []
     if devices and record.target.device_kind is None:
-        record.target.device_kind = devices[0].get("kind")
+        record.target.device_kind = devices[0].kind
         record.provenance.devices.kind = record.target.device_kind
 
 

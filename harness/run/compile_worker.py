@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mibench.errors import MibenchError, TopologyUnavailable
 from mibench.harness.config.cases import CaseSpec
-from mibench.harness.records import ErrorInfo
+from mibench.harness.records import ErrorInfo, ModelRef, TopologyRecord, WorkloadRecord
 from mibench.harness.records.compile import CaseCompile, CompileCase, CompileTarget
 from mibench.harness.run import libtpu
 from mibench.harness.run.worker import OUTPUT_TAIL, POLL_S, WorkerDied, _death, rss_of
@@ -29,8 +29,9 @@ OUT_OF_MEMORY = "RESOURCE_EXHAUSTED"
 
 def case_base(case: CaseSpec, status: str = "ok") -> CompileCase:
     return CompileCase(case_id=case.case_id, engine=case.engine, mode=case.mode,
-                       params=dict(case.params), model={"path": case.model, "dtype": case.dtype},
-                       topology={"tp": case.tp}, workload=case.workload.as_dict(),
+                       params=dict(case.params), model=ModelRef(path=case.model, dtype=case.dtype),
+                       topology=TopologyRecord(tp=case.tp),
+                       workload=WorkloadRecord(**case.workload.as_dict()),
                        status=status, started_at=now())
 
 
@@ -44,7 +45,7 @@ def compile_one(case: CaseSpec, target: CompileTarget) -> CompileCase:
     start = time.perf_counter()
     try:
         engine = abstract_engine(case.model, case.dtype, case.tp, target.name)
-        rec.topology = {**rec.topology, **engine.topology}
+        rec.topology = rec.topology.with_engine(engine.topology)
         w = case.workload
         requests = materialize(w, engine.model_config.vocab_size, exclude=engine.special_ids,
                                tokenize=engine.encode)
@@ -71,7 +72,7 @@ def compile_one(case: CaseSpec, target: CompileTarget) -> CompileCase:
     c.useful_flops_per_pass = useful_flops(
         engine.model_config, requests, w.delimiter, len(w.label_token_ids), w.apply_softmax)
     if c.flops_unrolled_per_pass and c.useful_flops_per_pass:
-        chips = len(rec.topology.get("devices") or []) or case.tp
+        chips = len(rec.topology.devices or []) or case.tp
         c.flops_ratio = chips * c.flops_unrolled_per_pass / c.useful_flops_per_pass
     if out["failed"]:
         f = out["failed"]

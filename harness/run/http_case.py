@@ -302,7 +302,7 @@ def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], No
     load = None
     try:
         engine = pool.get(case.engine_key)
-        rec.topology = {**rec.topology, **engine.topology}
+        rec.topology = rec.topology.with_engine(engine.topology)
         rec.resolved = engine.resolved_options(case.mode, {})
         problem = server_mismatch(rec.resolved.get("server") or {}, case)
         if problem is not None:

@@ -301,8 +301,8 @@ def _throughput(rec: CaseRecord) -> float | None:
 
 
 def _same_measurement(rec: CaseRecord) -> tuple:
-    return (rec.engine, rec.model.get("path"), rec.model.get("dtype"), rec.topology.get("tp"),
-            json.dumps(rec.workload, sort_keys=True))
+    return (rec.engine, rec.model.path, rec.model.dtype, rec.topology.tp,
+            json.dumps(rec.workload.as_dict(), sort_keys=True))
 
 
 def speedup_checks(records: list[CaseRecord], min_speedup: float,
@@ -315,7 +315,7 @@ def speedup_checks(records: list[CaseRecord], min_speedup: float,
     out = []
     for rec in records:
         single = singles.get(_same_measurement(rec))
-        gated = items is None or rec.workload.get("num_items") in items
+        gated = items is None or rec.workload.num_items in items
         if rec.mode != "packed" or single is None or not gated or not _throughput(rec):
             continue
         fast, slow = _throughput(rec), _throughput(single)

@@ -35,16 +35,16 @@ def measurement(record: RunRecord, case: CaseRecord) -> dict[str, object]:
     `workload.<field>`, model, dtype, tp, mesh, devices, and on a CPU machine, cpus, cpu."""
     out: dict[str, object] = {}
     root = (record.provenance.git.path or "").rstrip("/") + "/"
-    for key, value in sorted(case.workload.items()):
+    for key, value in sorted(case.workload.as_dict().items()):
         if key == "requests" and isinstance(value, str) and value.startswith(root):
             value = value[len(root):]  # the same file in another checkout
         out[f"workload.{key}"] = value
     for key in ("server", "server_args", "wire"):
         if key in case.params:
             out[key] = case.params[key]
-    tp = case.topology.get("tp")
-    out |= {"model": case.model.get("path"), "dtype": case.model.get("dtype"), "tp": tp,
-            "mesh": case.topology.get("mesh_shape") or {"tp": tp}}
+    tp = case.topology.tp
+    out |= {"model": case.model.path, "dtype": case.model.dtype, "tp": tp,
+            "mesh": case.topology.mesh_shape or {"tp": tp}}
     d, host = record.provenance.devices, record.provenance.host
     out["devices"] = f"{d.platform} {d.kind} x{d.count}"
     if d.platform == "cpu":
@@ -106,7 +106,7 @@ def _ok_without_work(case: CaseRecord) -> str | None:
     """Why an `ok` case measured nothing (no timed run, no item), or None."""
     if not case.timed_s:
         return "is ok but has no timed runs (timed_s is empty)"
-    n = case.workload.get("num_items")
+    n = case.workload.num_items
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n <= 0):
         return f"is ok but scored no items (workload.num_items is {n!r})"
     if case.scores is not None and not any(case.scores):
@@ -118,7 +118,7 @@ def _ok_without_work(case: CaseRecord) -> str | None:
 
 def _summary_mismatch(case: CaseRecord) -> str | None:
     """The first stored summary that differs from the one recomputed from `timed_s`."""
-    n = case.workload.get("num_items")
+    n = case.workload.num_items
     expected = {"total_s": summarize(case.timed_s)}
     # an http case counts the items of answered requests only (harness.run.http_case)
     if isinstance(n, int) and n > 0 and getattr(case, "http", None) is None:

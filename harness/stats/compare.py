@@ -192,7 +192,7 @@ class Comparison:
 
 def items_of(case: CaseRecord) -> int | None:
     """Items scored per run: the workload's count, else the score table's rows."""
-    n = case.workload.get("num_items")
+    n = case.workload.num_items
     if isinstance(n, int) and n > 0:
         return n
     return sum(len(req) for req in case.scores) if case.scores else None

@@ -52,7 +52,7 @@ def score_check(base: CaseRecord, new: CaseRecord) -> ScoreCheck:
     if missing:
         return ScoreCheck(None, None, False,
                           f"scores not compared: none recorded in the {' or '.join(missing)}")
-    tol = SCORE_TOL.get(new.model.get("dtype"), max(SCORE_TOL.values()))
+    tol = SCORE_TOL.get(new.model.dtype, max(SCORE_TOL.values()))
     found = max_log_diff(base.scores, new.scores)
     if found is None:
         return ScoreCheck(None, tol, True, "scores moved: the score tables differ in shape")

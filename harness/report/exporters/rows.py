@@ -41,11 +41,11 @@ def _artifact(record: RunRecord) -> dict:
 
 
 def _case(case: CaseRecord) -> dict:
-    m = case.metrics
+    m, w = case.metrics, case.workload.as_dict()
     return {"case_id": case.case_id, "engine": case.engine, "mode": case.mode,
-            "options": _plain(case.params), "model": case.model.get("path"),
-            "dtype": case.model.get("dtype"), "tp": case.topology.get("tp"),
-            **{f"workload.{k}": _plain(case.workload.get(k)) for k in WORKLOAD},
+            "options": _plain(case.params), "model": case.model.path,
+            "dtype": case.model.dtype, "tp": case.topology.tp,
+            **{f"workload.{k}": _plain(w.get(k)) for k in WORKLOAD},
             "status": case.status,
             "error": f"{case.error.type}: {case.error.message.splitlines()[0]}"
             if case.error and case.error.message else None,

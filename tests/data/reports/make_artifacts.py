@@ -25,10 +25,14 @@ from mibench.harness.records import (
     ErrorInfo,
     GitInfo,
     Invocation,
+    ModelRef,
     ParityCheck,
     ParityRecord,
     Provenance,
     RunRecord,
+    RunsRecord,
+    TopologyRecord,
+    WorkloadRecord,
     write_artifact,
 )
 from mibench.harness.stats.describe import per_unit_ms, rates, summarize
@@ -83,10 +87,11 @@ def timings(rng, seconds: float, n: int, pause_at: int | None) -> list[float]:
 
 def case_record(case: CaseSpec, value, rng, start: str) -> CaseRecord:
     rec = CaseRecord(case_id=case.case_id, engine=case.engine, mode=case.mode,
-                     params=dict(case.params), model={"path": case.model, "dtype": case.dtype},
-                     topology={"tp": case.tp}, workload=case.workload.as_dict(),
-                     runs={"warmup": case.runs.warmup, "timed": case.runs.timed,
-                           "timeout_s": case.runs.timeout_s}, status="ok", started_at=start)
+                     params=dict(case.params), model=ModelRef(path=case.model, dtype=case.dtype),
+                     topology=TopologyRecord(tp=case.tp),
+                     workload=WorkloadRecord(**case.workload.as_dict()),
+                     runs=RunsRecord(warmup=case.runs.warmup, timed=case.runs.timed,
+                                     timeout_s=case.runs.timeout_s), status="ok", started_at=start)
     if value is None:
         rec.status = "skipped"
         rec.error = ErrorInfo(type="Skipped", message="the torch reference runs at tp=1 only",
@@ -119,7 +124,7 @@ def case_record(case: CaseSpec, value, rng, start: str) -> CaseRecord:
 
 def set_times(case: CaseRecord, timed_s: list[float]) -> CaseRecord:
     """Replace a case's timed runs and recompute its summaries (for edited artifacts)."""
-    n = case.workload["num_items"]
+    n = case.workload.num_items
     case.timed_s = [round(t, 6) for t in timed_s]
     m = case.metrics
     m.throughput_items_per_s = summarize(rates(case.timed_s, n))
@@ -152,20 +157,20 @@ def provenance(config_file: str, commit: str) -> Provenance:
 def first_per_model(cases: list[CaseRecord]) -> list[CaseRecord]:
     firsts: dict[tuple, CaseRecord] = {}
     for c in cases:
-        firsts.setdefault((c.model["path"], str(c.params)), c)
+        firsts.setdefault((c.model.path, str(c.params)), c)
     return list(firsts.values())
 
 
 def parity_checks(cases: list[CaseRecord], reference: str | None) -> list[ParityCheck]:
     ok = [c for c in cases if c.status == "ok"]
     packed = [c for c in ok if c.mode == "packed"]
-    singles = {(c.model["path"], c.topology["tp"], c.workload["num_items"]): c.case_id
+    singles = {(c.model.path, c.topology.tp, c.workload.num_items): c.case_id
                for c in ok if c.mode == "single" and c.engine == "jax"}
     out = [ParityCheck(check="isolation", variant=v, case_id=c.case_id, against=c.case_id,
                        max_abs_diff=d, mean_abs_diff=d / 4, tolerance=t, status="passed")
            for c in first_per_model(packed) for v, d, t in (("same_length", 0.0, 0.0),
                                                 ("changed_length", 3e-7, 1e-6))]
-    key = lambda c: (c.model["path"], c.topology["tp"], c.workload["num_items"])  # noqa: E731
+    key = lambda c: (c.model.path, c.topology.tp, c.workload.num_items)  # noqa: E731
     out += [ParityCheck(check="modes", case_id=c.case_id, against=singles[key(c)],
                         max_abs_diff=4e-3, mean_abs_diff=1e-3, tolerance=2e-2, status="passed")
             for c in ok if c.engine == "jax" and c.mode != "single" and key(c) in singles]

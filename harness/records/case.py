@@ -1,0 +1,91 @@
+"""What every case of a run or compile artifact records beside its measurements: the
+model, the topology it ran on, the expanded workload and the run counts, each a typed
+sub-record (docs/artifacts.md).
+
+They are sparse: their JSON holds exactly the keys they were given, nulls included, and
+no other. An artifact written before a key existed (`runs.max_rss`, `workload.semantics`,
+`topology.devices`) reads, and writes back, without it: reading and writing an artifact
+leaves these fields as they were.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import model_serializer
+
+from mibench.harness.records.base import Record
+
+
+class Sparse(Record):
+    """A record whose dump holds only the fields that were set (given, read or assigned)."""
+
+    @model_serializer(mode="wrap")
+    def _only_set(self, handler):
+        data = handler(self)
+        return {k: v for k, v in data.items() if k in self.model_fields_set}
+
+    def as_dict(self) -> dict:
+        """The JSON form (what the artifact holds)."""
+        return self.model_dump(mode="json")
+
+
+class ModelRef(Sparse):
+    """The checkpoint a case ran."""
+
+    path: str  # a checkpoint folder or embedded:<preset>
+    dtype: str
+
+
+class DeviceRef(Sparse):
+    """One device of the case's mesh."""
+
+    id: int
+    kind: str  # as JAX or torch names it, e.g. "TPU v6 lite", "cpu"
+    process: int | None = None  # the JAX process owning it (multi-device meshes only)
+
+
+class TopologyRecord(Sparse):
+    """What the case ran on: the config's tp, completed by the engine's own `topology`."""
+
+    tp: int
+    mesh_shape: dict[str, int] | None = None  # axis -> size, e.g. {"tp": 4}
+    devices: list[DeviceRef] | None = None
+    base_url: str | None = None  # an http case's server
+
+    def with_engine(self, described: dict) -> TopologyRecord:
+        """This topology with what an engine describes (its `topology` property) over it."""
+        return TopologyRecord.model_validate(self.as_dict() | described)
+
+
+class ItemRange(Record):
+    """Item lengths drawn uniformly from an inclusive range."""
+
+    dist: Literal["uniform"]
+    min: int
+    max: int
+
+
+class WorkloadRecord(Sparse):
+    """The expanded workload (mibench.workloads.WorkloadSpec.as_dict)."""
+
+    label_token_ids: list[int]
+    query_tokens: int | None = None
+    num_items: int | None = None
+    item_tokens: int | ItemRange | None = None
+    tokens: str = "random"
+    delimiter: int | None = None
+    apply_softmax: bool = False
+    semantics: str | None = None  # absent: the engines' default
+    seed: int = 0
+    requests: str | None = None  # a JSONL file of requests instead of generated ones
+
+
+class RunsRecord(Sparse):
+    """How often the case ran (the config's `runs`)."""
+
+    warmup: int
+    timed: int
+    timeout_s: float | None = None
+    max_rss: int | None = None  # bytes; absent in artifacts before it
+    processes: int = 1  # worker processes timing the case; absent in artifacts before it
