@@ -160,3 +160,49 @@ def test_jobs_pure_parts():
     assert calibrate._cpu()
     ms, out = _ms(lambda: np.ones(3), 3)
     assert ms >= 0 and list(out) == [1.0, 1.0, 1.0]
+
+
+# a server that leaves a file in its temporary folder (as sglang-jax leaves its ZMQ
+# endpoints) and answers GET /health; it prints where the file is
+LEAVES_A_FILE = """
+import http.server, sys, tempfile
+fd, path = tempfile.mkstemp(prefix="endpoint-")
+print(path, flush=True)
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Health).serve_forever()
+"""
+
+
+def _left_file(log: Path) -> Path:
+    return Path([line for line in log.read_text().splitlines()
+                 if line.startswith("/") and "endpoint-" in line][0])
+
+
+@pytest.mark.parametrize("how", ["stop", "reaper"])
+def test_a_server_leaves_nothing_in_the_temporary_folder(tmp_path, how):
+    """Each launched server gets a TMPDIR of its own, removed when it stops, or by its
+    reaper when mibench is gone (the pipe closed without a stop)."""
+    from mibench.harness.config.cases import LaunchSpec
+    from mibench.harness.run.servers import Server
+
+    launch = LaunchSpec(command=("{python}", "-c", LEAVES_A_FILE, "{port}"), grace_s=2.0,
+                        ready_interval_s=0.1, ready_timeout_s=30.0)
+    server = Server(launch, model_folder="m", dtype="float32", log=tmp_path / "server.log")
+    server.start()
+    left = _left_file(tmp_path / "server.log")
+    assert left.exists() and left.parent == Path(server.tmp)
+    assert left.parent.name.startswith("mibench-server-")
+    if how == "stop":
+        server.stop()
+    else:  # as when mibench is killed: only the reaper is left to clean up
+        server.reaper.stdin.close()
+        server.reaper.wait(20)
+        assert server.proc.wait(10) is not None
+    assert not left.parent.exists()
+    if how == "reaper":
+        server.proc = server.reaper = None
+        server.stop()

@@ -1,5 +1,6 @@
-"""`python -m mibench.harness.run.reaper PID START SIGNAL GRACE_S`: stop a launched
-server's process group when mibench goes away (harness/run/servers.py).
+"""`python -m mibench.harness.run.reaper PID START SIGNAL GRACE_S [TMP]`: stop a launched
+server's process group when mibench goes away (harness/run/servers.py), and remove its
+temporary folder TMP.
 
 It blocks reading stdin, a pipe whose only writer is the mibench process that launched
 the server. EOF comes when that process closes the pipe (it stopped the server itself) or
@@ -9,11 +10,12 @@ after GRACE_S. Imports nothing heavy: it runs beside every launched server."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 import sys
 
 
-def main(pid: int, start: str, sig: str, grace_s: float) -> None:
+def main(pid: int, start: str, sig: str, grace_s: float, tmp: str = "") -> None:
     from mibench.harness.run.servers import start_time, stop_group
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is mibench's to handle
@@ -24,7 +26,9 @@ def main(pid: int, start: str, sig: str, grace_s: float) -> None:
         pass
     if start and start_time(pid) == start:
         stop_group(pid, getattr(signal, sig), grace_s)
+    if tmp:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4]))
+    main(int(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4]), *sys.argv[5:6])

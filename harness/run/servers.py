@@ -14,6 +14,10 @@ that blocks reading a pipe whose only writer is mibench. When mibench dies the k
 closes the pipe, the reaper reads EOF and stops the server's group (the same stop policy),
 after checking that the group's leader is still the process it was given (its start time
 in /proc), so a recycled pid is never signalled.
+
+Each server gets a temporary folder of its own as `TMPDIR` (unless its launch sets one):
+servers leave files there (sglang-jax: five ZMQ endpoints per launch, never removed), and
+the folder goes with the server, at its stop or by its reaper.
 """
 
 from __future__ import annotations
@@ -21,10 +25,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -112,6 +118,7 @@ class Server:
         self.proc: subprocess.Popen | None = None
         self.reaper: subprocess.Popen | None = None
         self.started: Started | None = None
+        self.tmp: str | None = None  # the server's TMPDIR, removed with it
 
     def __enter__(self) -> Started:
         return self.start()
@@ -127,6 +134,8 @@ class Server:
         port = free_port()
         cmd = self.command(port)
         env = {**self.launch.environment(), **self.extra_env}
+        self.tmp = tempfile.mkdtemp(prefix="mibench-server-")
+        own_tmp = {"TMPDIR": self.tmp} if "TMPDIR" not in env else {}
         self.log.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         with open(self.log, "ab") as out:
@@ -134,9 +143,11 @@ class Server:
             out.flush()
             try:
                 self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL, env={**os.environ, **env},
+                                             stdin=subprocess.DEVNULL,
+                                             env={**os.environ, **own_tmp, **env},
                                              cwd=self.launch.cwd, start_new_session=True)
             except OSError as e:
+                self._remove_tmp()
                 raise ServerFailed(f"cannot start {cmd[0]!r}: {e.strerror or e}",
                                    field="launch.command") from None
         self.reaper = self._reaper(self.proc.pid)
@@ -155,7 +166,8 @@ class Server:
         """The reaper of this server's group (module docstring)."""
         return subprocess.Popen(
             [sys.executable, "-m", "mibench.harness.run.reaper", str(pid),
-             start_time(pid) or "", self.launch.stop_signal, str(self.launch.grace_s)],
+             start_time(pid) or "", self.launch.stop_signal, str(self.launch.grace_s),
+             self.tmp or ""],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True)
 
@@ -200,6 +212,12 @@ class Server:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.reaper.wait(10)
             self.reaper = None
+        self._remove_tmp()
+
+    def _remove_tmp(self) -> None:
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
 
 
 def package_version(python: str, package: str, env: dict[str, str]) -> str | None:
