@@ -152,6 +152,15 @@ def write_config(folder, text: str, name: str = "c.yaml"):
     return path
 
 
+def error_line(result) -> str:
+    """The one `error: ...` line a command wrote to stderr (a CliRunner result), asserting it
+    is one line and no traceback came with it."""
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
 # Trouble for fault-injection tests (module level, so a worker process can unpickle them)
 def segfault(engine) -> None:
     """Die as a crash in native code would: SIGSEGV."""

@@ -22,6 +22,7 @@ from mibench.harness.records import (
     write_artifact,
 )
 from mibench.harness.records.ab import Timing
+from mibench.harness.testing import error_line
 
 REAL = Path(__file__).parent / "data" / "reports" / "real-smoke.json"
 CONFIG = Path(__file__).parents[1] / "configs" / "cpu-smoke.yaml"
@@ -29,13 +30,6 @@ CONFIG = Path(__file__).parents[1] / "configs" / "cpu-smoke.yaml"
 
 def invoke(*args: str):
     return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def error_line(result) -> str:
-    assert "Traceback" not in result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 def edited(tmp_path: Path, edit, name: str = "edited.json") -> Path:

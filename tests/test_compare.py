@@ -27,6 +27,7 @@ from mibench.harness.report.fmt import verdict_line
 from mibench.harness.stats.compare import METHOD, compare
 from mibench.harness.stats.history import aa_noise
 from mibench.harness.stats.significance import NoiseFloor, between_runs
+from mibench.harness.testing import error_line
 
 DATA = Path(__file__).parent / "data" / "reports"
 _spec = importlib.util.spec_from_file_location("make_artifacts", DATA / "make_artifacts.py")
@@ -43,13 +44,6 @@ def cli(*args: str):
     app.command()(compare_cmd)
     app.command("noop")(lambda: None)  # with two commands typer keeps the command name
     return CliRunner().invoke(app, ["compare", *args])
-
-
-def one_error_line(out) -> str:
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr
-    assert "Traceback" not in out.output
-    return lines[0]
 
 
 def save(rec: RunRecord, path: Path) -> str:
@@ -265,7 +259,7 @@ def test_other_workload_is_not_comparable_either_way(real, tmp_path, order):
     a, b = (big, small) if order == "big-small" else (small, big)
     out = cli(a, b)
     assert out.exit_code == 2, out.output
-    line = one_error_line(out)
+    line = error_line(out)
     assert "nothing compared" in line and "--rebaseline" in line and b in line
     assert "workload.num_items" in line
     assert "**NOT COMPARED**" in out.stdout and "| not comparable |" in out.stdout
@@ -293,7 +287,7 @@ def test_rebaseline_accepts_what_is_not_comparable(real, tmp_path):
     for c in skipped.cases:
         c.status = "skipped"
     out = cli(str(REAL), save(skipped, tmp_path / "skipped.json"), "--rebaseline")
-    assert out.exit_code == 2 and "none of its cases ran ok" in one_error_line(out)
+    assert out.exit_code == 2 and "none of its cases ran ok" in error_line(out)
 
 
 def test_everything_skipped_is_not_compared_and_exits_2(real, tmp_path):
@@ -305,7 +299,7 @@ def test_everything_skipped_is_not_compared_and_exits_2(real, tmp_path):
     for a, b in ((path, path), (str(REAL), path)):
         out = cli(a, b)
         assert out.exit_code == 2, out.output
-        assert "no comparable case ran ok on both sides" in one_error_line(out)
+        assert "no comparable case ran ok on both sides" in error_line(out)
         assert "No regression" not in out.output
 
 
@@ -314,7 +308,7 @@ def test_no_case_in_common_exits_2(real, tmp_path):
     for c in renamed.cases:
         c.case_id += "/renamed"
     out = cli(str(REAL), save(renamed, tmp_path / "renamed.json"))
-    assert out.exit_code == 2 and "no case id in common" in one_error_line(out)
+    assert out.exit_code == 2 and "no case id in common" in error_line(out)
 
 
 # --- drift, identical runs, scores, untested cases ----------------------------------------
@@ -378,7 +372,7 @@ def test_noise_floor_learnt_from_aa_runs(real, tmp_path):
     lone = tmp_path / "lone"
     save(real, lone / "only.json")
     out = cli(str(REAL), str(REAL), "--noise-from", str(lone))
-    assert out.exit_code == 2 and "--noise-from" in one_error_line(out)
+    assert out.exit_code == 2 and "--noise-from" in error_line(out)
 
 
 def with_scores(rec: RunRecord, scale: float = 1.0) -> RunRecord:
@@ -462,7 +456,7 @@ def test_invalid_artifact_is_one_line_naming_file_and_case(tmp_path, kind):
     for args in ((str(REAL), str(bad)), (str(bad), str(REAL))):
         out = cli(*args)
         assert out.exit_code == 2, out.output
-        line = one_error_line(out)
+        line = error_line(out)
         assert str(bad) in line and needle in line, line
 
 
@@ -480,7 +474,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, kind):
     bad = _bad_files(tmp_path)[kind]
     out = cli(str(DATA / "base.json"), str(bad))
     assert out.exit_code == 2
-    assert str(bad) in one_error_line(out) and out.stdout == ""
+    assert str(bad) in error_line(out) and out.stdout == ""
 
 
 @pytest.mark.parametrize("option", [["--threshold", "x"], ["--threshold", "150%"],
@@ -489,7 +483,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, kind):
 def test_bad_options_exit_2(option):
     out = cli(str(DATA / "base.json"), str(DATA / "new.json"), *option)
     assert out.exit_code == 2 and out.output.startswith("error: ")
-    assert option[0] in one_error_line(out)
+    assert option[0] in error_line(out)
 
 
 def test_real_artifact_with_a_newly_failed_case_exits_1(tmp_path, real):

@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mibench.harness.cli import app
+from mibench.harness.testing import error_line
 
 DATA = Path(__file__).parent / "data" / "reports"
 REAL = DATA / "real-smoke.json"  # 7 ok cases, 3 timed runs each
@@ -23,13 +24,6 @@ CASE1 = "jax/packed/mask=dense/tp=1"
 
 def invoke(*args):
     return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def error_line(result) -> str:
-    assert "Traceback" not in result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 def tripled(d):
