@@ -179,7 +179,7 @@ class Mode:
                    semantics: str) -> int:
         """Tokens one request runs through the model, padding excluded
         (`ScoreResult.num_tokens`, for every engine)."""
-        return self.tokens(prefix_len, list(item_lens), self._over_defaults(options),
+        return self.tokens(prefix_len, list(item_lens), self.with_defaults(options),
                            semantics)
 
     def host_bytes(self, shape: accounting.Shape, options: dict) -> dict[str, float]:
@@ -188,9 +188,9 @@ class Mode:
         given, its device working set (activations, attention scores, a KV cache, a
         compilation: modes/accounting.py)."""
         return {"token lists": accounting.token_list_bytes(shape),
-                **self.memory(shape, self._over_defaults(options))}
+                **self.memory(shape, self.with_defaults(options))}
 
-    def _over_defaults(self, options: dict) -> dict:
+    def with_defaults(self, options: dict) -> dict:
         """The options this mode takes (others ignored), over its defaults."""
         return {**self.defaults, **{k: v for k, v in options.items()
                                     if k in self.defaults and v is not None}}

@@ -49,8 +49,7 @@ def options(case) -> str:
     registry's defaults (`-` for one the mode derives, e.g. precompile_bs)."""
     if getattr(case, "http", None) is not None:
         return " ".join(f"{k}={short(v)}" for k, v in case.http.as_dict().items()) or "-"
-    defaults = MODES[case.engine][case.mode].defaults
-    full = {**defaults, **case.params}
+    full = MODES[case.engine][case.mode].with_defaults(case.params)
     return " ".join(f"{k}={'-' if v is None else short(v)}" for k, v in full.items()) or "-"
 
 

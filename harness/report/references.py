@@ -28,9 +28,8 @@ def reference_sets(records: list[RunRecord], given: ReferenceSet | None) -> list
 
 
 def _options(engine: str, mode: str, params: dict) -> dict:
-    modes = MODES.get(engine, {})
-    defaults = modes[mode].defaults if mode in modes else {}
-    return {**defaults, **params}
+    declared = MODES.get(engine, {}).get(mode)
+    return declared.with_defaults(params) if declared is not None else dict(params)
 
 
 def how(fig: ReferenceFigure) -> str:
