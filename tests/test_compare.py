@@ -11,11 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from mibench.harness.commands.common import OneLineErrors, parse_threshold
-from mibench.harness.commands.compare import compare as compare_cmd
+from mibench.harness.cli import app
+from mibench.harness.commands.common import parse_threshold
 from mibench.harness.records import (
     ErrorInfo,
     RunRecord,
@@ -40,9 +39,6 @@ REAL_CASE = "jax/chunked/chunk_size=4/tp=1"
 
 
 def cli(*args: str):
-    app = typer.Typer(cls=OneLineErrors)  # usage errors (`--format xml`) on one line too
-    app.command()(compare_cmd)
-    app.command("noop")(lambda: None)  # with two commands typer keeps the command name
     return CliRunner().invoke(app, ["compare", *args])
 
 

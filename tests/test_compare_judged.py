@@ -8,11 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from mibench.harness.commands.common import OneLineErrors
-from mibench.harness.commands.compare import compare as compare_cmd
+from mibench.harness.cli import app
 from mibench.harness.records import RunRecord, read_artifact, write_artifact
 from mibench.harness.report.export import compare_markdown
 from mibench.harness.stats.compare import compare
@@ -23,9 +21,6 @@ CASE = "jax/packed/mask=segment/tp=1"
 
 
 def cli(*args: str):
-    app = typer.Typer(cls=OneLineErrors)
-    app.command()(compare_cmd)
-    app.command("noop")(lambda: None)
     return CliRunner().invoke(app, ["compare", *args])
 
 

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from mibench.harness.commands.history import history as history_cmd
+from mibench.harness.cli import app
 from mibench.harness.records import write_artifact
 from mibench.harness.report.export import history_json
 from mibench.harness.stats.changepoint import Params, binary_segmentation
@@ -29,9 +28,6 @@ N = 12
 
 
 def cli(*args: str):
-    app = typer.Typer()
-    app.command()(history_cmd)
-    app.command("noop")(lambda: None)
     return CliRunner().invoke(app, ["history", *args])
 
 

@@ -13,10 +13,9 @@ import shlex
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from mibench.harness.commands.report import report as report_cmd
+from mibench.harness.cli import app
 from mibench.harness.config import load_config
 from mibench.harness.config.matrix import expand, select_cases
 from mibench.harness.records import read_artifact
@@ -35,9 +34,6 @@ MODEL_SECTIONS = ["Summary", "Results matrix", "Speedups between modes", "Parity
 
 
 def cli(*args: str):
-    app = typer.Typer()
-    app.command()(report_cmd)
-    app.command("noop")(lambda: None)
     return CliRunner().invoke(app, ["report", *args])
 
 

@@ -9,11 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from mibench.harness.commands.common import OneLineErrors
-from mibench.harness.commands.report import report as report_cmd
+from mibench.harness.cli import app
 from mibench.harness.records import read_artifact, read_compile_artifact, write_artifact
 from mibench.harness.report import build_context, render
 from mibench.harness.report.resources import TIMED_MARK
@@ -25,9 +23,6 @@ CASE = "jax/packed/mask=dense/tp=1"
 
 
 def cli(*args: str):
-    app = typer.Typer(cls=OneLineErrors)
-    app.command()(report_cmd)
-    app.command("noop")(lambda: None)
     return CliRunner().invoke(app, ["report", *args])
 
 
