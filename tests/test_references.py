@@ -38,6 +38,11 @@ def test_seeds_file_holds_the_seeds_figures():
     assert all("dtype" in f.unstated for f in refs.figures)  # no seed states it
 
 
+def test_a_missing_file_is_named_as_what_it_is(tmp_path):
+    with pytest.raises(ConfigError, match="no such reference-figures file"):
+        load_references(tmp_path / "missing.yaml")
+
+
 @pytest.mark.parametrize("edit,key", [
     (("items_per_s: 10.34", 'items_per_s: "fast"'), "figures.0.items_per_s"),
     (("    mode: single\n", "    mode: single\n    colour: red\n"), "figures.0.colour"),

@@ -103,6 +103,9 @@ def test_compile_option_takes_only_compile_artifacts(tmp_path):
     assert str(RUN) in out.stderr and "not a mibench.compile/1 artifact" in out.stderr
     out = cli(str(COMPILED), "--compile", str(COMPILED))
     assert out.exit_code == 2 and "--compile" in out.stderr
+    missing = tmp_path / "missing.json"  # named as missing, not as another kind of artifact
+    out = cli(str(RUN), "--compile", str(missing))
+    assert out.exit_code == 2 and f"{missing}: no such artifact" in out.stderr
 
 
 def test_cli_report_of_a_counted_run(run, tmp_path):

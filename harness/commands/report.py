@@ -31,7 +31,7 @@ def compile_artifacts(paths: list[Path]) -> list:
     from mibench.harness.records import read_compile_artifact
 
     for p in paths:
-        if schema_of(p) != COMPILE:
+        if schema_of(p) not in (COMPILE, None):  # None: unreadable, and the reader says why
             raise MibenchError(f"--compile: not a {COMPILE} artifact (write one with "
                                "`mibench compile CONFIG`)", field=str(p))
     return [read_compile_artifact(p) for p in paths]

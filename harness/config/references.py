@@ -16,7 +16,7 @@ from mibench.harness.records import ReferenceSet
 def load_references(path: str | Path) -> ReferenceSet:
     """The reference set in `path`; every problem is one ConfigError naming the file."""
     shown = str(path)
-    data, locs = parse_yaml(read_text(Path(path), shown), shown)
+    data, locs = parse_yaml(read_text(Path(path), shown, "reference-figures file"), shown)
     try:
         return ReferenceSet.model_validate(data)
     except ValidationError as e:

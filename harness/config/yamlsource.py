@@ -164,12 +164,13 @@ def parse_yaml(text: str, file: str) -> tuple[dict, Locations]:
     return data, locs
 
 
-def read_text(path: Path, shown: str) -> str:
-    """A config file's text: a regular UTF-8 file of at most MAX_FILE_BYTES."""
+def read_text(path: Path, shown: str, what: str = "config file") -> str:
+    """A config file's (or another YAML input's, `what`) text: a regular UTF-8 file of at
+    most MAX_FILE_BYTES."""
     if path.is_dir():
-        raise ConfigError("is a folder, not a config file", file=shown)
+        raise ConfigError(f"is a folder, not a {what}", file=shown)
     if not path.exists():
-        raise ConfigError("no such config file", file=shown)
+        raise ConfigError(f"no such {what}", file=shown)
     if not path.is_file():
         raise ConfigError("not a regular file", file=shown)
     try:
