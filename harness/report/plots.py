@@ -54,6 +54,13 @@ def _save(fig, path: Path, layout: bool = True) -> Path:
     return path
 
 
+def row_inches(labels: list[str], inches: float) -> float:
+    """The height of one bar row: `inches`, or more where a wrapped label needs the room
+    (about 0.14 in a line at the tick font), so labels of neighbouring rows do not touch."""
+    lines = max((wrap(lab).count("\n") + 1 for lab in labels), default=1)
+    return max(inches, 0.14 * lines + 0.06)
+
+
 def wrap(label: str, width: int = 34) -> str:
     """A long case id on two or more lines, broken after a `/` (inside a part only when
     the part alone is longer than `width`)."""
@@ -130,8 +137,8 @@ def throughput_chart(labels: list[str], sides: list[Bars], path: Path,
     if not labels or not any(v is not None for s in sides for v in s.values):
         return None
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.9 + 0.42 * len(labels) * max(1, len(sides))
-                                    ** 0.6))
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.9 + row_inches(labels, 0.42) * len(labels)
+                                    * max(1, len(sides)) ** 0.6))
     classes = _grouped_bars(ax, labels, sides, ".4g")
     ax.set_xlabel("items/s (higher is faster)")
     ax.set_title(title, fontsize=9)
@@ -163,7 +170,8 @@ def comparison_chart(labels: list[str], times: list[Bars], changes: list[Change]
         return None
     plt = _plt()
     rows = len(labels) * max(1, len(changes)) ** 0.6
-    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 1.2 + 0.5 * rows), sharey=True,
+    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 1.2 + row_inches(labels, 0.5) * rows),
+                                      sharey=True,
                                       gridspec_kw={"width_ratios": [1, 1.15]})
     classes = _grouped_bars(left, labels, times, ".3g")
     left.set_xlabel("ms per item (lower is faster)")
@@ -207,7 +215,8 @@ def spread_chart(labels: list[str], runs: list[list[float]], path: Path,
     if not data:
         return None
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.8 + 0.4 * len(data)))
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.8 + row_inches([lab for lab, _ in data], 0.4)
+                                    * len(data)))
     for y, (_, r) in enumerate(reversed(data)):
         med = statistics.median(r)
         rel = [t / med for t in r]
