@@ -44,3 +44,4 @@ def gib(n: float | None) -> str:
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n / 1024:.1f} KiB"
+

@@ -14,7 +14,7 @@ import tracemalloc
 import pytest
 
 from mibench.harness.config import ConfigError, load_config
-from mibench.harness.run.http_feed import AHEAD, RECORD_BYTES, client_bytes
+from mibench.harness.config.http_load import AHEAD, RECORD_BYTES, client_bytes
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import run
 from mibench.harness.testing import fixed_peak, write_config

@@ -20,7 +20,6 @@ Every failure is a ConfigError naming `file:line: key`.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -235,21 +234,18 @@ def _check_memory(config: Config, case: CaseSpec, memory: tuple[int | None, str]
 
 def _client_parts(case: CaseSpec) -> dict[str, float]:
     """What an http case's load generator holds (http_feed.client_bytes)."""
-    from mibench.harness.run.http_feed import MAX_IN_FLIGHT, client_bytes
+    from mibench.harness.config.http_load import MAX_IN_FLIGHT, client_bytes
 
     spec, plan = case.workload, case.http
-    file_bytes = 0
-    if spec.requests is not None:
-        with contextlib.suppress(OSError):  # _check_requests names a missing file
-            file_bytes = Path(spec.requests).stat().st_size
-        tokens, items = 0, 0  # its requests are held as they were read (file_bytes)
+    if spec.requests is not None:  # the bodies are the file's requests: its token lists
+        tokens, items = 0, 0
     else:
         it = spec.item_tokens
         mean = (it[0] + it[1]) / 2 if isinstance(it, tuple) else it
         tokens, items = int(spec.query_tokens + spec.num_items * mean), spec.num_items
     in_flight = plan.clients if plan.clients is not None else MAX_IN_FLIGHT
-    return client_bytes(plan.requests + plan.warmup_requests,
-                        min(in_flight, plan.requests), tokens, items, file_bytes)
+    return client_bytes(plan.requests + plan.warmup_requests, min(in_flight, plan.requests),
+                        tokens, items)
 
 
 def _check_mode(config: Config, case: CaseSpec) -> None:

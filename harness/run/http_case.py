@@ -47,6 +47,7 @@ import numpy as np
 
 from mibench.engines import HttpClient, MibenchError, fact_problem
 from mibench.harness.config.cases import CaseSpec, HttpPlan
+from mibench.harness.config.http_load import MAX_IN_FLIGHT
 from mibench.harness.records import (
     CaseRecord,
     ErrorInfo,
@@ -55,7 +56,7 @@ from mibench.harness.records import (
     Latency,
     Metrics,
 )
-from mibench.harness.run.http_feed import MAX_IN_FLIGHT, Bodies, Built, Feed
+from mibench.harness.run.http_feed import Bodies, Built, Feed
 from mibench.harness.run.measure import deadline
 from mibench.harness.stats.describe import summarize
 from mibench.harness.stats.metrics import score_digest

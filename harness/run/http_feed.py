@@ -8,8 +8,9 @@ The client side of a case holds, whatever `requests:` says: the bodies in flight
 client, or up to MAX_IN_FLIGHT in an open loop), AHEAD built ones, the one being built
 with its workload (token ids as Python ints, about 36 bytes each), and a JSONL workload's
 requests; what grows with `requests:` is one record per measured request (RECORD_BYTES
-in memory, about 150 bytes in the artifact) and one count of its tokens. `client_bytes` is
-that estimate, which `mibench validate` adds to a case's memory.
+in memory, about 150 bytes in the artifact) and one count of its tokens. The sizes and
+that estimate (`client_bytes`, which `mibench validate` adds to a case's memory) are in
+harness/config/http_load.py.
 """
 
 from __future__ import annotations
@@ -19,13 +20,9 @@ import queue
 import threading
 
 from mibench.engines import MibenchError
+from mibench.harness.config.http_load import AHEAD
 from mibench.workloads import Request, generate, materialize, total_tokens
 
-AHEAD = 16  # bodies built ahead of the sends
-MAX_IN_FLIGHT = 256  # open loop: requests in flight at most; later arrivals wait (lag_s)
-ID_BYTES = 7  # a token id in a JSON body: up to 6 digits and a comma
-INT_BYTES = 36  # a token id as a Python int in a tuple while its body is built
-RECORD_BYTES = 1024  # a measured request's record (HttpRequest) in memory, rounded up
 _DONE = object()
 
 
@@ -37,16 +34,6 @@ class Built:
     body: bytes
     items: int
     tokens: int
-
-
-def client_bytes(requests: int, in_flight: int, tokens: int, items: int,
-                 file_bytes: int = 0) -> dict[str, float]:
-    """The client side's memory (module docstring) for requests of `tokens` token ids in
-    `items` items, `in_flight` at once; `file_bytes`: a JSONL workload's size."""
-    body = tokens * ID_BYTES + items * 4 + 256
-    return {"request bodies (client)": body * (in_flight + AHEAD + 1) + tokens * INT_BYTES
-            + file_bytes * 8,
-            "request records (client)": requests * (RECORD_BYTES + 8)}
 
 
 class Bodies:
