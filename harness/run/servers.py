@@ -42,7 +42,7 @@ from pathlib import Path
 from mibench.errors import MibenchError
 from mibench.harness.config.cases import LaunchSpec
 from mibench.harness.run.proctree import descendants
-from mibench.harness.util import git_output
+from mibench.harness.util import git_output, tail_of
 
 LOG_TAIL = 2000  # characters of a failed server's log carried into the case's error
 HOST = "127.0.0.1"
@@ -220,14 +220,7 @@ class Server:
 
     def log_tail(self) -> str:
         """The log's last LOG_TAIL characters, read from its end."""
-        try:
-            with open(self.log, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                f.seek(max(0, f.tell() - 4 * LOG_TAIL))
-                text = f.read().decode("utf-8", errors="replace").strip()
-        except OSError:
-            return ""
-        return text[-LOG_TAIL:]
+        return tail_of(self.log, LOG_TAIL)
 
     def stop(self) -> None:
         """Close the reaper's pipe: it stops the server's whole tree and exits. A reaper
