@@ -51,7 +51,6 @@ import socket
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -60,6 +59,7 @@ from mibench.engines import DTYPES, MODES, InvalidScores, MibenchError
 from mibench.harness.serve.connections import MAX_HEADER_BYTES, guarded_protocol
 from mibench.harness.serve.limits import (
     Limits,
+    Parsers,
     ScoringQueue,
     admit,
     out_of_memory,
@@ -76,10 +76,6 @@ from mibench.harness.serve.request import (
 )
 
 SEMANTICS = ("delimited", "plain")
-# bodies up to this size are parsed on a thread of their own: the most a body there costs
-# to decode and tokenize (64 KiB of text, ~0.2 s with a byte-level tokenizer on a busy
-# 2-core machine) is what a small request can wait behind each one ahead of it
-LIGHT_BODY = 64 * 1024
 SHUTDOWN_MARGIN_S = 5.0  # after --shutdown-timeout: uvicorn's cancelling and the exit
 KIND = {400: "BadRequestError", 408: "RequestTimeoutError", 413: "RequestTooLargeError",
         503: "ServiceUnavailableError"}
@@ -129,22 +125,6 @@ def answer(scores: list, tokens: int, model: str) -> JSONResponse:
     return JSONResponse({"scores": scores, "model": model,
                          "usage": {"prompt_tokens": tokens, "completion_tokens": 0,
                                    "total_tokens": tokens}, "object": "scoring"})
-
-
-class Parsers:
-    """The two parsing threads (build_app): `lane(raw)` is the one for a body of that
-    size."""
-
-    def __init__(self):
-        self.light = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mibench-parse")
-        self.heavy = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mibench-parse-big")
-
-    def lane(self, raw: bytes) -> ThreadPoolExecutor:
-        return self.light if len(raw) <= LIGHT_BODY else self.heavy
-
-    def shutdown(self, wait: bool = False, cancel_futures: bool = True) -> None:
-        for pool in (self.light, self.heavy):
-            pool.shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
 def build_app(engine, settings: Settings, served: str | None = None,
