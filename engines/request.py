@@ -124,6 +124,12 @@ def make_request(query, items, label_token_ids, *, apply_softmax: bool = False,
         raise InputError("must be a non-empty list of token ids", field="label_token_ids")
     labels = _tokens(list(label_token_ids), "label_token_ids", None)
     _check_range(labels, "label_token_ids", vocab_size)
+    seen: set[int] = set()
+    repeated = next((x for x in labels if x in seen or seen.add(x)), None)
+    if repeated is not None:
+        raise InputError(f"holds token id {repeated} twice: each label is one column of the "
+                         "scores (SGLang and mibench serve refuse a repeat too)",
+                         field="label_token_ids")
     if delimiter is not None:
         if isinstance(delimiter, bool) or not isinstance(delimiter, numbers.Integral):
             raise InputError(f"must be a token id or None, got {delimiter!r}", field="delimiter")

@@ -1,5 +1,5 @@
 """Small helpers every layer of the harness may use (they import nothing of it): git, the
-time stamp of records, byte sizes for people."""
+time stamp of records, byte sizes for people, the tail of a log."""
 
 from __future__ import annotations
 
@@ -44,3 +44,17 @@ def gib(n: float | None) -> str:
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n / 1024:.1f} KiB"
+
+
+
+def tail_of(path: str | Path, chars: int) -> str:
+    """The last `chars` characters of a log (stripped), read from its end whatever its
+    size; "" when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 4 * chars))  # UTF-8: at most 4 bytes a character
+            text = f.read().decode("utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+    return text[-chars:]

@@ -141,3 +141,22 @@ def test_two_interpreters_a_a(tmp_path, server_repo):
                                       "--base-python", sys.executable,
                                       "--new-python", sys.executable])
     assert result.exit_code == 0, result.output
+
+
+def test_a_new_revision_whose_server_cannot_start_is_a_regression(tmp_path, server_repo,
+                                                                   monkeypatch):
+    """Exit 1 (docs/cli.md: a case the new revision fails), naming why; the other way
+    round, a base that cannot start leaves nothing compared: exit 2. Before: exit 2 for
+    both, as if the input were bad."""
+    monkeypatch.setenv("MIBENCH_CACHE", str(tmp_path / "cache"))
+    (server_repo / "fakeserver.py").write_text("import sys\nprint('broken build')\n"
+                                               "sys.exit(3)\n")
+    git(server_repo, "commit", "-qam", "broken: exits at start")
+    code, out = ab(tmp_path, "HEAD~2", "HEAD", "--server-repo", str(server_repo),
+                   "--rounds", "3")
+    assert code == 1, out
+    assert "regression" in out and "did not start" in out, out
+    code, out = ab(tmp_path, "HEAD", "HEAD~2", "--server-repo", str(server_repo),
+                   "--rounds", "3")
+    assert code == 2, out
+    assert servers_running(tmp_path) == []

@@ -30,32 +30,53 @@ def _alive(pid: int) -> bool:
                           text=True).stdout.strip()[:1] not in ("Z", "")
 
 
-@pytest.mark.parametrize("right_process", [True, False])
-def test_the_reaper_stops_the_group_when_mibench_goes_away(right_process):
-    """The reaper reads EOF (mibench closed its end, or died) and stops the server's
-    process group, but only when the pid is still the process that started then."""
-    from mibench.harness.run.servers import start_time
+def test_the_reaper_stops_the_whole_tree_when_mibench_goes_away(tmp_path):
+    """The reaper starts the server, reads EOF (mibench closed its end, or died) and stops
+    its whole tree: the server and a child that left its session (setsid)."""
+    import json
 
-    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+    script = ("import subprocess, sys, time\n"
+              "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+              " start_new_session=True)\n"
+              "print('CHILD', c.pid, flush=True)\ntime.sleep(60)\n")
+    log = tmp_path / "server.log"
+    reaper = subprocess.Popen([sys.executable, "-m", "mibench.harness.run.reaper"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               start_new_session=True)
-    start = start_time(server.pid) if right_process else "1"
-    reaper = subprocess.Popen([sys.executable, "-m", "mibench.harness.run.reaper",
-                               str(server.pid), start, "SIGTERM", "1"], stdin=subprocess.PIPE,
-                              start_new_session=True)
+    spec = {"command": [sys.executable, "-c", script], "env": dict(os.environ),
+            "log": str(log), "signal": "SIGTERM", "grace_s": 1, "tmp": ""}
+    reaper.stdin.write((json.dumps(spec) + "\n").encode())
+    reaper.stdin.flush()
+    server = json.loads(reaper.stdout.readline())["pid"]
     try:
-        time.sleep(0.3)
-        assert server.poll() is None
+        deadline = time.monotonic() + 20
+        while "CHILD" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child = int(log.read_text().split("CHILD ")[1].split()[0])
+        assert _alive(server) and _alive(child)
         reaper.stdin.close()  # as when mibench is killed: the pipe's writer is gone
         reaper.wait(20)
-        if right_process:
-            assert server.wait(10) == -signal.SIGTERM
-        else:
-            time.sleep(0.5)
-            assert server.poll() is None  # a recycled pid is never signalled
+        assert not _alive(server) and not _alive(child)
     finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
+        if reaper.poll() is None:
+            reaper.kill()
+
+
+def test_a_recycled_pid_is_never_signalled():
+    """proctree signals a pid only while it is the process it was (same start time)."""
+    from mibench.harness.run.proctree import _signal_all, start_time
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert start_time(other.pid) is not None
+        _signal_all({other.pid: "1"}, signal.SIGKILL)  # another start time: not it
+        time.sleep(0.3)
+        assert other.poll() is None
+        _signal_all({other.pid: start_time(other.pid)}, signal.SIGKILL)
+        assert other.wait(10) == -signal.SIGKILL
+    finally:
+        if other.poll() is None:
+            other.kill()
 
 
 def test_moved_names_the_requests_and_items_largest_first():
@@ -199,9 +220,10 @@ def test_a_server_leaves_nothing_in_the_temporary_folder(tmp_path, how):
     if how == "stop":
         server.stop()
     else:  # as when mibench is killed: only the reaper is left to clean up
+        pid = server.proc.pid
         server.reaper.stdin.close()
         server.reaper.wait(20)
-        assert server.proc.wait(10) is not None
+        assert not _alive(pid)
     assert not left.parent.exists()
     if how == "reaper":
         server.proc = server.reaper = None

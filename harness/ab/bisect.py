@@ -1,61 +1,153 @@
 """`mibench bisect`: the first commit on BAD's first-parent line after GOOD whose A/B run
-against GOOD is a regression (binary search, as asv's `find`, with the paired test)."""
+against GOOD is a regression (binary search, as asv's `find`, with `ab`'s paired test).
+
+Each step takes `ab`'s own per-case verdicts (ab/rounds.case_verdict, the words `ab`
+prints): a commit is bad when a case is a `regression`, good when every case is
+`unchanged` or an `improvement`, and undecided otherwise (an interval that reaches beyond
+the minimum effect is `inconclusive`; too few rounds or a failing base is `untested`). An
+undecided step is measured again with twice the rounds while that stays within
+`max_rounds`; one still undecided ends the search without naming a commit, saying what
+would decide it: a search on undecided evidence can name the wrong commit.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from mibench.errors import MibenchError
 from mibench.harness.ab.revisions import first_parent
-from mibench.harness.ab.rounds import run_ab
+from mibench.harness.ab.rounds import case_verdict, run_ab
 from mibench.harness.ab.servers import revision_side, run_server_ab
 from mibench.harness.config import Config
 from mibench.harness.util import git
 
+BAD, GOOD, UNDECIDED = "regression", "no regression", "inconclusive"
+CLEAR = ("unchanged", "improvement")  # ab's case verdicts that clear a commit
+
+
+def step_verdict(case_verdicts: list[str]) -> str:
+    """A commit's verdict from `ab`'s case verdicts: `regression` when one case regressed,
+    `no regression` when every case is unchanged or improved, else `inconclusive`."""
+    if BAD in case_verdicts:
+        return BAD
+    if case_verdicts and all(v in CLEAR for v in case_verdicts):
+        return GOOD
+    return UNDECIDED
+
+
+@dataclasses.dataclass(frozen=True)
+class Search:
+    """What one bisect measures: the config, the repository, GOOD, where A/B runs cache
+    their worktrees, the case globs, the rounds of a step and the most rounds a step may
+    take (`max_rounds`), and whether `repo` is a server's repository (ab/servers.py)."""
+
+    config: Config
+    repo: Path
+    good: str
+    cache: Path
+    case_glob: list[str] | str | None
+    rounds: int = 5
+    max_rounds: int | None = None
+    servers: bool = False
+
+    @property
+    def budget(self) -> int:
+        """The most rounds one step may take (None: 4 x `rounds`)."""
+        return max(self.rounds, self.max_rounds if self.max_rounds is not None
+                   else 4 * self.rounds)
+
+    def ab(self, commit: str, rounds: int):
+        if self.servers:
+            sides = {"base": revision_side(self.repo, self.good, self.cache),
+                     "new": revision_side(self.repo, commit, self.cache)}
+            record, _ = run_server_ab(self.config, sides, rounds=rounds,
+                                      case_globs=self.case_glob, note=lambda line: None)
+        else:
+            record, _ = run_ab(self.config, self.repo, self.good, commit, self.cache,
+                               rounds=rounds, case_glob=self.case_glob,
+                               note=lambda line: None)
+        return record
+
+    def step(self, commit: str, note: Callable[[str], None]) -> dict:
+        """A/B runs of `commit` against GOOD until decided or out of rounds: the last one's
+        {commit, subject, verdict, rounds, evidence: {case_id: 'verdict: why'}}."""
+        rounds, limit = self.rounds, self.budget
+        while True:
+            record = self.ab(commit, rounds)
+            verdicts = {c.case_id: case_verdict(c) for c in record.cases}
+            verdict = step_verdict(list(verdicts.values()))
+            if verdict != UNDECIDED or rounds * 2 > limit:
+                break
+            note(f"    {commit[:12]}: {verdict} at {rounds} rounds; again with {rounds * 2}")
+            rounds *= 2
+        return {"commit": commit, "subject": git(self.repo, "log", "-1", "--format=%s", commit),
+                "verdict": verdict, "rounds": rounds,
+                "evidence": {c.case_id: f"{verdicts[c.case_id]}: {c.why}"
+                             for c in record.cases}}
+
 
 def bisect(config: Config, repo: Path, good: str, bad: str, cache: Path, *,
-           case_glob: list[str] | str | None, rounds: int = 5, servers: bool = False,
+           case_glob: list[str] | str | None, rounds: int = 5, max_rounds: int | None = None,
+           servers: bool = False,
            note: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> dict:
-    """{first_bad, subject, steps: [{commit, subject, verdict, evidence}]}; a MibenchError
-    when BAD shows no regression against GOOD (nothing to search). `servers`: `repo` is a
-    server's repository and each step is an A/B of its launched servers
-    (ab/servers.py)."""
+    """{verdict, first_bad, subject, evidence, steps, candidates, undecided, decide}.
+
+    `verdict` is `found` (`first_bad` and `subject` name the commit, `evidence` its case
+    lines) or `inconclusive` (`first_bad` None; `undecided` is the step that stayed
+    undecided within `max_rounds`, and `decide` says what would decide it). Each of `steps`
+    is {commit, subject, verdict, rounds, evidence}. A MibenchError when BAD is clearly no
+    regression against GOOD (nothing to search). `servers`: `repo` is a server's repository
+    and each step is an A/B of its launched servers (ab/servers.py)."""
     commits = first_parent(repo, good, bad)
     if not commits:
         raise MibenchError(f"has no commits after {good} on its first-parent line",
                            field="BAD_REV")
+    search = Search(config, repo, good, cache, case_glob, rounds, max_rounds, servers)
     steps: list[dict] = []
 
-    def regressed(commit: str) -> bool:
-        if servers:
-            sides = {"base": revision_side(repo, good, cache),
-                     "new": revision_side(repo, commit, cache)}
-            record, _ = run_server_ab(config, sides, rounds=rounds, case_globs=case_glob,
-                                      note=lambda line: None)
-        else:
-            record, _ = run_ab(config, repo, good, commit, cache, rounds=rounds,
-                               case_glob=case_glob, note=lambda line: None)
-        evidence = {c.case_id: f"{c.verdict}: {c.why}" for c in record.cases}
-        step = {"commit": commit, "subject": git(repo, "log", "-1", "--format=%s", commit),
-                "verdict": record.verdict, "evidence": evidence}
+    def verdict_of(commit: str) -> str:
+        step = search.step(commit, note)
         steps.append(step)
-        note(f"step {len(steps)}: {commit[:12]} {step['subject']!r}: {record.verdict}")
-        for case_id, line in evidence.items():
+        note(f"step {len(steps)}: {commit[:12]} {step['subject']!r}: {step['verdict']} "
+             f"({step['rounds']} rounds)")
+        for case_id, line in step["evidence"].items():
             note(f"    {case_id}: {line}")
-        return record.verdict == "regression"
+        return step["verdict"]
 
-    if not regressed(commits[-1]):
+    result = {"verdict": UNDECIDED, "first_bad": None, "subject": None, "evidence": {},
+              "steps": steps, "candidates": len(commits), "undecided": None, "decide": None}
+    first = verdict_of(commits[-1])
+    if first == GOOD:
         raise MibenchError(f"shows no regression against {good} in the selected cases: "
                            "nothing to bisect", field=bad)
     lo, hi = 0, len(commits) - 1
-    while lo < hi:
+    while first == BAD and lo < hi:
         mid = (lo + hi) // 2
-        if regressed(commits[mid]):
-            hi = mid
-        else:
-            lo = mid + 1
-    first = next(s for s in steps if s["commit"] == commits[lo])
-    return {"first_bad": commits[lo], "subject": first["subject"], "evidence":
-            first["evidence"], "steps": steps, "candidates": len(commits)}
+        found = verdict_of(commits[mid])
+        if found == UNDECIDED:
+            break
+        hi, lo = (mid, lo) if found == BAD else (hi, mid + 1)
+    if steps[-1]["verdict"] == UNDECIDED:
+        result["undecided"] = steps[-1]
+        result["decide"] = what_decides(search, steps[-1], bad)
+        return result
+    named = next(s for s in steps if s["commit"] == commits[lo])
+    result.update(verdict="found", first_bad=commits[lo], subject=named["subject"],
+                  evidence=named["evidence"])
+    return result
+
+
+def what_decides(search: Search, step: dict, bad: str) -> str:
+    """The line that says what would decide an undecided step: more rounds (the command
+    with a larger budget) or a quieter machine."""
+    more = max(step["rounds"], search.budget) * 4
+    globs = [search.case_glob] if isinstance(search.case_glob, str) else search.case_glob or []
+    cases = " ".join(f"--case {shlex.quote(g)}" for g in globs)
+    config = shlex.quote(search.config._source or "CONFIG")
+    return (f"more rounds on a quiet machine would decide it: mibench ab {search.good[:12]} "
+            f"{step['commit'][:12]} {config} {cases} --rounds {more}, or mibench bisect "
+            f"{search.good[:12]} {shlex.quote(bad)} {config} {cases} --max-rounds {more}")

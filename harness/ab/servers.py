@@ -36,9 +36,10 @@ from mibench.harness.config import CaseSpec, Config, expand
 from mibench.harness.config.bounds import check_flag
 from mibench.harness.config.matrix import select_cases
 from mibench.harness.records.ab import ABCase, ABRecord, RoundSample, Side
-from mibench.harness.run.http_case import prepare
+from mibench.harness.run.http_feed import Bodies
 from mibench.harness.run.provenance import collect, device_info
 from mibench.harness.run.server_pool import ServerPool
+from mibench.harness.run.servers import ServerFailed
 from mibench.harness.run.worker import probe_env
 from mibench.harness.util import git, now
 
@@ -144,7 +145,7 @@ def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int =
 
 
 class _Side:
-    """One side's server for a case: its address, the prepared requests, what came back."""
+    """One side's server for a case: its address, its requests' bodies, what came back."""
 
     def __init__(self, case: CaseSpec, pool: ServerPool):
         from mibench.engines import HttpClient, load_engine
@@ -154,20 +155,21 @@ class _Side:
         server = dict(key[4])
         self.engine = load_engine("http", model=case.model, dtype=case.dtype, tp=case.tp,
                                   **server)
-        self.prepared = prepare(case, self.engine)
+        self.bodies = Bodies(case, self.engine)  # request i's body, built when sent
         self.client = HttpClient(server["base_url"], case.http.timeout_s)
 
     def send(self, i: int) -> tuple[float, list[list[float]] | None, str | None]:
         """Request i: (latency s, scores or None, the failure or None)."""
-        wire = self.engine.wire
+        b = self.bodies
+        built = b.at(i)
         t0 = time.perf_counter()
-        reply = wire.send(self.client, self.prepared.bodies[i])
+        reply = b.wire.send(self.client, built.body)
         latency = time.perf_counter() - t0
         if not reply.ok:
             return latency, None, f"{reply.status}: {reply.text(300)}"
         try:
-            return latency, wire.decode(reply, self.prepared.items[i], self.prepared.labels,
-                                        self.prepared.softmax, self.prepared.dtype), None
+            return latency, b.wire.decode(reply, built.items, b.labels, b.softmax,
+                                          b.dtype), None
         except ValueError as e:
             return latency, None, f"invalid: {e}"
 
@@ -175,24 +177,43 @@ class _Side:
         self.client.close()
 
 
+def _side(case: CaseSpec, pool: ServerPool, failed: dict[str, str], name: str):
+    """A side's server for `case`, or None with why it did not start in `failed[name]`
+    (a server that cannot start is that side failing, not bad input)."""
+    try:
+        return _Side(case, pool)
+    except ServerFailed as e:
+        failed[name] = f"the server did not start: {e}"
+        return None
+
+
 def _measure(case: CaseSpec, pools: dict[str, ServerPool], order: list[list[str]],
              interleave: bool, ab_case: ABCase, note: Note) -> dict:
-    """Every round of one case; returns each side's first-round scores (all requests)."""
+    """Every round of one case; returns each side's first-round scores (all requests). A
+    side whose server does not start fails its rounds (ab/rounds.judge: a new side that
+    fails is a regression, a base side that fails leaves the case untested)."""
     plan = case.http
     n, warm = plan.requests, plan.warmup_requests
     scores: dict[str, list | None] = {}
-    sides = {name: _Side(case, pool) for name, pool in pools.items()} if interleave else {}
+    failed: dict[str, str] = {}
+    sides = {name: _side(case, pool, failed, name) for name, pool in pools.items()} \
+        if interleave else {}
     try:
         for r, names in enumerate(order):
-            if not interleave:  # an accelerator: one side's server at a time
-                times, results = {}, {}
+            times, results = {}, {}
+            if not interleave or failed:  # one side at a time
                 for name in names:
-                    side = _Side(case, pools[name])
-                    for i in range(warm):
-                        side.send(i)
+                    side = sides.get(name) if interleave else _side(case, pools[name],
+                                                                     failed, name)
+                    if side is None:
+                        continue
+                    if not interleave or r == 0:
+                        for i in range(warm):
+                            side.send(i)
                     times[name], results[name] = _requests(side, range(warm, warm + n))
-                    side.close()
-                    pools[name].close()
+                    if not interleave:
+                        side.close()
+                        pools[name].close()
             else:
                 if r == 0:
                     for side in sides.values():
@@ -206,16 +227,21 @@ def _measure(case: CaseSpec, pools: dict[str, ServerPool], order: list[list[str]
                         times[name].append(latency)
                         results[name].append((got, error))
             for position, name in enumerate(names):
-                sample = _sample(r, position == 0, times[name], results[name])
+                if name not in times:
+                    sample = RoundSample(round=r, first=position == 0, status="failed",
+                                         error=failed.get(name, "not measured"))
+                else:
+                    sample = _sample(r, position == 0, times[name], results[name])
                 getattr(ab_case, name).append(sample)
-                if r == 0:  # per request, one row per item
+                if r == 0 and name in results:  # per request, one row per item
                     tables = [got for got, _ in results[name]]
                     scores[name] = tables if all(t is not None for t in tables) else None
                 took = f"{sample.median_s * 1e3:.1f} ms" if sample.median_s else sample.error
                 note(f"round {r + 1} {name} {case.case_id}: {took}")
     finally:
         for side in sides.values():
-            side.close()
+            if side is not None:
+                side.close()
     return scores
 
 

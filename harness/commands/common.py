@@ -35,6 +35,7 @@ except ImportError:  # pragma: no cover - older typer on the click package
 
 from mibench.engines import DTYPES, ENGINES, MODES  # the registries (no jax: fast help)
 from mibench.errors import MibenchError
+from mibench.files import read_bounded
 
 
 def one_line(text: str) -> str:
@@ -246,16 +247,19 @@ def write_text(out: Path | None, text: str) -> None:
     if out is None:
         print(text, end="")
         return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    from mibench.harness.records.io import write_output
+
+    write_output(out, text)
     print(f"wrote {out}")
 
 
 def schema_of(path: Path) -> str | None:
     """The schema field of the JSON file at `path`, or None (`load` names what is wrong)."""
+    from mibench.harness.records.io import MAX_ARTIFACT_BYTES
+
     try:
-        return json.loads(Path(path).read_text()).get("schema")
-    except (OSError, ValueError, AttributeError, RecursionError):
+        return json.loads(read_bounded(path, MAX_ARTIFACT_BYTES)).get("schema")
+    except (OSError, ValueError, AttributeError, RecursionError):  # a MibenchError too
         return None
 
 

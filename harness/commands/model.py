@@ -20,10 +20,35 @@ def model_make(preset: Annotated[str, typer.Argument(
                    help=f"One of: {', '.join(PRESETS)}.")],
                out: Annotated[Path, typer.Option(help="Output folder.")]):
     """Write embedded preset PRESET as a Hugging Face checkpoint folder."""
-    from mibench.engines import make_model, model_facts
+    from mibench.engines import model_facts
 
     model_facts(f"embedded:{preset}")  # an unknown preset, before any folder is made
-    print(make_model(preset, writable_folder(out, "--out")))
+    print(make_whole(preset, writable_folder(out, "--out")))
+
+
+def make_whole(preset: str, out: Path) -> Path:
+    """The preset's files made in a folder beside `out`, then moved into it (renames, which
+    need no space): a write that fails (a full disk) leaves `out` as it was, and is an
+    EnvironmentFailed (exit 4) naming it."""
+    import os
+    import shutil
+    import tempfile
+
+    from mibench.engines import make_model
+    from mibench.errors import EnvironmentFailed
+    from mibench.harness.records.io import why_not_written
+
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        make_model(preset, tmp)
+        for f in sorted(tmp.iterdir()):
+            os.replace(f, out / f.name)
+    except OSError as e:
+        raise EnvironmentFailed(f"cannot write the model's files: {why_not_written(e)}; "
+                                "nothing was written there", field=str(out)) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
 
 
 @model_app.command("verify")

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from mibench.errors import MibenchError
+from mibench.files import read_bounded
 from mibench.harness.commands.common import (
     SEMANTICS,
     DtypeName,
@@ -88,15 +89,7 @@ def read_request_file(path: Path) -> tuple:
     where = f"--request {path}"
     path = Path(path)
     try:
-        if path.is_dir():
-            raise MibenchError("is a folder, not a JSON file", field=where)
-        if not path.is_file():
-            raise MibenchError("no such file", field=where)
-        if path.stat().st_size > MAX_REQUEST_BYTES:
-            raise MibenchError(f"is larger than {MAX_REQUEST_BYTES} bytes", field=where)
-        data = json.loads(path.read_bytes())
-    except OSError as e:
-        raise MibenchError(f"cannot read: {e.strerror or e}", field=where) from None
+        data = json.loads(read_bounded(path, MAX_REQUEST_BYTES, "file", field=where))
     except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError
         if isinstance(e, MibenchError):
             raise

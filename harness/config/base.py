@@ -26,6 +26,14 @@ def Axis(t):  # noqa: N802 - reads as a type
 
 Dtype = Literal["float32", "bfloat16"]
 Finite = Annotated[PositiveFloat, Field(allow_inf_nan=False)]  # a positive finite number
+# a time span: past about 9.2e9 s a socket timeout or a timer overflows the platform's
+# time_t (OverflowError), and past days no run waits anyway
+MAX_SECONDS = 1_000_000
+Seconds = Annotated[PositiveFloat, Field(allow_inf_nan=False, le=MAX_SECONDS)]
+# open-loop arrivals per second: below one an hour a load of even a few requests outlasts
+# any run (and at 1e-300 the arrival times overflow the clock)
+MIN_RATE = 1 / 3600
+Rate = Annotated[PositiveFloat, Field(allow_inf_nan=False, ge=MIN_RATE)]
 
 
 class Strict(BaseModel):

@@ -38,6 +38,7 @@ BOUNDS: dict[str, tuple[int, str]] = {
     "--rounds": (1_000, "each round starts fresh workers of both revisions (seconds to "
                         "minutes); the paired test settles in tens of rounds"),
 }
+BOUNDS["--max-rounds"] = BOUNDS["--rounds"]
 
 
 def bound_problem(key: str, value: int) -> str | None:

@@ -21,6 +21,7 @@ Every failure is a ConfigError naming `file:line: key`.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from mibench.engines import MODES, PART_OPTION, MibenchError, Mode, Shape, model_facts
@@ -218,6 +219,8 @@ def _check_memory(config: Config, case: CaseSpec, memory: tuple[int | None, str]
         if part != "token lists":
             option = PART_OPTION.get(part)
             key = ("cases", case.index, option if option in case.params else "mode")
+    if case.http is not None:  # the load generator's side (harness/run/http_feed.py)
+        parts = {**parts, **_client_parts(case)}
     need = sum(parts.values())
     ram, source = memory
     limit, what = (ram, f"this machine's {gib(ram)} of {source}") if ram else (None, "")
@@ -227,6 +230,22 @@ def _check_memory(config: Config, case: CaseSpec, memory: tuple[int | None, str]
         shown = ", ".join(f"{name} {gib(n)}" for name, n in parts.items())
         raise config.error(key, f"case {case.case_id} needs at least {gib(need)} of host "
                            f"memory ({shown}), more than {what}")
+
+
+def _client_parts(case: CaseSpec) -> dict[str, float]:
+    """What an http case's load generator holds (http_feed.client_bytes)."""
+    from mibench.harness.config.http_load import MAX_IN_FLIGHT, client_bytes
+
+    spec, plan = case.workload, case.http
+    if spec.requests is not None:  # the bodies are the file's requests: its token lists
+        tokens, items = 0, 0
+    else:
+        it = spec.item_tokens
+        mean = (it[0] + it[1]) / 2 if isinstance(it, tuple) else it
+        tokens, items = int(spec.query_tokens + spec.num_items * mean), spec.num_items
+    in_flight = plan.clients if plan.clients is not None else MAX_IN_FLIGHT
+    return client_bytes(plan.requests + plan.warmup_requests, min(in_flight, plan.requests),
+                        tokens, items)
 
 
 def _check_mode(config: Config, case: CaseSpec) -> None:
@@ -256,6 +275,21 @@ def parity_workload(config: Config) -> Workload | None:
         raise config.error(("parity", "workload"), str(e)) from None
 
 
+def _check_launch(config: Config, case: CaseSpec) -> None:
+    """A launched server's folder and interpreter exist here (a `$VARIABLE` interpreter that
+    is not set skips the case at run time instead)."""
+    launch = case.http.launch if case.http is not None else None
+    if launch is None:
+        return
+    if launch.cwd is not None and not Path(launch.cwd).is_dir():
+        raise config.error(("cases", case.index, "launch", "cwd"),
+                           f"{launch.cwd} is not a folder here (the server starts in it)")
+    python = launch.interpreter()
+    if launch.python is not None and python is not None and shutil.which(python) is None:
+        raise config.error(("cases", case.index, "launch", "python"),
+                           f"{python} is not an executable file here")
+
+
 def check_config(config: Config, cases: list[CaseSpec]) -> None:
     """Every check above, in order; raises the first ConfigError."""
     facts = _models(config)
@@ -263,6 +297,7 @@ def check_config(config: Config, cases: list[CaseSpec]) -> None:
     scanned: set[tuple[str, str]] = set()  # (requests file, model): each read once
     for case in cases:
         f, model = facts[case.model], case.model
+        _check_launch(config, case)
         _check_mode(config, case)
         _check_ids(config, case, case.workload, f, model)
         _check_length(config, case, case.workload, f, model)

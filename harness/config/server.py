@@ -28,9 +28,9 @@ import re
 import string
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
-from mibench.harness.config.base import Finite, Strict
+from mibench.harness.config.base import Seconds, Strict
 
 PLACEHOLDERS = ("python", "model", "dtype", "host", "port")
 NAME = r"^[A-Za-z0-9_.-]+$"
@@ -40,9 +40,10 @@ class ReadyProbe(Strict):
     """The server is ready when `GET path` answers 200 (polled every `interval_s`), at
     most `timeout_s` after it started; else the case fails with the log's last lines."""
 
-    path: Annotated[str, Field(pattern=r"^/")] = "/health"
-    timeout_s: Finite = 300.0
-    interval_s: Finite = 0.5
+    # what an HTTP request line can carry: printable ASCII, no space
+    path: Annotated[str, Field(pattern=r"^/[\x21-\x7e]*$")] = "/health"
+    timeout_s: Seconds = 300.0
+    interval_s: Seconds = 0.5
 
 
 class StopPolicy(Strict):
@@ -50,7 +51,7 @@ class StopPolicy(Strict):
     the group after `grace_s`."""
 
     signal: Literal["SIGTERM", "SIGINT"] = "SIGTERM"
-    grace_s: Finite = 10.0
+    grace_s: Seconds = 10.0
 
 
 class Launch(Strict):
@@ -72,11 +73,19 @@ class Launch(Strict):
     def _placeholders(cls, command: list[str]) -> list[str]:
         found = set()
         for k, word in enumerate(command):
+            _no_nul(word, f"item {k}")
             try:
-                names = {f for _, f, _, _ in string.Formatter().parse(word) if f is not None}
+                parsed = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(word)
+                          if f is not None]
             except ValueError as e:
                 raise ValueError(f"item {k} {word!r}: {e} (a literal brace is {{{{ or }}}})") \
                     from None
+            for f, spec, conv in parsed:
+                if spec or conv:
+                    raise ValueError(f"item {k} {word!r}: {{{f}{'!' + conv if conv else ''}"
+                                     f"{':' + spec if spec else ''}}} takes no conversion or "
+                                     f"format: write {{{f}}}")
+            names = {f for f, _, _ in parsed}
             unknown = sorted(n for n in names if n not in PLACEHOLDERS)
             if unknown:
                 raise ValueError(f"item {k} {word!r}: unknown placeholder {{{unknown[0]}}} "
@@ -92,10 +101,36 @@ class Launch(Strict):
     def _python(cls, v: str | None) -> str | None:
         if v is not None and v.startswith("$") and not re.fullmatch(r"\$\{?[A-Za-z_]\w*\}?", v):
             raise ValueError(f"{v!r} is not a variable: write $NAME (or a path)")
-        return v
+        return _no_nul(v, "the path")
+
+    @field_validator("cwd", "package", "source", "repo_path")
+    @classmethod
+    def _paths(cls, v: str | None) -> str | None:
+        return _no_nul(v, "the value")
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, env: dict[str, str]) -> dict[str, str]:
+        """What a process environment can hold: a name without `=` (nor empty), no NUL."""
+        for name, value in env.items():
+            if not name or "=" in name:
+                raise ValueError(f"{name!r} is not a variable name: it may not be empty or "
+                                 "hold '='")
+            _no_nul(name, f"the name {name!r}")
+            _no_nul(value, f"the value of {name}")
+        return env
 
 
-ServerArg = str | int | float | bool
+def _no_nul(v: str | None, what: str) -> str | None:
+    """`v`, unless it holds a NUL byte, which no command line, path or environment can."""
+    if v is not None and "\0" in v:
+        raise ValueError(f"{what} holds a NUL byte (\\0), which no command line, path or "
+                         "environment variable can carry")
+    return v
+
+
+ServerArg = Annotated[str, AfterValidator(lambda v: _no_nul(v, "a server argument"))] | int \
+    | float | bool
 
 
 def flag(key: str, value) -> list[str]:

@@ -15,11 +15,11 @@ import json
 from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BeforeValidator,
     ByteSize,
     Field,
     NonNegativeInt,
-    PositiveFloat,
     PositiveInt,
     PrivateAttr,
     ValidationError,
@@ -29,7 +29,7 @@ from pydantic import (
 )
 
 from mibench.engines import OPTIONS, Option
-from mibench.harness.config.base import Axis, Dtype, Finite, Strict, nest
+from mibench.harness.config.base import Axis, Dtype, Rate, Seconds, Strict, nest
 from mibench.harness.config.bounds import at_most
 from mibench.harness.config.server import Launch, ServerArg
 from mibench.harness.config.yamlsource import ConfigError, Locations
@@ -77,6 +77,17 @@ class Topology(Strict):
             raise ValueError(str(e).removeprefix("target: ")) from None
 
 
+def distinct_labels(ids: list[int]) -> list[int]:
+    """Label ids, each once: a label is one column of the scores (SGLang, and so `mibench
+    serve`, refuses a repeated one, and so does every engine)."""
+    seen: set[int] = set()
+    repeated = next((x for x in ids if x in seen or seen.add(x)), None)
+    if repeated is not None:
+        raise ValueError(f"holds token id {repeated} twice: each label is one column of "
+                         "the scores, and servers (SGLang, mibench serve) refuse a repeat")
+    return ids
+
+
 class WorkloadFields(Strict):
     """Workload keys, all optional: a case's or parity's patch over the top-level workload."""
 
@@ -84,7 +95,8 @@ class WorkloadFields(Strict):
     num_items: Axis(PositiveInt) | None = None
     item_tokens: Axis(PositiveInt | Dist) | None = None
     tokens: Literal["random", "constant"] = "random"
-    label_token_ids: Annotated[list[NonNegativeInt], Field(min_length=1)] | None = None
+    label_token_ids: Annotated[list[NonNegativeInt], Field(min_length=1),
+                               AfterValidator(distinct_labels)] | None = None
     delimiter: NonNegativeInt | None = None
     # delimited (items after `query d`) or plain (after `query`); unset: delimited when a
     # delimiter is given, else plain (docs/semantics.md)
@@ -137,7 +149,7 @@ class RunsPatch(Strict):
 
     warmup: Warmup | None = None
     timed: Timed | None = None
-    timeout_s: Annotated[PositiveFloat, Field(allow_inf_nan=False)] | None = None
+    timeout_s: Seconds | None = None
     max_rss: Annotated[ByteSize, Field(gt=0)] | None = None
     processes: Processes | None = None
 
@@ -188,11 +200,12 @@ class _CaseHead(Strict):
 HTTP_FIELDS = {
     "base_url": (str | None, Field(None, description="the server, http://HOST:PORT")),
     "served_model": (str | None, Field(None, description="sent as the request's model")),
-    "timeout_s": (Finite | None, Field(None, description="per request (default 60)")),
+    "timeout_s": (Seconds | None, Field(None, description="per whole request (default "
+                                         "60)")),
     "clients": (Axis(Annotated[PositiveInt, at_most("clients")]) | None,
                 Field(None, description="closed loop: requests in flight")),
-    "rate": (Axis(Finite) | None, Field(None, description="open loop: Poisson arrivals, "
-                                         "requests per second")),
+    "rate": (Axis(Rate) | None, Field(None, description="open loop: Poisson arrivals, "
+                                       "requests per second (at least one an hour)")),
     "requests": (Annotated[PositiveInt, at_most("requests")] | None,
                  Field(None, description="measured requests (100)")),
     "warmup_requests": (Annotated[NonNegativeInt, at_most("warmup_requests")] | None,

@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from mibench.errors import MibenchError
+from mibench.files import Unreadable, read_bounded
 
 Key = tuple[str | int, ...]
 
@@ -167,20 +168,10 @@ def parse_yaml(text: str, file: str) -> tuple[dict, Locations]:
 def read_text(path: Path, shown: str, what: str = "config file") -> str:
     """A config file's (or another YAML input's, `what`) text: a regular UTF-8 file of at
     most MAX_FILE_BYTES."""
-    if path.is_dir():
-        raise ConfigError(f"is a folder, not a {what}", file=shown)
-    if not path.exists():
-        raise ConfigError(f"no such {what}", file=shown)
-    if not path.is_file():
-        raise ConfigError("not a regular file", file=shown)
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise ConfigError(f"is {size} bytes; a config is a short text file (at most "
-                              f"{MAX_FILE_BYTES} bytes)", file=shown)
-        raw = path.read_bytes()
-    except OSError as e:
-        raise ConfigError(f"cannot read: {e.strerror or type(e).__name__}", file=shown) from None
+        raw = read_bounded(path, MAX_FILE_BYTES, what)
+    except Unreadable as e:
+        raise ConfigError(e.why, file=shown) from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from mibench.errors import MibenchError
+from mibench.harness.records.io import write_output
 
 # this process only checks and profiles: it must not hold the GPU memory the run needs
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -137,8 +138,8 @@ def main(out: Path, budget_s: float = 420.0, dry_run: bool = False) -> int:
                                                       kernels=attention == "auto")
         except Exception as e:  # the artifact matters more than the profile
             summary[f"profile_{attention}"] = {"error": f"{type(e).__name__}: {e}"}
-        (out / "summary.json").write_text(json.dumps(summary, indent=1))
+        write_output(out / "summary.json", json.dumps(summary, indent=1), "the summary")
     summary["wall_s"] = time.perf_counter() - t0
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    write_output(out / "summary.json", json.dumps(summary, indent=1), "the summary")
     print(f"gpu job done in {summary['wall_s']:.0f} s, run exit {rc}", flush=True)
     return rc

@@ -127,6 +127,7 @@ def main(config_path: Path = CONFIG, rounds: int = 3, sets: list[str] | tuple = 
     text = json.dumps(result, indent=1)
     print(text)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n")
+        from mibench.harness.records.io import write_output
+
+        write_output(out, text + "\n")
     return result

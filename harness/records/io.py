@@ -16,9 +16,13 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from mibench.errors import EnvironmentFailed, MibenchError
+from mibench.files import read_bounded
 from mibench.harness.records.base import Artifact, nonfinite_at
 
 SCHEMAS = Path(__file__).parent / "schemas"
+# the largest artifact a reader takes: an http case of 100,000 requests is ~15 MB, and
+# parsing JSON holds several times the file in memory
+MAX_ARTIFACT_BYTES = 512 * 1024**2
 
 
 def schema_file(name: str) -> Path:
@@ -29,20 +33,40 @@ def schema_file(name: str) -> Path:
 def write_artifact(record: Artifact, path: Path) -> None:
     """Atomic: a reader (or a crash) never sees a half-written file, and a write that fails
     (a full disk, a file-size limit) leaves the file as it was and no temporary file."""
+    write_atomic(Path(path), record.to_json())
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """`data` to `path` through a temporary file beside it, fsynced, then renamed over it:
+    what was at `path` stays whole until the new file is; an OSError leaves no temporary
+    file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; artifacts are ordinary files
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(record.to_json())
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
             f.flush()
             os.fsync(f.fileno())  # a disk that fills at write-back fails here, not later
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_output(path: Path, data: str | bytes, what: str = "the output") -> None:
+    """A command's output file (a report, an export, a plot), written atomically; a write
+    that fails is one EnvironmentFailed (exit 4) naming the file and why, and leaves what
+    was there as it was."""
+    path = Path(path)
+    try:
+        write_atomic(path, data)
+    except OSError as e:
+        raise EnvironmentFailed(f"cannot write {what}: {why_not_written(e)}; nothing was "
+                                "written there (a file already there is as it was)",
+                                field=str(path)) from None
 
 
 # what a write failure means, beside the system's words (an artifact write that fails for
@@ -53,15 +77,23 @@ WRITE_ERRORS = {errno.ENOSPC: "the disk is full", errno.EFBIG: "a file-size limi
                 errno.ENOENT: "the folder went away", errno.EIO: "an I/O error"}
 
 
-def write_failed(e: OSError, path: Path, safe: str, go_on: str) -> EnvironmentFailed:
-    """The one message of an artifact that could not be written mid-run (exit 4): the path,
-    why (the system's words, the errno, what it means), what is safe, how to go on."""
+def why_not_written(e: OSError) -> str:
+    """The system's words, the errno and what it means: `No space left on device (ENOSPC:
+    the disk is full)`."""
     why = e.strerror or type(e).__name__
     code = errno.errorcode.get(e.errno or 0)
     meaning = WRITE_ERRORS.get(e.errno or 0)
     detail = ": ".join(x for x in (code, meaning) if x)
-    return EnvironmentFailed(f"cannot write the artifact: {why}{f' ({detail})' if detail else ''}"
-                             f"; {safe}; {go_on}", field=str(path))
+    return f"{why}{f' ({detail})' if detail else ''}"
+
+
+def write_failed(e: OSError, path: Path, safe: str, go_on: str,
+                 what: str = "the artifact") -> EnvironmentFailed:
+    """The one message of an artifact that could not be written mid-run (exit 4): the path,
+    why (the system's words, the errno, what it means), what is safe, how to go on; `what`
+    names another file that failed beside it (a server's log)."""
+    return EnvironmentFailed(f"cannot write {what}: {why_not_written(e)}; {safe}; {go_on}",
+                             field=str(path))
 
 
 class Checkpoints:
@@ -91,18 +123,15 @@ def read_json(path: str | Path, model: type[Artifact], schema: str, how: str = "
     artifact of an `older` version of the kind (whose fields the newer one keeps, with the
     same meaning, only adding optional ones) is read as the newer."""
     path = Path(path)
-    if path.is_dir():
-        raise MibenchError("is a folder, not an artifact file", field=str(path))
     bare: list[str] = []  # NaN, Infinity, -Infinity: Python's json takes them, JSON does not
 
     def constant(name: str) -> float:
         bare.append(name)
         return float(name)
 
+    raw = read_bounded(path, MAX_ARTIFACT_BYTES, "artifact file")
     try:
-        data = json.loads(path.read_text(), parse_constant=constant)
-    except FileNotFoundError:
-        raise MibenchError("no such artifact", field=str(path)) from None
+        data = json.loads(raw.decode("utf-8"), parse_constant=constant)
     except json.JSONDecodeError as e:
         raise MibenchError(f"not JSON: {e.msg}", field=str(path)) from None
     except RecursionError:
@@ -171,6 +200,9 @@ def locked(path: Path):
     try:
         yield
     finally:
-        lock.unlink(missing_ok=True)
+        # a folder that became read-only or immutable keeps the file: harmless, the lock is
+        # the flock, let go below (and an error here would hide the one that matters)
+        with contextlib.suppress(OSError):
+            lock.unlink(missing_ok=True)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)

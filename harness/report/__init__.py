@@ -273,6 +273,7 @@ def write_report(records: list[RunRecord], out: Path | None, baseline: RunRecord
         context["plots"] = draw_plots(context, out)
     text = render_summary(context) if summary else render(context)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
+        from mibench.harness.records.io import write_output
+
+        write_output(out, text, "the report")
     return text

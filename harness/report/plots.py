@@ -46,11 +46,17 @@ def _plt():
 
 
 def _save(fig, path: Path, layout: bool = True) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """The figure as a PNG at `path`, written whole or not at all (records/io.py)."""
+    import io
+
+    from mibench.harness.records.io import write_output
+
     if layout:
         fig.tight_layout()
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")  # long case ids stay inside
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=DPI, bbox_inches="tight")  # long case ids inside
     _plt().close(fig)
+    write_output(path, png.getvalue(), "the plot")
     return path
 
 

@@ -22,7 +22,7 @@ from mibench.harness.records import ErrorInfo, ModelRef, TopologyRecord, Workloa
 from mibench.harness.records.compile import CaseCompile, CompileCase, CompileTarget
 from mibench.harness.run import libtpu
 from mibench.harness.run.worker import OUTPUT_TAIL, POLL_S, WorkerDied, _death, rss_of
-from mibench.harness.util import now
+from mibench.harness.util import now, tail_of
 
 OUT_OF_MEMORY = "RESOURCE_EXHAUSTED"
 
@@ -188,10 +188,7 @@ class CompileWorker:
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
         self.proc.wait()
-        try:
-            self.tail = Path(self.log).read_text(errors="replace").strip()[-OUTPUT_TAIL:]
-        except OSError:
-            self.tail = ""
+        self.tail = tail_of(self.log, OUTPUT_TAIL)
         self.conn.close()
         Path(self.log).unlink(missing_ok=True)
 

@@ -1,9 +1,10 @@
 """Measuring an `engine: http` case: a load of SGLang `POST /v1/score` requests against a
 server, recorded request by request (`CaseRecord.http`, harness.records.HttpMetrics).
 
-Every request body is prepared before anything is sent: request i scores the workload
-drawn with seed `workload.seed + i` (a JSONL workload: its request i, cycling), so each
-request has its own query and a server's prefix cache only helps where it should;
+Request bodies are built as they are sent, on a thread of their own at most AHEAD ahead
+(harness/run/http_feed.py), so memory does not grow with `requests:`: request i scores the
+workload drawn with seed `workload.seed + i` (a JSONL workload: its request i, cycling), so
+each request has its own query and a server's prefix cache only helps where it should;
 `same_query: true` repeats the workload's first request, to measure that cache on purpose.
 `warmup_requests` go first, one at a time and untimed (request 0 is the workload itself:
 its scores are the case's `scores`); then the measured `requests`:
@@ -37,8 +38,6 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import dataclasses
-import itertools
 import threading
 import time
 import traceback
@@ -48,6 +47,7 @@ import numpy as np
 
 from mibench.engines import HttpClient, MibenchError, fact_problem
 from mibench.harness.config.cases import CaseSpec, HttpPlan
+from mibench.harness.config.http_load import MAX_IN_FLIGHT
 from mibench.harness.records import (
     CaseRecord,
     ErrorInfo,
@@ -56,58 +56,13 @@ from mibench.harness.records import (
     Latency,
     Metrics,
 )
+from mibench.harness.run.http_feed import Bodies, Built, Feed
 from mibench.harness.run.measure import deadline
 from mibench.harness.stats.describe import summarize
 from mibench.harness.stats.metrics import score_digest
-from mibench.workloads import Request, generate, materialize, total_tokens
 
 ERROR_CHARS = 500
 INVALID = "invalid"  # a 200 whose scores are not the request's (wire.decode)
-MAX_IN_FLIGHT = 256  # open loop: requests in flight at most; later arrivals wait (lag_s)
-
-
-@dataclasses.dataclass
-class Prepared:
-    """Request i's body, item count and tokens, made before the load starts."""
-
-    bodies: list[bytes]
-    items: list[int]
-    tokens: list[int]
-    labels: int
-    softmax: bool = False  # what the answers' scores are checked against (wire.decode)
-    dtype: str = "float32"
-    wire: object = None  # the engine's wire (engines/wires): how requests are put and read
-
-
-def workload_requests(case: CaseSpec, engine, n: int) -> list[Request]:
-    """The workload of each of `n` requests (module docstring)."""
-    spec, plan, cfg = case.workload, case.http, engine.model_config
-    if cfg is None:
-        raise MibenchError(f"the vocabulary of {case.model} is unknown here, so no workload "
-                           "can be generated for it: name a preset or a checkpoint folder",
-                           field="model.path")
-    vocab, exclude = cfg.vocab_size, engine.special_ids
-    if spec.requests is not None:
-        reqs = materialize(spec, vocab, exclude=exclude, tokenize=engine.encode)
-        return [reqs[0 if plan.same_query else i % len(reqs)] for i in range(n)]
-    if plan.same_query:
-        return [generate(spec, vocab, exclude)] * n
-    return [generate(spec.replace(seed=spec.seed + i), vocab, exclude) for i in range(n)]
-
-
-def prepare(case: CaseSpec, engine) -> Prepared:
-    plan, w = case.http, case.workload
-    reqs = workload_requests(case, engine, plan.warmup_requests + plan.requests)
-    bodies: dict[int, bytes] = {}  # one body per distinct request (same_query: one)
-    for r in reqs:
-        if id(r) not in bodies:
-            bodies[id(r)] = engine.wire.encode(list(r.query), [list(i) for i in r.items],
-                                               list(w.label_token_ids), w.apply_softmax,
-                                               plan.served_model)
-    return Prepared(bodies=[bodies[id(r)] for r in reqs], items=[len(r.items) for r in reqs],
-                    tokens=[total_tokens([r], w.delimiter) for r in reqs],
-                    labels=len(w.label_token_ids), softmax=w.apply_softmax, dtype=case.dtype,
-                    wire=engine.wire)
 
 
 def server_mismatch(facts: dict, case: CaseSpec) -> MibenchError | None:
@@ -137,10 +92,13 @@ def server_mismatch(facts: dict, case: CaseSpec) -> MibenchError | None:
 
 
 class Load:
-    """The prepared requests and what came back for each."""
+    """The case's bodies as they are built (`feed`) and what came back for each; `tokens`
+    keeps each sent request's token count (for tokens/s)."""
 
-    def __init__(self, plan: HttpPlan, prepared: Prepared, base_url: str):
-        self.plan, self.p, self.base_url = plan, prepared, base_url
+    def __init__(self, plan: HttpPlan, bodies: Bodies, base_url: str):
+        self.plan, self.bodies, self.base_url = plan, bodies, base_url
+        self.feed = Feed(bodies, 0, plan.warmup_requests + plan.requests)
+        self.tokens = [0] * (plan.warmup_requests + plan.requests)
         self.first_scores: list[list[float]] | None = None
         self.stop = threading.Event()
         self._clients: list[HttpClient] = []
@@ -153,21 +111,23 @@ class Load:
         return c
 
     def close(self) -> None:
+        self.feed.close()
         with self._lock:
             for c in self._clients:
                 c.close()
 
-    def send(self, client: HttpClient, i: int, start: float,
+    def send(self, client: HttpClient, built: Built, start: float,
              scheduled: float | None = None) -> HttpRequest:
-        """Send request i; its record (times relative to `start`)."""
+        """Send a built request; its record (times relative to `start`)."""
+        b, i = self.bodies, built.index
+        self.tokens[i] = built.tokens
         t0 = time.perf_counter()
-        reply = self.p.wire.send(client, self.p.bodies[i])
+        reply = b.wire.send(client, built.body)
         t1 = time.perf_counter()
         status, error = reply.status, None
         if reply.ok:
             try:
-                scores = self.p.wire.decode(reply, self.p.items[i], self.p.labels,
-                                            self.p.softmax, self.p.dtype)
+                scores = b.wire.decode(reply, built.items, b.labels, b.softmax, b.dtype)
                 if i == 0:
                     self.first_scores = scores
             except ValueError as e:  # names the item
@@ -175,7 +135,7 @@ class Load:
         else:
             error = reply.text(ERROR_CHARS)
         return HttpRequest(sent_s=t0 - start, latency_s=t1 - t0, status=status,
-                           items=self.p.items[i],
+                           items=built.items,
                            lag_s=None if scheduled is None else max(0.0, t0 - scheduled),
                            error=error[:ERROR_CHARS + 3] if error else None)
 
@@ -183,16 +143,13 @@ class Load:
 def closed_loop(load: Load, first: int, n: int, clients: int,
                 out: list[HttpRequest | None]) -> None:
     """`clients` threads, each sending the next request when its last one is answered."""
-    counter, failures = itertools.count(first), []
+    failures = []
 
     def worker(start: float) -> None:
         c = load.client()
         try:
-            while not load.stop.is_set():
-                i = next(counter)
-                if i >= first + n:
-                    return
-                out[i - first] = load.send(c, i, start)
+            while not load.stop.is_set() and (built := load.feed.take()) is not None:
+                out[built.index - first] = load.send(c, built, start)
         except BaseException as e:  # a bug here, not a failed request: re-raised below
             failures.append(e)
 
@@ -218,18 +175,24 @@ def arrivals(n: int, rate: float, seed: int) -> np.ndarray:
 
 def open_loop(load: Load, first: int, n: int, rate: float, seed: int,
               out: list[HttpRequest | None]) -> None:
-    """Requests sent at Poisson arrivals of `rate` per second, whatever is in flight."""
-    local = threading.local()
+    """Requests sent at Poisson arrivals of `rate` per second, whatever is in flight (at
+    most MAX_IN_FLIGHT: a later arrival waits for one to end, and records its lag)."""
+    local, failures = threading.local(), []
+    slots = threading.BoundedSemaphore(min(n, MAX_IN_FLIGHT))
 
-    def task(i: int, start: float, scheduled: float) -> None:
-        if getattr(local, "client", None) is None:
-            local.client = load.client()
-        out[i - first] = load.send(local.client, i, start, scheduled)
+    def task(built: Built, start: float, scheduled: float) -> None:
+        try:
+            if getattr(local, "client", None) is None:
+                local.client = load.client()
+            out[built.index - first] = load.send(local.client, built, start, scheduled)
+        except BaseException as e:  # a bug here, not a failed request: re-raised below
+            failures.append(e)
+        finally:
+            slots.release()
 
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(n, MAX_IN_FLIGHT),
                                                  thread_name_prefix="mibench-http")
     times = arrivals(n, rate, seed)
-    futures = []
     try:
         start = time.perf_counter()
         for k in range(n):
@@ -237,12 +200,18 @@ def open_loop(load: Load, first: int, n: int, rate: float, seed: int,
             delay = when - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)
-            futures.append(pool.submit(task, first + k, start, when))
-        for f in futures:
-            f.result()
+            slots.acquire()
+            built = load.feed.take()
+            if built is None or failures:
+                slots.release()
+                break
+            pool.submit(task, built, start, when)
+        pool.shutdown(wait=True)
     finally:
         load.stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
+    if failures:
+        raise failures[0]
 
 
 def nearest_rank(values: list[float], p: float) -> float:
@@ -290,6 +259,27 @@ def case_numbers(rec: CaseRecord, m: HttpMetrics, tokens_ok: int) -> None:
             rec.metrics.tokens_per_s = tokens_ok / m.duration_s
 
 
+def _send_all(case: CaseSpec, load: Load, warm: list[HttpRequest],
+              measured: list[HttpRequest | None], tick: Callable[[str], None]) -> None:
+    """The warmup requests one at a time, then the measured load (module docstring)."""
+    plan = case.http
+    client = load.client()
+    start = time.perf_counter()
+    for _ in range(plan.warmup_requests):
+        warm.append(load.send(client, load.feed.take(), start))
+    tick("warmup")
+    if warm and all(r.status != 200 for r in warm):
+        raise MibenchError(f"all {len(warm)} warmup request(s) failed (first: "
+                           f"{warm[0].status}: {warm[0].error}); the load was not "
+                           "sent", field="base_url")
+    first, n = plan.warmup_requests, plan.requests
+    if plan.clients is not None:
+        closed_loop(load, first, n, plan.clients, measured)
+    else:
+        open_loop(load, first, n, plan.rate, case.workload.seed, measured)
+    tick("load")
+
+
 def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], None],
                  measuring: Callable[[], None] = lambda: None) -> CaseRecord:
     """Measure an http case (module docstring) into `rec`; any exception fails the case
@@ -303,30 +293,14 @@ def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], No
     try:
         engine = pool.get(case.engine_key)
         rec.topology = rec.topology.with_engine(engine.topology)
-        rec.resolved = engine.resolved_options(case.mode, {})
-        problem = server_mismatch(rec.resolved.get("server") or {}, case)
-        if problem is not None:
-            raise problem
-        prepared = prepare(case, engine)
-        load = Load(plan, prepared, engine.base_url)
-        measuring()
-        with deadline(case.runs.timeout_s):
-            client = load.client()
-            start = time.perf_counter()
-            for i in range(plan.warmup_requests):
-                warm.append(load.send(client, i, start))
-            rec.warmup_s = [r.latency_s for r in warm]
-            tick("warmup")
-            if warm and all(r.status != 200 for r in warm):
-                raise MibenchError(f"all {len(warm)} warmup request(s) failed (first: "
-                                   f"{warm[0].status}: {warm[0].error}); the load was not "
-                                   "sent", field="base_url")
-            first, n = plan.warmup_requests, plan.requests
-            if plan.clients is not None:
-                closed_loop(load, first, n, plan.clients, measured)
-            else:
-                open_loop(load, first, n, plan.rate, case.workload.seed, measured)
-            tick("load")
+        with deadline(case.runs.timeout_s):  # the model card is part of the case's time
+            rec.resolved = engine.resolved_options(case.mode, {})
+            problem = server_mismatch(rec.resolved.get("server") or {}, case)
+            if problem is not None:
+                raise problem
+            load = Load(plan, Bodies(case, engine), engine.base_url)
+            measuring()
+            _send_all(case, load, warm, measured, tick)
     except Exception as e:
         rec.status = "failed"
         rec.error = ErrorInfo(type=type(e).__name__, message=str(e),
@@ -334,9 +308,10 @@ def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], No
     finally:
         if load is not None:
             load.close()
+    rec.warmup_s = [r.latency_s for r in warm]
     done = [(r, i) for i, r in enumerate(measured) if r is not None]
     offset = plan.warmup_requests
-    tokens = [load.p.tokens[offset + i] for _, i in done] if load is not None else []
+    tokens = [load.tokens[offset + i] for _, i in done] if load is not None else []
     m = http_metrics(plan, [r for r, _ in done], warm)
     rec.http = m
     first = (warm or [r for r, _ in done] or [None])[0]

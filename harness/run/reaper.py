@@ -1,34 +1,94 @@
-"""`python -m mibench.harness.run.reaper PID START SIGNAL GRACE_S [TMP]`: stop a launched
-server's process group when mibench goes away (harness/run/servers.py), and remove its
-temporary folder TMP.
+"""`python -m mibench.harness.run.reaper`: the parent of one launched server
+(harness/run/servers.py), which it starts, watches and stops as a whole process tree.
 
-It blocks reading stdin, a pipe whose only writer is the mibench process that launched
-the server. EOF comes when that process closes the pipe (it stopped the server itself) or
-dies in any way, kill -9 included. Then, if PID still names the process that started at
-START (clock ticks since boot, /proc/PID/stat), SIGNAL goes to its group, and SIGKILL
-after GRACE_S. Imports nothing heavy: it runs beside every launched server."""
+mibench writes one JSON line to its stdin: the server's `command`, `env` (the whole
+environment), `cwd`, `log` (its output, appended), the stop `signal` and `grace_s`, and
+`tmp` (the server's temporary folder). The reaper makes itself a child subreaper, starts
+the server in a session of its own, and answers one JSON line on stdout: `{"pid": N}`, or
+`{"error": ..., "filename": ...}` when it could not start it (a missing interpreter or
+cwd). When the server's own process exits it writes `{"exit": CODE}`.
+
+Then it blocks reading stdin, a pipe whose only writer is mibench. EOF comes when mibench
+closes it (to stop the server) or dies in any way, kill -9 included. Then it stops its whole
+tree of descendants: the server, its children, and those that left the server's process
+group or session (`setsid`), which as orphans were reparented to the reaper rather than to
+init (harness/run/proctree.py): the stop signal to each, SIGKILL after `grace_s`. It then
+removes `tmp` and exits. Imports nothing heavy: it runs beside every launched server.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import selectors
 import shutil
 import signal
+import subprocess
 import sys
 
+from mibench.harness.run.proctree import become_subreaper, stop_tree
 
-def main(pid: int, start: str, sig: str, grace_s: float, tmp: str = "") -> None:
-    from mibench.harness.run.servers import start_time, stop_group
+TICK_S = 0.2  # how often the reaper looks at its children between reads
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is mibench's to handle
+
+def say(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def start(spec: dict) -> subprocess.Popen | None:
+    """The server, started with its output appended to its log; None (said) on failure."""
     try:
-        while sys.stdin.buffer.read(4096):
-            pass
-    except OSError:
-        pass
-    if start and start_time(pid) == start:
-        stop_group(pid, getattr(signal, sig), grace_s)
-    if tmp:
-        shutil.rmtree(tmp, ignore_errors=True)
+        with open(spec["log"], "ab") as log:
+            return subprocess.Popen(spec["command"], stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, env=spec["env"],
+                                    cwd=spec.get("cwd"), start_new_session=True)
+    except OSError as e:
+        say({"error": e.strerror or str(e), "filename": e.filename})
+        return None
+
+
+def reap(server: subprocess.Popen, said: list) -> None:
+    """Collect every exited child (orphans adopted as a subreaper too); say the server's
+    exit code once."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        if pid == server.pid and not said:
+            server.returncode = os.waitstatus_to_exitcode(status)
+            said.append(True)
+            say({"exit": server.returncode})
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is mibench's to handle
+    spec = json.loads(sys.stdin.buffer.readline() or b"{}")
+    become_subreaper()
+    server = start(spec)
+    if server is None:
+        return
+    say({"pid": server.pid})
+    said: list = []
+    stdin = sys.stdin.buffer.raw
+    with selectors.DefaultSelector() as sel:
+        sel.register(stdin, selectors.EVENT_READ)
+        while True:
+            if sel.select(TICK_S) and not os.read(stdin.fileno(), 4096):
+                break  # EOF: stop (mibench closed the pipe, or is gone)
+            reap(server, said)
+    stop_tree(os.getpid(), getattr(signal, spec.get("signal", "SIGTERM")),
+              float(spec.get("grace_s", 5.0)), lambda: reap(server, said))
+    reap(server, said)
+    if spec.get("tmp"):
+        shutil.rmtree(spec["tmp"], ignore_errors=True)
+    with contextlib.suppress(OSError):
+        sys.stdout.close()
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4]), *sys.argv[5:6])
+    main()

@@ -288,9 +288,15 @@ def _run_record(plan: Plan, record: RunRecord, path: Path) -> RunRecord:
     measure_case = run_in_worker if plan.workers else run_case
     state = RunState(plan, record, path, pool, servers, peak,
                      make_progress(options.progress if plan.writer else "none", runs))
-    _run_cases(state, todo, measure_case, git_info(Path.cwd()))
-    record.finished_at = now()
-    state.save()
+    try:
+        _run_cases(state, todo, measure_case, git_info(Path.cwd()))
+        record.finished_at = now()
+        state.save()
+    except OSError as e:  # a file beside the artifact (a server's log): the folder failed
+        if e.filename is None or not plan.writer:
+            raise
+        raise write_failed(e, path, *state.after_failed_write(), what=f"{e.filename}") \
+            from None
     return record
 
 

@@ -3,27 +3,31 @@ server arguments), started on a free loopback port when a case first needs it, s
 when no later case or parity check needs it, and on every way out of a run.
 
 A server is a resource (`Server`, a context manager): its process starts in a session of
-its own (its own process group, so Ctrl-C at the terminal does not reach it), its output
-goes to a log beside the artifact, and it is ready when its probe (`GET ready.path`)
-answers 200 before `ready.timeout_s`. Stopping it sends the stop signal to the whole
-group, waits `stop.grace_s`, then SIGKILLs the group.
+its own (so Ctrl-C at the terminal does not reach it), its output goes to a log beside the
+artifact, and it is ready when its probe (`GET ready.path`) answers 200 before
+`ready.timeout_s`: each probe is one request whose whole answer must come within what is
+left of that time (at most 5 s), so a server that drips its answer cannot stretch it.
 
-If mibench itself is killed (kill -9), its servers must not outlive it: each server gets a
-reaper (`python -m mibench.harness.run.reaper`), a small process in a session of its own
-that blocks reading a pipe whose only writer is mibench. When mibench dies the kernel
-closes the pipe, the reaper reads EOF and stops the server's group (the same stop policy),
-after checking that the group's leader is still the process it was given (its start time
-in /proc), so a recycled pid is never signalled.
+Its parent is not mibench but its reaper (`python -m mibench.harness.run.reaper`), a small
+process in a session of its own that starts the server, is the child subreaper of its whole
+process tree (children that call `setsid` included: orphaned, they come to the reaper, not
+to init) and blocks reading a pipe whose only writer is mibench. Stopping the server closes
+that pipe; so does the kernel when mibench dies in any way, kill -9 included. Either way the
+reaper sends the stop signal to every process of the tree, waits `stop.grace_s`, SIGKILLs
+what is left, and exits (harness/run/reaper.py, harness/run/proctree.py).
 
 Each server gets a temporary folder of its own as `TMPDIR` (unless its launch sets one):
 servers leave files there (sglang-jax: five ZMQ endpoints per launch, never removed), and
-the folder goes with the server, at its stop or by its reaper.
+the folder goes with the server, by its reaper.
+
+A failed server's log is read from its end (LOG_TAIL characters), whatever its size.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import shutil
 import signal
@@ -31,15 +35,19 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 from mibench.errors import MibenchError
 from mibench.harness.config.cases import LaunchSpec
-from mibench.harness.util import git_output
+from mibench.harness.run.proctree import descendants
+from mibench.harness.util import git_output, tail_of
 
 LOG_TAIL = 2000  # characters of a failed server's log carried into the case's error
 HOST = "127.0.0.1"
+PROBE_S = 5.0  # the most one ready probe may take
+REAPER_START_S = 60.0  # the most the reaper may take to answer (a Python start, busy machine)
 
 
 class ServerFailed(MibenchError):
@@ -54,46 +62,6 @@ def free_port(host: str = HOST) -> int:
         return s.getsockname()[1]
 
 
-def start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (/proc/PID/stat field 22), None
-    when it is gone: with the pid it names one process, whatever pids are reused."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def stop_group(pgid: int, sig: int, grace_s: float, leader: subprocess.Popen | None = None
-               ) -> None:
-    """`sig` to the process group, then SIGKILL to it after `grace_s` if its leader (or,
-    without a handle, any member) is still there."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        if leader is not None and leader.poll() is not None and not _group_alive(pgid):
-            break
-        if leader is None and not _group_alive(pgid):
-            break
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-    if leader is not None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            leader.wait(5)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @dataclasses.dataclass
 class Started:
     """What a started server is: its address, its exact command and how it came up."""
@@ -104,6 +72,48 @@ class Started:
     startup_s: float
     log: Path
     pid: int
+
+
+class Child:
+    """The server as its reaper reports it: `pid` (from its first line), then `poll()` and
+    `returncode` once it says the server exited (or it is gone itself)."""
+
+    def __init__(self, reaper: subprocess.Popen):
+        self.reaper, self.pid, self.returncode = reaper, None, None
+        self._lines: list[dict] = []
+        self._reader = threading.Thread(target=self._read, daemon=True,
+                                        name="mibench-reaper-lines")
+        self._arrived = threading.Event()
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.reaper.stdout:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if "exit" in message:
+                self.returncode = message["exit"]
+            self._lines.append(message)
+            self._arrived.set()
+        self._arrived.set()
+
+    def first(self, timeout: float) -> dict:
+        """The reaper's first line: {"pid": N} or {"error": ..., "filename": ...}."""
+        if not self._arrived.wait(timeout) or not self._lines:
+            code = self.reaper.poll()
+            return {"error": f"its reaper gave no answer within {timeout:g} s" if code is None
+                    else f"its reaper exited with code {code}", "filename": None}
+        first = self._lines[0]
+        self.pid = first.get("pid")
+        return first
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self.reaper.poll() is not None:
+            self._reader.join(1)
+            if self.returncode is None:
+                self.returncode = -signal.SIGKILL  # the reaper is gone, the server with it
+        return self.returncode
 
 
 class Server:
@@ -140,17 +150,7 @@ class Server:
         t0 = time.perf_counter()
         with open(self.log, "ab") as out:
             out.write(f"$ {' '.join(cmd)}\n".encode())
-            out.flush()
-            try:
-                self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL,
-                                             env={**os.environ, **own_tmp, **env},
-                                             cwd=self.launch.cwd, start_new_session=True)
-            except OSError as e:
-                self._remove_tmp()
-                raise ServerFailed(f"cannot start {cmd[0]!r}: {e.strerror or e}",
-                                   field="launch.command") from None
-        self.reaper = self._reaper(self.proc.pid)
+        self.proc = self._launch(cmd, {**os.environ, **own_tmp, **env})
         base_url = f"http://{HOST}:{port}"
         try:
             self._wait_ready(base_url)
@@ -162,55 +162,84 @@ class Server:
                                pid=self.proc.pid)
         return self.started
 
-    def _reaper(self, pid: int) -> subprocess.Popen:
-        """The reaper of this server's group (module docstring)."""
-        return subprocess.Popen(
-            [sys.executable, "-m", "mibench.harness.run.reaper", str(pid),
-             start_time(pid) or "", self.launch.stop_signal, str(self.launch.grace_s),
-             self.tmp or ""],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True)
+    def _launch(self, cmd: list[str], env: dict[str, str]) -> Child:
+        """The server started by its reaper (module docstring); a ServerFailed naming
+        launch.cwd or launch.command when it cannot start."""
+        self.reaper = subprocess.Popen(
+            [sys.executable, "-m", "mibench.harness.run.reaper"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        spec = {"command": cmd, "env": env, "cwd": self.launch.cwd, "log": str(self.log),
+                "signal": self.launch.stop_signal, "grace_s": self.launch.grace_s,
+                "tmp": self.tmp}
+        child = Child(self.reaper)
+        try:
+            self.reaper.stdin.write((json.dumps(spec) + "\n").encode())
+            self.reaper.stdin.flush()
+            first = child.first(REAPER_START_S)
+        except OSError as e:
+            first = {"error": f"its reaper did not start ({e})", "filename": None}
+        if "pid" in first:
+            return child
+        self.stop()
+        missing = first.get("filename")
+        if missing is not None and self.launch.cwd and missing == self.launch.cwd:
+            raise ServerFailed(f"cannot start the server in {missing!r}: {first['error']}",
+                               field="launch.cwd")
+        raise ServerFailed(f"cannot start {cmd[0]!r}: {first.get('error')}",
+                           field="launch.command")
 
     def _wait_ready(self, base_url: str) -> None:
+        """Probe until 200, each probe whole within what is left of ready.timeout_s (at
+        most PROBE_S); a ServerFailed once the server exited or the time is out."""
         from mibench.engines import HttpClient
 
-        client = HttpClient(base_url, timeout_s=5.0)
         deadline = time.monotonic() + self.launch.ready_timeout_s
-        try:
-            while True:
-                if self.proc.poll() is not None:
-                    raise ServerFailed(f"the server exited with code {self.proc.returncode} "
-                                       f"before it was ready; its log {self.log} ends: "
-                                       f"{self.log_tail()}", field="launch")
-                reply = client.request("GET", self.launch.ready_path)
+        while True:
+            if self.proc.poll() is not None:
+                raise ServerFailed(f"the server exited with code {self.proc.returncode} "
+                                   f"before it was ready; its log {self.log} ends: "
+                                   f"{self.log_tail()}", field="launch")
+            left = deadline - time.monotonic()
+            reply = None
+            if left > 0:
+                client = HttpClient(base_url, timeout_s=min(PROBE_S, left))
+                try:
+                    reply = client.request("GET", self.launch.ready_path)
+                finally:
+                    client.close()
                 if reply.status == 200:
                     return
-                if time.monotonic() > deadline:
-                    raise ServerFailed(f"not ready after {self.launch.ready_timeout_s:g} s "
-                                       f"(GET {self.launch.ready_path}: {reply.status}); its "
-                                       f"log {self.log} ends: {self.log_tail()}",
-                                       field="launch.ready.timeout_s")
-                time.sleep(self.launch.ready_interval_s)
-        finally:
-            client.close()
+            if time.monotonic() >= deadline:
+                got = reply.status if reply is not None else "no probe"
+                raise ServerFailed(f"not ready after {self.launch.ready_timeout_s:g} s "
+                                   f"(GET {self.launch.ready_path}: {got}); its "
+                                   f"log {self.log} ends: {self.log_tail()}",
+                                   field="launch.ready.timeout_s")
+            time.sleep(min(self.launch.ready_interval_s,
+                           max(0.0, deadline - time.monotonic())))
 
     def log_tail(self) -> str:
-        try:
-            text = self.log.read_text(errors="replace").strip()
-        except OSError:
-            return ""
-        return text[-LOG_TAIL:]
+        """The log's last LOG_TAIL characters, read from its end."""
+        return tail_of(self.log, LOG_TAIL)
 
     def stop(self) -> None:
-        if self.proc is not None:
-            stop_group(self.proc.pid, getattr(signal, self.launch.stop_signal),
-                       self.launch.grace_s, self.proc)
-            self.proc = None
+        """Close the reaper's pipe: it stops the server's whole tree and exits. A reaper
+        that does not exit in time is killed, and the tree with it, from here."""
+        self.proc = None
         if self.reaper is not None:
             with contextlib.suppress(OSError):
-                self.reaper.stdin.close()  # EOF: the reaper finds the group gone and leaves
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.reaper.wait(10)
+                self.reaper.stdin.close()
+            try:
+                self.reaper.wait(self.launch.grace_s + 15)
+            except subprocess.TimeoutExpired:
+                tree = descendants(self.reaper.pid)
+                self.reaper.kill()
+                self.reaper.wait()
+                for pid in tree:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                self.reaper.stdout.close()
             self.reaper = None
         self._remove_tmp()
 

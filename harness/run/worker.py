@@ -35,6 +35,7 @@ from mibench import errors
 from mibench.harness.records import CaseRecord, ErrorInfo
 from mibench.harness.run.case import run_case
 from mibench.harness.run.pool import EnginePool
+from mibench.harness.util import tail_of
 
 POLL_S = 0.02
 GRACE_S = 5.0  # past the case's timeout, time the worker's own alarm has to fire first
@@ -251,11 +252,7 @@ class Worker:
         raise WorkerDied(cause + (f"; its last output: {tail}" if tail else ""))
 
     def output_tail(self) -> str:
-        try:
-            text = Path(self.log).read_text(errors="replace").strip()
-        except OSError:
-            return ""
-        return text[-OUTPUT_TAIL:]
+        return tail_of(self.log, OUTPUT_TAIL)
 
     def kill(self) -> None:
         if self.proc.poll() is None:

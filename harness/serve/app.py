@@ -23,9 +23,12 @@ engine ran out of memory on this request (the server goes on serving); 500: anyt
 (SGLang's ModelList) with a `mibench` entry: the mode, delimiter, semantics, dtype, tp,
 options and limits it scores with, which the http engine checks its requests against.
 
-Requests are parsed, and admitted or refused, on their own thread (the event loop keeps
-accepting); admitted ones are scored one at a time (the engine is not re-entrant), in the
-order they arrived, with at most `--max-queue` waiting. SIGINT or SIGTERM stops accepting,
+Requests are parsed, and admitted or refused, off the event loop (which keeps accepting):
+bodies up to LIGHT_BODY on one thread, larger ones on another, so a small request never
+waits behind a large one; text is tokenized with --max-tokens as a budget, so a text past
+it is refused after about that many tokens of work whatever its size (limits.tokenize).
+Admitted ones are scored one at a time (the engine is not re-entrant), in the order they
+arrived, with at most `--max-queue` waiting. SIGINT or SIGTERM stops accepting,
 lets the requests in flight and those queued finish within `--shutdown-timeout`, then
 exits 0; whatever the clients do, the process is gone within `--shutdown-timeout` +
 SHUTDOWN_MARGIN_S (exit 1 when it had to leave a request unfinished).
@@ -48,7 +51,6 @@ import socket
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -57,6 +59,7 @@ from mibench.engines import DTYPES, MODES, InvalidScores, MibenchError
 from mibench.harness.serve.connections import MAX_HEADER_BYTES, guarded_protocol
 from mibench.harness.serve.limits import (
     Limits,
+    Parsers,
     ScoringQueue,
     admit,
     out_of_memory,
@@ -133,11 +136,13 @@ def build_app(engine, settings: Settings, served: str | None = None,
     served = served or settings.model
     limits = (limits or Limits()).resolved()
     app = FastAPI(title="mibench serve", docs_url=None, redoc_url=None, openapi_url=None)
-    # requests are parsed and admitted on one thread, in arrival order, off the event loop;
-    # admitted ones are scored on another, one at a time, at most max_queue waiting
-    parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mibench-parse")
+    # requests are parsed and admitted off the event loop, in arrival order, on one of two
+    # threads: bodies up to LIGHT_BODY on one, larger ones on the other, so a small request
+    # never waits behind a large one's decoding and tokenizing; admitted ones are scored
+    # on a third, one at a time, at most max_queue waiting
+    parsers = Parsers()
     queue = ScoringQueue(limits.max_queue)
-    app.state.queue, app.state.parser, app.state.limits = queue, parser, limits
+    app.state.queue, app.state.parser, app.state.limits = queue, parsers, limits
     scorer = Scorer(engine, settings)
     cfg = getattr(engine, "model_config", None)
     encode = engine.encode if getattr(engine, "tokenizer", None) is not None else None
@@ -146,7 +151,7 @@ def build_app(engine, settings: Settings, served: str | None = None,
     def accept(raw: bytes) -> ScoreCall:
         call = parse_request(raw, settings)
         if isinstance(call.items, list) and call.items:
-            admit(tokenize(call, encode), settings, limits, cfg)
+            admit(tokenize(call, encode, limits.max_tokens), settings, limits, cfg)
         return call
 
     @app.post("/v1/score")
@@ -156,7 +161,8 @@ def build_app(engine, settings: Settings, served: str | None = None,
             check_content_type(request.headers.get("content-type"))
             raw = await read_body(request, limits)
             read = True
-            call = await asyncio.get_running_loop().run_in_executor(parser, accept, raw)
+            call = await asyncio.get_running_loop().run_in_executor(parsers.lane(raw), accept,
+                                                                    raw)
             del raw
             if isinstance(call.items, list) and not call.items:  # SGLang: no items, no scores
                 return answer([], 0, call.model or served)

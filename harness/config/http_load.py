@@ -1,0 +1,20 @@
+"""The sizes of an `engine: http` case's load generator (harness/run/http_feed.py,
+harness/run/http_case.py) and the memory its client side holds, which `mibench validate`
+adds to the case's estimate (config/checks.py): declared here, below both."""
+
+from __future__ import annotations
+
+AHEAD = 16  # bodies built ahead of the sends
+MAX_IN_FLIGHT = 256  # open loop: requests in flight at most; later arrivals wait (lag_s)
+ID_BYTES = 7  # a token id in a JSON body: up to 6 digits and a comma
+INT_BYTES = 36  # a token id as a Python int in a tuple while its body is built
+RECORD_BYTES = 1024  # a measured request's record (HttpRequest) in memory, rounded up
+
+
+def client_bytes(requests: int, in_flight: int, tokens: int, items: int) -> dict[str, float]:
+    """The client side's memory (module docstring) for requests of `tokens` token ids in
+    `items` items, `in_flight` at once (a JSONL workload's requests are the config's
+    `token lists` part already)."""
+    body = tokens * ID_BYTES + items * 4 + 256
+    return {"request bodies (client)": body * (in_flight + AHEAD + 1) + tokens * INT_BYTES,
+            "request records (client)": requests * (RECORD_BYTES + 8)}

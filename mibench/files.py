@@ -1,0 +1,62 @@
+"""Reading an input file, bounded (neutral, as mibench/errors.py: the engines, the harness
+and the workloads all read through it): `read_bounded` refuses what is not a regular file
+and what is larger than its reader takes, before reading it."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from mibench.errors import MibenchError
+
+
+class Unreadable(MibenchError):
+    """An input file that cannot be read (`read_bounded`); `why` is the reason alone."""
+
+    def __init__(self, why: str, field: str):
+        self.why = why
+        super().__init__(why, field=field)
+
+
+def read_bounded(path: str | Path, limit: int, what: str = "file",
+                 field: str | None = None) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes, or an Unreadable naming it
+    (`field`, default the path): no such `what`, a folder, not a regular file (a FIFO, a
+    device such as /dev/zero, a socket: opened without blocking and never read, so it
+    neither hangs nor grows), larger than `limit` (by its size, or by what a growing file
+    gave past it), or the system's reason. Every reader of an input file goes through it:
+    configs, reference figures, request files, artifacts."""
+    shown = field or str(path)
+    a = "an" if what[:1] in "aeiou" else "a"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise Unreadable(f"no such {what}", shown) from None
+    except OSError as e:
+        if e.errno == errno.EISDIR:
+            raise Unreadable(f"is a folder, not {a} {what}", shown) from None
+        raise Unreadable(f"cannot read: {e.strerror or type(e).__name__}", shown) from None
+    try:
+        mode = os.fstat(fd)
+        if stat.S_ISDIR(mode.st_mode):
+            raise Unreadable(f"is a folder, not {a} {what}", shown)
+        if not stat.S_ISREG(mode.st_mode):
+            raise Unreadable(f"is not a regular file (a FIFO, a device or a socket), so it "
+                             f"is not read as {a} {what}", shown)
+        if mode.st_size > limit:
+            raise Unreadable(f"is {mode.st_size} bytes, more than the {limit} {a} {what} may "
+                             "have", shown)
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(fd, min(1 << 20, limit + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise Unreadable(f"grew past the {limit} bytes {a} {what} may have while it was "
+                             "read", shown)
+        return b"".join(chunks)
+    except OSError as e:
+        raise Unreadable(f"cannot read: {e.strerror or type(e).__name__}", shown) from None
+    finally:
+        os.close(fd)
