@@ -18,9 +18,22 @@ from mibench.harness.stats.history import History, Series
 
 # /2: the timing verdicts are regression, improvement, unchanged (the whole interval within
 # the threshold) and inconclusive (was `noise`, and part of `unchanged`); the cases carry
-# latency_low/high and the per-side ms/item; `change`, `low`, `high` mean what they meant
-COMPARE_SCHEMA = "mibench.compare/2"
-HISTORY_SCHEMA = "mibench.history/1"
+# latency_low/high and the per-side ms/item. /3: the items/s change `change`, `low`, `high`
+# is renamed `items_per_s_change`, `items_per_s_low`, `items_per_s_high` (the primary change
+# is latency_change: time per item, + = slower); each case carries `base_other_load`,
+# `new_other_load`; the top level `busy_level` and `busy` (the busy sides, or null)
+COMPARE_SCHEMA = "mibench.compare/3"
+# /2: series are measurements (`identity`, `label`); points carry `other_load`; change
+# points carry `latency_change` (time, + = slower) and `items_per_s_change`; suspected
+# steps (`steps`); `skipped` artifacts of other kinds; `noise` says what the floor came from
+HISTORY_SCHEMA = "mibench.history/2"
+CONVENTION_JSON = ("latency_change, latency_low, latency_high: time per item new / base - 1 "
+                   "(+ = slower), the primary change; items_per_s_change, items_per_s_low, "
+                   "items_per_s_high: items/s new / base - 1 (+ = faster); "
+                   "base_other_load, new_other_load: other processes' share of the CPU while "
+                   "each side was measured (null: not recorded); memory.ratio, "
+                   "memory.change: own peak bytes new / base (- 1), + = larger; "
+                   "timed_compiles: null = not counted")
 
 
 MEMORY_NOTE = ("Peak memory: the case's own peak, base -> new, change new / base - 1 (+ = "
@@ -28,6 +41,11 @@ MEMORY_NOTE = ("Peak memory: the case's own peak, base -> new, change new / base
                "(device, or rss-rise on a CPU). Timed compiles: XLA compilations during the "
                "new side's timed runs (any fails the gate; not counted: the artifact has no "
                "count).")
+
+
+LOAD_NOTE = ("Other load: the share of the machine's CPU that processes outside mibench "
+             "held while each side was measured (`-`: not recorded); past {level:.0%} (bold) "
+             "a side's timing is no evidence and the case is inconclusive.")
 
 
 def _render(name: str, **context) -> str:
@@ -53,15 +71,19 @@ def compare_table(comp: Comparison) -> Table:
         compiles = count(c.timed_compiles)
         body.append([c.case_id, _status(c), fmt.num(c.base_ms_per_item, 3),
                      fmt.num(c.new_ms_per_item, 3), fmt.interval(c).removeprefix("time "),
-                     fmt.significance(c.test), scores, fmt.memory_change(c.memory),
+                     fmt.significance(c.test), fmt.load_pair(c, comp.busy_level), scores,
+                     fmt.memory_change(c.memory),
                      f"**{compiles}**" if c.timed_compiles else compiles, verdict, c.reason])
     table = Table(["Case", "Status", f"{comp.base} ms/item", f"{comp.new} ms/item",
-                   "Time change [interval]", "Evidence", "Scores (max abs ln diff)",
-                   "Peak memory (own)", "Timed compiles", "Verdict", "Why"], body,
-                  ["l"] * 2 + ["r"] * 3 + ["l"] * 2 + ["r"] * 2 + ["l"] * 2,
-                  note=f"{fmt.CONVENTION} {MEMORY_NOTE}")
-    return table.lift_constant(["Status", "Evidence", "Scores (max abs ln diff)",
-                                "Peak memory (own)", "Timed compiles"])
+                   "Time change [interval]", "Evidence", "Other load (base, new)",
+                   "Scores (max abs ln diff)", "Peak memory (own)", "Timed compiles",
+                   "Verdict", "Why"], body,
+                  ["l"] * 2 + ["r"] * 3 + ["l"] + ["r"] + ["l"] + ["r"] * 2 + ["l"] * 2,
+                  note=f"{fmt.CONVENTION} {LOAD_NOTE.format(level=comp.busy_level)} "
+                       f"{MEMORY_NOTE}")
+    return table.lift_constant(["Status", "Evidence", "Other load (base, new)",
+                                "Scores (max abs ln diff)", "Peak memory (own)",
+                                "Timed compiles"])
 
 
 def parity_changes(comp: Comparison) -> tuple[Table | None, Table | None]:
@@ -96,10 +118,7 @@ def compare_markdown(comp: Comparison, note: str | None = None) -> str:
 def compare_json(comp: Comparison, note: str | None = None) -> str:
     data = {"schema": COMPARE_SCHEMA, "outcome": comp.outcome, "exit_code": comp.exit_code,
             "regression": comp.regression, "verdict": fmt.verdict_line(comp),
-            "convention": "latency_change, latency_low, latency_high: time per item new / "
-                          "base - 1 (+ = slower); change, low, high: items/s new / base - 1 "
-                          "(+ = faster); memory.ratio, memory.change: own peak bytes new / "
-                          "base (- 1), + = larger; timed_compiles: null = not counted",
+            "convention": CONVENTION_JSON, "busy": comp.busy_line(),
             "methods": comp.methods, "note": note, **dataclasses.asdict(comp)}
     return json.dumps(data, indent=1, default=str) + "\n"
 

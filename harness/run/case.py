@@ -18,6 +18,7 @@ from mibench.harness.records import (
     WorkloadRecord,
 )
 from mibench.harness.run import memory
+from mibench.harness.run.load import Window
 from mibench.harness.run.measure import Timings, measure
 from mibench.harness.run.pool import EnginePool, check_table, make_call
 from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
@@ -86,7 +87,12 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
     if case.http is not None:  # a server under load: its own measurement (run/http_case.py)
         from mibench.harness.run.http_case import measure_http
 
-        return measure_http(case, pool, case_record(case), tick, measuring)
+        window = Window()
+        window.mark()
+        rec = measure_http(case, pool, case_record(case), tick, measuring)
+        window.end()
+        rec.load = window.load()
+        return rec
     rec, timings, requests, engine = case_record(case), Timings(), None, None
     memory.reset_torch_peak()
     rss, before = memory.PeakRss(interval=0.01), None
@@ -110,6 +116,7 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
                               traceback=traceback.format_exc())
     rec.compile_s, rec.warmup_s, rec.timed_s = (timings.compile_s, timings.warmup_s,
                                                 timings.timed_s)
+    rec.load = timings.load
     if timings.first_result is not None:  # scores enter the record only checked
         try:
             check_table(timings.first_result, requests, case.workload, case.dtype)
