@@ -20,13 +20,16 @@ from mibench.harness.records import (
 from mibench.harness.run import memory
 from mibench.harness.run.load import Window
 from mibench.harness.run.measure import Timings, measure
-from mibench.harness.run.pool import EnginePool, check_table, make_call
+from mibench.harness.run.pool import EnginePool, check_table, make_call, warm_runtime
 from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
 from mibench.harness.util import now
 
 # cases measured in this process so far: the first one's device peak is its own (a fresh
 # worker), a later one's only when it raised the peak (harness/run/memory.py)
 _measured_here = [0]
+# whether this process has warmed its runtime (pool.warm_runtime) before measuring a
+# resident-set rise: then a case's rise on a CPU does not depend on the cases before it
+_runtime_warm = [False]
 
 
 def compile_counter():
@@ -105,6 +108,9 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
         requests = pool.requests(case.engine_key, case.workload)
         before = memory.device_peak(case.engine, engine)
         measuring()
+        if before is None and not _runtime_warm[0]:  # no device stats: the rise is judged
+            warm_runtime(engine, requests, case)
+            _runtime_warm[0] = True
         with rss:
             measure(make_call(engine, requests, case), case.runs, timings, tick,
                     compile_counter())

@@ -1,7 +1,10 @@
 """Peak memory of a case, its own: device memory stats where the backend has them (JAX's
 `peak_bytes_in_use`, the largest over the chips; torch's `max_memory_allocated`, reset
 before each case), else how far the resident set rose while the case ran (`PeakRss`:
-what the case itself adds on the host, over the engine already loaded).
+what the case itself adds on the host, over the engine already loaded and its runtime
+warmed by one tiny untimed call before the process's first case, harness/run/pool.py
+`warm_runtime`: otherwise the first case measured in a worker carries the runtime's
+one-time ~100 MiB and a case's figure depends on the cases before it).
 
 JAX's device peak cannot be reset: it only grows over a process. So on a GPU or TPU each
 case is measured in a fresh worker (harness/run/runner.py), and `case_peak` calls a

@@ -141,3 +141,21 @@ def make_call(engine, requests: list[Request], case: CaseSpec) -> Callable[[], o
         return out
 
     return call
+
+
+def warm_runtime(engine, requests: list[Request], case: CaseSpec) -> None:
+    """One tiny untimed call (mode `single`: every in-process engine has it; the first
+    request cut to 8 query tokens and one item of 2 tokens, one label), so a process's
+    one-time costs (JAX's and XLA's runtime, compiler and code pages: about 100 MiB of
+    resident set on a CPU) land here and not in the resident-set rise of the first case it
+    measures (harness/run/memory.py). A failure is left to the case itself."""
+    if not requests:
+        return
+    spec, r = case.workload, requests[0]
+    items = [list(i[:2]) for i in r.items[:1]]
+    try:
+        engine.score(list(r.query[:8]), items, list(spec.label_token_ids[:1]),
+                     mode="single", apply_softmax=spec.apply_softmax,
+                     delimiter=spec.delimiter, **semantics_kw(spec))
+    except Exception:  # noqa: BLE001 - the case's own calls will say what is wrong
+        pass
