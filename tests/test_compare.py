@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from mibench.harness.cli import app
 from mibench.harness.commands.common import parse_threshold
 from mibench.harness.records import (
+    CaseLoad,
     ErrorInfo,
     RunRecord,
     TopologyRecord,
@@ -24,7 +25,7 @@ from mibench.harness.records import (
 )
 from mibench.harness.report.fmt import verdict_line
 from mibench.harness.stats.compare import METHOD, compare
-from mibench.harness.stats.history import aa_noise
+from mibench.harness.stats.noise import aa_noise
 from mibench.harness.stats.significance import NoiseFloor, between_runs
 from mibench.harness.testing import error_line
 
@@ -362,15 +363,39 @@ def test_a_narrower_noise_floor_makes_the_drift_a_regression(real, tmp_path):
 def test_noise_floor_learnt_from_aa_runs(real, tmp_path):
     folder = tmp_path / "aa"
     for i, factor in enumerate((1.0, 1.04, 0.97, 1.02)):
-        save(drifted(real, factor), folder / f"run{i}.json")
+        rec = drifted(real, factor)
+        rec.run_id = f"aa-{i}"
+        save(rec, folder / f"run{i}.json")
     floor = aa_noise([read_artifact(p) for p in sorted(folder.glob("*.json"))], "aa")
     assert 0.02 < floor.value < 0.10 and "21 degrees of freedom" in floor.source
     out = cli(str(REAL), str(folder / "run1.json"), "--noise-from", str(folder))
     assert out.exit_code == 0 and "learnt from A/A runs in" in out.stdout
+    # the pair being judged is left out (run1 here; REAL is not in the folder), and said
+    assert "14 degrees of freedom" in out.stdout
+    assert "left out: the 1 artifact(s) judged" in out.stdout
     lone = tmp_path / "lone"
     save(real, lone / "only.json")
     out = cli(str(REAL), str(REAL), "--noise-from", str(lone))
     assert out.exit_code == 2 and "--noise-from" in error_line(out)
+
+
+def test_noise_from_leaves_out_busy_runs_and_skips_other_kinds(real, tmp_path):
+    folder = tmp_path / "aa"
+    for i, factor in enumerate((1.0, 1.04, 0.97, 1.5)):
+        rec = drifted(real, factor)
+        rec.run_id = f"aa-{i}"
+        for c in rec.cases:  # the 1.5x run was measured beside other work
+            c.load = CaseLoad(window_s=2.0, cpus=2, other_share=0.6 if i == 3 else 0.02,
+                              other_cpu_s=2.4 if i == 3 else 0.08, own_cpu_s=1.0,
+                              source="/proc")
+        save(rec, folder / f"run{i}.json")
+    (folder / "ab.json").write_text(json.dumps({"schema": "mibench.ab/3"}))
+    floor = aa_noise([read_artifact(p) for p in sorted(folder.glob("run*.json"))], "aa")
+    assert "left out: 7 case run(s) on a busy machine" in floor.source
+    assert floor.value < 0.10  # the busy run's 1.5x never widened it
+    out = cli(str(REAL), str(folder / "run1.json"), "--noise-from", str(folder))
+    assert out.exit_code == 0, out.output
+    assert "skipped " in out.stderr and "ab.json: a mibench.ab/3 file" in out.stderr
 
 
 def with_scores(rec: RunRecord, scale: float = 1.0) -> RunRecord:

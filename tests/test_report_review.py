@@ -76,9 +76,9 @@ def test_history_change_points_are_time_plus_is_slower(tmp_path, pair):
         records.append(r)
     hist = build_history(records, "jax/chunked/chunk_size=32/tp=1")
     (cp,) = hist.series[0].change_points
-    assert cp.time_change == pytest.approx(0.5, abs=0.02) and cp.change < 0
+    assert cp.latency_change == pytest.approx(0.5, abs=0.02) and cp.items_per_s_change < 0
     summary, _ = history_tables(hist)
-    assert "(time +50.0%" in summary.rows[0][-1] and "+ = slower" in summary.note
+    assert "time +50.0%" in summary.rows[0][-2] and "+ = slower" in summary.note
 
 
 # --- honest verdict words ---------------------------------------------------------------

@@ -19,8 +19,9 @@ BUSY_LEVEL = 0.25
 
 
 def share(load) -> float | None:
-    """Other processes' share of the CPU in a recorded load (None: not recorded)."""
-    return None if load is None else load.other_share
+    """Other processes' share of the CPU in a recorded load (a CaseLoad, or the share
+    itself; None: not recorded)."""
+    return load if load is None or isinstance(load, float | int) else load.other_share
 
 
 def busy(load, level: float = BUSY_LEVEL) -> bool:
