@@ -64,7 +64,7 @@ def run_config(config_path: Path, options) -> int:
     `options`: the command's RunOptions (harness/run/plan.py)."""
     from mibench.engines import init_distributed, is_writer
     from mibench.harness.config import load_config
-    from mibench.harness.report.console import render_summary
+    from mibench.harness.report.console import render_summary, untested_line
     from mibench.harness.run.plan import make_plan
     from mibench.harness.run.progress import announce
     from mibench.harness.run.runner import artifact_path, exit_code, run
@@ -86,6 +86,9 @@ def run_config(config_path: Path, options) -> int:
         writable_folder(folder, "--resume" if resume else "--out")
     plan = plan.in_processes(writer=writer, workers=not multi_process)
     if writer:
+        note = untested_line(plan.cases)
+        if note:
+            print(note, file=sys.stderr)
         announce(options.progress, f"{config.name}: {len(plan.cases)} case(s); probing the "
                  "devices, then each engine group's worker loads its model and compiles")
     try:  # a multi-process run's processes score in-process: the mesh spans them
