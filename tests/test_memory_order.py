@@ -48,7 +48,8 @@ IDS = ["jax/single*", "jax/packed*", "jax/chunked*"]
 
 class Process:
     """The state a fresh `mibench run` process starts without: the fake runtime's kept
-    bytes and the runner's per-process memory bookkeeping."""
+    bytes and the runner's per-process memory bookkeeping (each run's pool is new, so its
+    engine is warmed again)."""
 
     def __init__(self, monkeypatch):
         self.monkeypatch, self.kept = monkeypatch, []
@@ -56,7 +57,6 @@ class Process:
     def fresh(self) -> None:
         self.kept.clear()
         self.monkeypatch.setattr(case_module, "_measured_here", [0])
-        self.monkeypatch.setattr(case_module, "_runtime_warm", [False])
 
     def factory(self, own: dict[str, int]):
         def runtime(engine, n):

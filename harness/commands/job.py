@@ -4,6 +4,7 @@ calls the job's plain function (imported on call, so `mibench --help` stays ligh
     mibench job gpu --out DIR [--budget-s 420] [--dry-run]
     mibench job overhead [CONFIG] [--rounds 3] [--set key=value] [--out FILE.json]
     mibench job calibrate --out DIR [--trials 20] [--rounds 5] [--no-load]
+    mibench job verdicts --out DIR [--part level|aa|slow|memory ...] [--pairs 10]
     mibench job http-overhead [--calls 40]
 
 On a machine without the console script: `python -m mibench.harness.cli job ...`.
@@ -81,3 +82,30 @@ def calibrate(out: Annotated[Path, typer.Option(help="Folder for the scratch rep
     from mibench.harness.jobs import calibrate as job
 
     job.main(out, trials, rounds, load)
+
+
+@job_app.command("verdicts")
+@guarded
+def verdicts(out: Annotated[Path, typer.Option(help="Folder for the runs, the scratch "
+                                                   "repository, verdicts.json and "
+                                                   "verdicts.md.")],
+             part: Annotated[list[str] | None, typer.Option(
+                 help="level, aa, slow or memory; repeatable (default: all four).")] = None,
+             pairs: Annotated[int, typer.Option(help="Pairs of separate runs per "
+                                                     "slowdown (1.2x, 1.5x, 2x).")] = 10,
+             aa_runs: Annotated[int, typer.Option(help="Runs of configs/cpu-smoke.yaml in "
+                                                       "the A/A matrix (every second one "
+                                                       "busy).")] = 6,
+             level_runs: Annotated[int, typer.Option(help="Runs per load in the busy "
+                                                          "level's table.")] = 3):
+    """The verdicts between runs on this machine: the busy level's measurements, the A/A
+    matrix, separate runs at injected slowdowns, memory by case order (tables in
+    OUT/verdicts.md; not part of CI; about an hour on 2 cores)."""
+    from mibench.errors import MibenchError
+    from mibench.harness.jobs import verdicts as job
+
+    known = ("level", "aa", "slow", "memory")
+    for p in part or []:
+        if p not in known:
+            raise MibenchError(f"unknown part {p!r} ({', '.join(known)})", field="--part")
+    job.main(out, list(part or known), pairs, aa_runs, level_runs)

@@ -102,7 +102,7 @@ def fastest_line(rows: list[Row]) -> list[str]:
 
 
 def summary(rows: list[Row], records: list[RunRecord], comps: list[Comparison],
-            pauses: int) -> dict:
+            pauses: int, baseline: RunRecord | None = None) -> dict:
     counts = {s: sum(r.case.status == s for r in rows) for s in ("ok", "failed", "skipped")}
     checks = [c for r in records for c in (r.parity.checks if r.parity else [])]
     passed = sum(c.status == "passed" for c in checks)
@@ -114,7 +114,10 @@ def summary(rows: list[Row], records: list[RunRecord], comps: list[Comparison],
     verdicts = [(f"{comp.new}: " if len(comps) > 1 else "") + fmt.verdict_line(comp)
                 for comp in comps]
     verdict = "\n\n".join(verdicts) or "no baseline to compare with"
-    lines = [f"{len(rows)} cases in {len(records)} artifact(s): {counts['ok']} ok, "
+    against = (f" (and the baseline {label(baseline)}, {len(baseline.cases)} cases)"
+               if baseline is not None and all(r.run_id != baseline.run_id for r in records)
+               else "")
+    lines = [f"{len(rows)} cases in {len(records)} artifact(s){against}: {counts['ok']} ok, "
              f"{counts['failed']} failed, {counts['skipped']} skipped."]
     if checks:
         lines.append(f"Parity: {passed} of {len(checks)} checks passed.")
@@ -151,7 +154,7 @@ def build_context(records: list[RunRecord], baseline: RunRecord | None = None,
     names = sorted({r.config.get("name", "?") for r in records})
     return {
         "title": title or f"mibench report: {', '.join(names)}",
-        "summary": summary(rows, records, comps, pauses),
+        "summary": summary(rows, records, comps, pauses, baseline),
         "results": tables.results_matrix(rows),
         "resources": resources.resources_table(rows, compiles),
         "speedups": groups.speedups(rows),

@@ -27,9 +27,6 @@ from mibench.harness.util import now
 # cases measured in this process so far: the first one's device peak is its own (a fresh
 # worker), a later one's only when it raised the peak (harness/run/memory.py)
 _measured_here = [0]
-# whether this process has warmed its runtime (pool.warm_runtime) before measuring a
-# resident-set rise: then a case's rise on a CPU does not depend on the cases before it
-_runtime_warm = [False]
 
 
 def compile_counter():
@@ -108,9 +105,9 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
         requests = pool.requests(case.engine_key, case.workload)
         before = memory.device_peak(case.engine, engine)
         measuring()
-        if before is None and not _runtime_warm[0]:  # no device stats: the rise is judged
-            warm_runtime(engine, requests, case)
-            _runtime_warm[0] = True
+        if before is None and case.engine_key not in pool.warmed:  # the rise is judged:
+            warm_runtime(engine, requests, case)  # the runtime's one-time costs go first
+            pool.warmed.add(case.engine_key)
         with rss:
             measure(make_call(engine, requests, case), case.runs, timings, tick,
                     compile_counter())

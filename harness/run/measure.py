@@ -102,8 +102,8 @@ def measure(call: Callable[[], object], plan: RunPlan, timings: Timings,
         return count_compiles() if count_compiles else contextlib.nullcontext()
 
     window = window or Window()
+    window.mark()  # outside the deadline: reading /proc is no part of the case
     with deadline(plan.timeout_s), frozen_heap():
-        window.mark()
         with counted() as compiles:
             timings.compile_s, timings.first_result = _timed(call)
         if compiles is not None:

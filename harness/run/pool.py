@@ -34,6 +34,9 @@ class EnginePool:
         self._engines: dict[EngineKey, object] = {}
         self._failures: dict[EngineKey, BaseException] = {}
         self._requests: dict[tuple, list[Request]] = {}
+        # engines whose runtime an untimed call has warmed (`warm_runtime`), before the
+        # first resident-set rise measured with them
+        self.warmed: set[EngineKey] = set()
 
     def get(self, key: EngineKey):
         if key in self._failures:
@@ -56,6 +59,7 @@ class EnginePool:
         that needs it builds a fresh one."""
         engine = self._engines.pop(key, None)
         self._requests = {k: v for k, v in self._requests.items() if k[0] != key}
+        self.warmed.discard(key)
         if hasattr(engine, "close"):
             engine.close()
 
