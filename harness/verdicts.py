@@ -107,3 +107,18 @@ GROUPS = {"timing": TIMING, "case": CASE, "outcome": OUTCOME, "history": HISTORY
           "nightly": NIGHTLY}
 WORDS: dict[str, str] = {w: m for group in GROUPS.values() for w, m in group.items()}
 
+
+
+def within(low: float | None, high: float | None, min_effect: float) -> str:
+    """`unchanged` when the interval [low, high] of a change lies within +-min_effect,
+    else `inconclusive` (no interval: inconclusive)."""
+    if low is None or high is None:
+        return INCONCLUSIVE
+    return UNCHANGED if -min_effect <= low and high <= min_effect else INCONCLUSIVE
+
+
+def legacy_verdict(verdict: str | None, low: float | None, high: float | None,
+                   min_effect: float) -> str | None:
+    """An older A/B artifact's `no change` (before mibench.ab/3) as the word it means
+    (`within` its interval); every other word is itself."""
+    return within(low, high, min_effect) if verdict == "no change" else verdict

@@ -26,7 +26,7 @@ from mibench.harness.records import (
 )
 from mibench.harness.records.ab import AB_OLDER
 from mibench.harness.records.run import OLDER
-from mibench.harness.stats.paired import legacy_verdict
+from mibench.harness.verdicts import legacy_verdict
 
 ROOT = Path(__file__).parents[1]
 READERS = {SCHEMA: read_artifact, **dict.fromkeys(OLDER, read_artifact),

@@ -22,7 +22,8 @@ from mibench.harness.report.groups import speedups
 from mibench.harness.report.tables import rows_of
 from mibench.harness.stats.compare import compare
 from mibench.harness.stats.history import build_history
-from mibench.harness.stats.paired import legacy_verdict, paired_test
+from mibench.harness.stats.paired import paired_test
+from mibench.harness.verdicts import legacy_verdict
 
 DATA = Path(__file__).parent / "data" / "reports"
 _spec = importlib.util.spec_from_file_location("make_artifacts", DATA / "make_artifacts.py")

@@ -15,6 +15,7 @@ from mibench.harness.records.case import WorkloadRecord
 from mibench.harness.records.compile import CompileCase, CompileTarget, LibTpu
 from mibench.harness.records.io import read_json, schema_file
 from mibench.harness.records.run import CaseLoad, ServerInfo
+from mibench.harness.verdicts import legacy_verdict
 
 # ab/2 adds `servers` (an A/B of server versions); ab/3 stores the verdict words of
 # harness/verdicts.py (`unchanged` or `inconclusive` where ab/2 stored `no change`; the
@@ -28,9 +29,7 @@ CaseVerdict = Literal["regression", "improvement", "unchanged", "inconclusive", 
 
 
 def _legacy_timing(timing: dict) -> dict:
-    """A stored paired verdict's `no change` as the word it means (stats/paired.py)."""
-    from mibench.harness.stats.paired import legacy_verdict
-
+    """A stored paired verdict's `no change` as the word it means."""
     return {**timing, "verdict": legacy_verdict(timing.get("verdict"), timing.get("low"),
                                                 timing.get("high"),
                                                 timing.get("min_effect", 0.0))}

@@ -18,7 +18,7 @@ The test on the rounds' d:
 - Otherwise **unchanged** when the whole interval lies within +-min_effect, else
   **inconclusive** (more rounds would decide it): the words of harness/verdicts.py, the
   same on screen and in the artifact (mibench.ab/3; an older artifact's `no change` reads
-  as one of the two, `legacy_verdict`).
+  as one of the two, harness/verdicts.py `legacy_verdict`).
 - Fewer than 3 rounds: `untested` (the interval has nothing to stand on).
 
 Defaults: alpha 0.01 (a 99% interval), min_effect 5%. Calibrated by `mibench job
@@ -33,10 +33,9 @@ import statistics
 
 from mibench.harness.verdicts import (
     IMPROVEMENT,
-    INCONCLUSIVE,
     REGRESSION,
-    UNCHANGED,
     UNTESTED,
+    within,
 )
 
 METHOD = "paired t-test on per-round log ratios"
@@ -71,21 +70,6 @@ class PairedVerdict:
         level = f"{1 - self.alpha:.0%}"
         return (f"{self.change:+.1%} [{self.low:+.1%}, {self.high:+.1%}] ({level} CI, "
                 f"p={self.p_value:.2g}, {self.rounds} rounds)")
-
-
-def within(low: float | None, high: float | None, min_effect: float) -> str:
-    """`unchanged` when the interval [low, high] lies within +-min_effect, else
-    `inconclusive` (no interval: inconclusive)."""
-    if low is None or high is None:
-        return INCONCLUSIVE
-    return UNCHANGED if -min_effect <= low and high <= min_effect else INCONCLUSIVE
-
-
-def legacy_verdict(verdict: str | None, low: float | None, high: float | None,
-                   min_effect: float) -> str | None:
-    """An older A/B artifact's `no change` (before mibench.ab/3) as the word it means
-    (`within`); every other word is itself."""
-    return within(low, high, min_effect) if verdict == "no change" else verdict
 
 
 def timing_line(timing) -> str:
