@@ -86,9 +86,6 @@ def run_config(config_path: Path, options) -> int:
         writable_folder(folder, "--resume" if resume else "--out")
     plan = plan.in_processes(writer=writer, workers=not multi_process)
     if writer:
-        note = untested_line(plan.cases)
-        if note:
-            print(note, file=sys.stderr)
         announce(options.progress, f"{config.name}: {len(plan.cases)} case(s); probing the "
                  "devices, then each engine group's worker loads its model and compiles")
     try:  # a multi-process run's processes score in-process: the mesh spans them
@@ -106,6 +103,9 @@ def run_config(config_path: Path, options) -> int:
     path = Path(resume) if resume else artifact_path(record, options.out)
     if writer:
         print(render_summary(record, path))
+        note = untested_line(plan.cases)
+        if note:
+            print(note)
     return exit_code(record)
 
 

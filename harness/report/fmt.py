@@ -279,20 +279,18 @@ def verdict_line(comp) -> str:
 
 
 def _regression_line(comp, how: str) -> str:
-    """`**REGRESSION** against B: 2 of 6 compared case(s) regressed: a: time +50.0%
-    [...]; ... Compared: 2 regression, 4 unchanged`."""
+    """`**REGRESSION** against B: 2 case(s) failed the gate (1 regression, 1 failed): a:
+    time +50.0% [...]; b: newly failed: ... (99% interval, ...). 12 case(s) compared:
+    1 regression, 11 unchanged`."""
     bad = [c for c in comp.cases if c.regression]
-    inside = [c for c in bad if c.compared]
-    outside = [c for c in bad if not c.compared]
     parts = [f"{c.case_id}: " + (interval(c) if c.verdict == REGRESSION else
                                  c.reason.split("; ")[0]) for c in bad[:3]]
     parts += [f"and {len(bad) - 3} more case(s)"] if len(bad) > 3 else []
     parity = sum(p.regression for p in comp.parity)
     parts += [f"{parity} parity check(s) newly not passing"] if parity else []
     timing = f" ({how})" if any(c.verdict == REGRESSION for c in bad) else ""
-    head = f"{len(inside)} of {len(comp.compared)} compared case(s) regressed"
-    if outside:
-        words = ", ".join(dict.fromkeys(c.verdict for c in outside))
-        head += f", {len(outside)} more failed the gate ({words})"
+    words = {w: sum(c.verdict == w for c in bad) for w in dict.fromkeys(c.verdict for c in bad)}
+    kinds = ", ".join(f"{n} {w}" for w, n in words.items())
+    head = f"{len(bad)} case(s) failed the gate ({kinds})" if bad else "no case failed"
     return (f"**REGRESSION** against {comp.base}: {head}: {'; '.join(parts)}{timing}. "
-            f"Compared: {tally(comp)}")
+            f"{len(comp.compared)} case(s) compared: {tally(comp)}")
