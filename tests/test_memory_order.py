@@ -5,19 +5,22 @@ process's first engine call pays one-time costs (JAX's runtime, compiler and cod
 about 100 MiB), which used to land in the first case's rise, so `--case X` against the
 full run was a "memory regression" of several hundred percent. The runner now warms the
 runtime with one tiny untimed call before the first rise it measures
-(harness/run/pool.py `warm_runtime`).
+(harness/run/pool.py `warm_runtime`), and gives the C heap's free pages back to the system
+before each case (harness/run/memory.py `release_free_memory`), so a case that runs after
+others does not rise by less for reusing the pages they freed.
 
 Here the engine is the test fake with a runtime that allocates `RUNTIME` bytes on its
 first call in a process and keeps them, and cases that allocate (and free) their own
 bytes in every call: real resident memory of this process, measured by the kernel's
 high-water mark. A small config of three cases: each case alone against the full run
 gives no memory verdict; a case that allocates 2x more is still caught; the control (no
-warm-up) shows the test can fail.
+warm-up) shows the test can fail; and the heap's freed pages are given back.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 
 import pytest
 
@@ -110,7 +113,7 @@ def test_a_case_that_allocates_twice_as_much_is_still_caught(tmp_path, process):
     assert packed.memory.regression and packed.regression, packed.reason
     assert "peak memory (rss-rise)" in packed.reason and packed.memory.ratio > 1.5
     others = [c for c in result.cases if not c.case_id.startswith("jax/packed")]
-    assert not any(c.memory.regression for c in others)
+    assert not any(c.memory.regression for c in others), [c.memory.note for c in others]
 
 
 def test_control_without_the_warm_up_the_first_case_absorbs_the_runtime(tmp_path, process,
@@ -125,6 +128,36 @@ def test_control_without_the_warm_up_the_first_case_absorbs_the_runtime(tmp_path
     alone = run_config(tmp_path, process, cases=[IDS[1]])
     packed = next(c for c in compare(full, alone).cases if c.case_id.startswith("jax/packed"))
     assert packed.verdict == "memory regression"
+
+
+FREED = """
+import ctypes, numpy as np
+from mibench.harness.run import memory
+libc = ctypes.CDLL(None)
+libc.mallopt(-3, 4 << 20)  # M_MMAP_THRESHOLD: 1 MiB blocks come from the heap
+libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: a free never gives the heap's top back
+blocks = [np.ones(1 << 20, np.uint8) for _ in range(64)]
+before = memory.rss_bytes()
+del blocks
+kept = memory.rss_bytes()
+print(before, kept, memory.release_free_memory(), memory.rss_bytes())
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="Linux /proc")
+def test_freed_heap_pages_go_back_before_a_case():
+    """`release_free_memory` gives back what the C heap keeps after a free (here made
+    certain in a fresh interpreter: blocks from the heap, no trimming on free), which a
+    case measured next would reuse, and so rise by less than it uses."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", FREED], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split()
+    before, kept, released, given = int(out[0]), int(out[1]), out[2], int(out[3])
+    assert released == "True"
+    assert before - kept < 8 * MIB  # kept by the heap ...
+    assert kept - given > 56 * MIB  # ... and given back
 
 
 def test_warm_runtime_is_one_tiny_single_call_and_never_raises(tmp_path):

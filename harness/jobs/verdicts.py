@@ -229,6 +229,8 @@ def memory(out: Path, repo: Path, roots: dict, cache: Path) -> dict:
                      "alone_mib": mine.metrics.peak_memory_bytes / 2**20,
                      "memory_verdicts": [memory_verdict(full_path, path, c.case_id),
                                          memory_verdict(path, full_path, c.case_id)]})
+        note(f"memory {c.case_id}: {rows[-1]['full_mib']:.1f} MiB in the full run, "
+             f"{rows[-1]['alone_mib']:.1f} alone: {rows[-1]['memory_verdicts']}")
     packed = full.cases[0]
     original = (repo / PACKED).read_text()
     append(repo, PACKED, allocating("score_packed", packed.metrics.peak_memory_bytes))
@@ -266,8 +268,8 @@ def main(out: Path, parts: list[str], pairs: int = 10, aa_runs: int = 6,
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    cache = out / "cache"
-    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(cache / "jax"))
+    cache = out / "cache"  # the scratch revisions' worktrees (no JAX compilation cache:
+    # a program loaded from it is not compiled, and its case's resident set rises less)
     cores = os.cpu_count() or 1
     result: dict = {"cpu": _cpu(), "cores": cores, "parts": parts, "seconds": {}}
     repo = shas = roots = None

@@ -112,6 +112,7 @@ def compare_markdown(comp: Comparison, note: str | None = None) -> str:
                    cases=compare_table(comp), parity=failing, parity_passed=passing,
                    methods=method_lines(comp), threshold=f"{comp.threshold:.0%}", note=note,
                    memory_threshold=f"{comp.memory_threshold:.0%}",
+                   busy_level=f"{comp.busy_level:.0%}",
                    min_runs=MIN_RUNS)
 
 

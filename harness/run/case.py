@@ -105,9 +105,11 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
         requests = pool.requests(case.engine_key, case.workload)
         before = memory.device_peak(case.engine, engine)
         measuring()
-        if before is None and case.engine_key not in pool.warmed:  # the rise is judged:
-            warm_runtime(engine, requests, case)  # the runtime's one-time costs go first
-            pool.warmed.add(case.engine_key)
+        if before is None:  # the resident set's rise is the case's own figure
+            if case.engine_key not in pool.warmed:  # the runtime's one-time costs go first
+                warm_runtime(engine, requests, case)
+                pool.warmed.add(case.engine_key)
+            memory.release_free_memory()  # and the pages earlier cases freed go back
         with rss:
             measure(make_call(engine, requests, case), case.runs, timings, tick,
                     compile_counter())
