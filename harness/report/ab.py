@@ -54,7 +54,8 @@ def load_note(record: ABRecord) -> str | None:
             "interval is wider for it.")
 
 
-def rows(record: ABRecord) -> list[list[str]]:
+def rows(record: ABRecord, bold: bool = True) -> list[list[str]]:
+    """A row per case; `bold` (Markdown) marks a load past the busy level."""
     out = []
     for c in record.cases:
         t = c.timing
@@ -63,7 +64,7 @@ def rows(record: ABRecord) -> list[list[str]]:
         high = highest_load(c)
         out.append([c.case_id, c.verdict or "-", _ms(_median(c.base)), _ms(_median(c.new)),
                     timing_line(t) if t else "-", scores,
-                    share(high[0], BUSY_LEVEL) if high else "-"])
+                    share(high[0], BUSY_LEVEL if bold else None) if high else "-"])
     return out
 
 
@@ -141,7 +142,8 @@ def render_text(record: ABRecord, path=None) -> str:
     worst = [c for c in record.cases if c.verdict == REGRESSION]
     costs = cost_rows(record)
     busy = load_note(record)
-    lines = [f"{title(record)}: {headline(record)}", table(HEADER, rows(record)), CONVENTION,
+    lines = [f"{title(record)}: {headline(record)}", table(HEADER, rows(record, bold=False)),
+             CONVENTION,
              *([busy] if busy else []),
              *([_cost_title(record), table(COST_HEADER, costs)] if costs else []),
              f"verdict: {record.verdict}" + (f" ({len(worst)} of {len(record.cases)} cases: "
