@@ -55,10 +55,20 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
-from mibench.harness.records import CaseRecord, ParityCheck, RunRecord
+from mibench.harness.records import CaseRecord, RunRecord
 from mibench.harness.stats.comparable import differences, label, measurement
 from mibench.harness.stats.compile_counts import timed_compile_fault
-from mibench.harness.stats.describe import rates
+from mibench.harness.stats.describe import (
+    items_of,
+    items_per_s,
+    ms_per_item,
+    process_runs,
+)
+from mibench.harness.stats.environment import (
+    ParityChange,
+    compare_parity,
+    environment_warnings,
+)
 from mibench.harness.stats.load import BUSY_LEVEL, DECIDER, busy_line, busy_reason, share
 from mibench.harness.stats.memory import DEFAULT_MEMORY_THRESHOLD, MemoryCheck, memory_check
 from mibench.harness.stats.scores import ScoreCheck, score_check
@@ -140,17 +150,6 @@ class CaseChange:
         """Measured ok on both sides as the same measurement."""
         return (self.base_status == self.new_status == "ok"
                 and self.verdict != NOT_COMPARABLE)
-
-
-@dataclasses.dataclass(frozen=True)
-class ParityChange:
-    key: str  # check/variant: case_id vs against
-    base_status: str | None
-    new_status: str
-    new_max_abs_diff: float | None
-    new_max_log_diff: float | None
-    tolerance: float
-    regression: bool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,31 +236,6 @@ class Comparison:
 
 
 # --- one case ---------------------------------------------------------------------------
-
-
-def items_of(case: CaseRecord) -> int | None:
-    """Items scored per run: the workload's count, else the score table's rows."""
-    n = case.workload.num_items
-    if isinstance(n, int) and n > 0:
-        return n
-    return sum(len(req) for req in case.scores) if case.scores else None
-
-
-def items_per_s(case: CaseRecord) -> float | None:
-    """Median items/s over the timed runs, from the raw times (None: no runs or count)."""
-    n = items_of(case)
-    return statistics.median(rates(case.timed_s, n)) if n and case.timed_s else None
-
-
-def ms_per_item(case: CaseRecord) -> float | None:
-    """Median ms per item over the timed runs, from the raw times (None: no runs or count)."""
-    n = items_of(case)
-    return 1e3 * statistics.median(case.timed_s) / n if n and case.timed_s else None
-
-
-def process_runs(case: CaseRecord) -> list[list[float]]:
-    """The timed runs grouped by worker process (one group without `process_timed_s`)."""
-    return [list(p) for p in case.process_timed_s if p] or [list(case.timed_s)]
 
 
 def timing_verdict(ratio: float, low: float, high: float, significant: bool,
@@ -408,65 +382,6 @@ def compare_cases(base: RunRecord, new: RunRecord, gate: Gate = Gate()) -> list[
                        reason="not measured: the new run did not finish" if partial
                        else "not in the new artifact")
             for c in base.cases if c.case_id not in seen]
-    return out
-
-
-# --- parity and the environment ---------------------------------------------------------
-
-
-def parity_key(check: ParityCheck) -> str:
-    variant = f"/{check.variant}" if check.variant else ""
-    return f"{check.check}{variant}: {check.case_id} vs {check.against}"
-
-
-def compare_parity(base: RunRecord, new: RunRecord) -> list[ParityChange]:
-    old = {parity_key(c): c.status for c in (base.parity.checks if base.parity else [])}
-    out = []
-    for c in new.parity.checks if new.parity else []:
-        was = old.get(parity_key(c))
-        out.append(ParityChange(key=parity_key(c), base_status=was, new_status=c.status,
-                                new_max_abs_diff=c.max_abs_diff,
-                                new_max_log_diff=getattr(c, "max_log_diff", None),
-                                tolerance=c.tolerance,
-                                regression=c.status != "passed" and was in (None, "passed")))
-    return out
-
-
-def environment_warnings(base: RunRecord, new: RunRecord) -> list[str]:
-    """What the case verdicts do not show: another host, packages or config, a dirty tree,
-    a partial run, a CPU model that was not recorded."""
-    out = []
-    if base.provenance.host.get("hostname") != new.provenance.host.get("hostname"):
-        out.append(f"host differs: {base.provenance.host.get('hostname')} vs "
-                   f"{new.provenance.host.get('hostname')}")
-    if "cpu" in {base.provenance.devices.platform, new.provenance.devices.platform}:
-        unknown = [name for name, r in (("baseline", base), ("new", new))
-                   if not (r.provenance.host.get("cpu_model") or r.provenance.host.get(
-                       "processor"))]
-        if unknown:
-            which = "either artifact" if len(unknown) == 2 else f"the {unknown[0]} artifact"
-            out.append(f"the CPU model is not recorded in {which}: CPU cases were matched "
-                       "on machine and core count only")
-    bp, np_ = base.provenance.packages, new.provenance.packages
-    changed = [f"{k} {bp.get(k)} -> {np_.get(k)}" for k in sorted(set(bp) | set(np_))
-               if k != "mibench" and bp.get(k) != np_.get(k)]
-    if changed:
-        out.append("package versions differ: " + ", ".join(changed))
-    if base.config_sha256 != new.config_sha256:
-        keys = sorted(k for k in set(base.config) | set(new.config)
-                      if base.config.get(k) != new.config.get(k))
-        out.append("config differs" + (f" in: {', '.join(keys)}" if keys else ""))
-    unrecorded = [name for name, rec in (("baseline", base), ("new", new))
-                  if any(c.status == "ok" and c.load is None for c in rec.cases)]
-    if unrecorded:
-        which = "either artifact" if len(unrecorded) == 2 else f"the {unrecorded[0]} artifact"
-        out.append(f"the machine's load is not recorded in {which} (older than "
-                   "mibench.run/3): its timing verdicts cannot tell a busy machine")
-    for name, rec in (("baseline", base), ("new", new)):
-        if rec.provenance.git.dirty:
-            out.append(f"the {name} checkout had uncommitted changes")
-        if rec.finished_at is None:
-            out.append(f"the {name} run did not finish (partial artifact)")
     return out
 
 

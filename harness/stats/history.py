@@ -30,8 +30,7 @@ from mibench.errors import MibenchError
 from mibench.harness.records import CaseRecord, RunRecord, read_artifact
 from mibench.harness.stats.changepoint import DEFAULT, METHOD, Params
 from mibench.harness.stats.comparable import differences, label, measurement
-from mibench.harness.stats.compare import items_of, process_runs
-from mibench.harness.stats.describe import median
+from mibench.harness.stats.describe import items_of, median, process_runs
 from mibench.harness.stats.load import BUSY_LEVEL, busy, share
 from mibench.harness.stats.memory import own
 from mibench.harness.stats.noise import aa_noise, floor_for

@@ -12,8 +12,7 @@ import json
 
 from mibench.harness.records import CaseRecord, RunRecord
 from mibench.harness.stats.comparable import measurement_id
-from mibench.harness.stats.compare import items_of, process_runs
-from mibench.harness.stats.describe import median
+from mibench.harness.stats.describe import items_of, median, process_runs
 
 WORKLOAD = ("query_tokens", "num_items", "item_tokens", "tokens", "semantics",
             "apply_softmax", "seed", "requests")
