@@ -17,7 +17,9 @@ from typing import Annotated
 
 import typer
 
-from mibench.harness.commands.common import Sets, guarded
+from mibench.harness.commands.common import Sets, choices, guarded
+
+PARTS = ("level", "aa", "slow", "memory")  # harness/jobs/verdicts.py's parts, in order
 
 job_app = typer.Typer(no_args_is_help=True, help="Prepared jobs: the GPU job, the harness "
                       "overhead benchmark and the A/B gate's calibration.")
@@ -90,7 +92,8 @@ def verdicts(out: Annotated[Path, typer.Option(help="Folder for the runs, the sc
                                                    "repository, verdicts.json and "
                                                    "verdicts.md.")],
              part: Annotated[list[str] | None, typer.Option(
-                 help="level, aa, slow or memory; repeatable (default: all four).")] = None,
+                 metavar=choices(PARTS), help="A part of the job; repeatable (default: all "
+                                              "four).")] = None,
              pairs: Annotated[int, typer.Option(help="Pairs of separate runs per "
                                                      "slowdown (1.2x, 1.5x, 2x).")] = 10,
              aa_runs: Annotated[int, typer.Option(help="Runs of configs/cpu-smoke.yaml in "
@@ -104,8 +107,7 @@ def verdicts(out: Annotated[Path, typer.Option(help="Folder for the runs, the sc
     from mibench.errors import MibenchError
     from mibench.harness.jobs import verdicts as job
 
-    known = ("level", "aa", "slow", "memory")
     for p in part or []:
-        if p not in known:
-            raise MibenchError(f"unknown part {p!r} ({', '.join(known)})", field="--part")
-    job.main(out, list(part or known), pairs, aa_runs, level_runs)
+        if p not in PARTS:
+            raise MibenchError(f"unknown part {p!r} ({', '.join(PARTS)})", field="--part")
+    job.main(out, list(part or PARTS), pairs, aa_runs, level_runs)

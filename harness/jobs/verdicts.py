@@ -164,12 +164,12 @@ def aa(out: Path, n: int, cores: int) -> dict:
             record, path = one_run(config, out / "aa")
         paths.append(path)
         busy.append(loads(record))
-        note(f"aa run {k + 1}/{n}: {'busy' if k % 2 else 'quiet'}, other up to "
+        note(f"aa run {k + 1}/{n}: {'busy loops' if k % 2 else 'no loops'}, other up to "
              f"{busy[-1]:.0%}")
     rows = []
     for a, b in itertools.combinations(range(n), 2):
-        row = {"pair": f"{a + 1}-{b + 1}", "sides": ("busy" if a % 2 else "quiet") + "/"
-               + ("busy" if b % 2 else "quiet"), "base_load": busy[a], "new_load": busy[b],
+        row = {"pair": f"{a + 1}-{b + 1}", "sides": ("loops" if a % 2 else "none") + "/"
+               + ("loops" if b % 2 else "none"), "base_load": busy[a], "new_load": busy[b],
                "compare": compare_pair(paths[a], paths[b]),
                "history": history_of([paths[a], paths[b]], out / "aa-pairs" / f"{a}-{b}")}
         rows.append(row)

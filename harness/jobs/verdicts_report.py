@@ -36,7 +36,8 @@ def aa_table(aa: dict) -> Table:
                      str(c["exit"]), counts, "yes" if c["busy"] else "-",
                      str(h["exit"]), str(h["busy_points"]),
                      ", ".join(f"{n} {w}" for w, n in h["steps"].items()) or "-"])
-    return Table(["pair", "sides", "other load base", "other load new", "compare exit",
+    return Table(["pair", "busy loops (base/new)", "other load base", "other load new",
+                  "compare exit",
                   "compare verdicts", "busy named", "history exit", "history busy points",
                   "history steps"], body, ["l", "l", "r", "r", "r", "l", "l", "r", "r", "l"],
                  title="A/A matrix: cpu-smoke at one commit, every pair")
