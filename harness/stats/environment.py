@@ -68,8 +68,9 @@ def environment_warnings(base: RunRecord, new: RunRecord) -> list[str]:
                   if any(c.status == "ok" and c.load is None for c in rec.cases)]
     if unrecorded:
         which = "either artifact" if len(unrecorded) == 2 else f"the {unrecorded[0]} artifact"
-        out.append(f"the machine's load is not recorded in {which} (older than "
-                   "mibench.run/3): its timing verdicts cannot tell a busy machine")
+        out.append(f"the machine's load is not recorded for cases of {which} (an artifact "
+                   "before mibench.run/3, or a case shorter than a clock tick): their "
+                   "timing verdicts cannot tell a busy machine")
     for name, rec in (("baseline", base), ("new", new)):
         if rec.provenance.git.dirty:
             out.append(f"the {name} checkout had uncommitted changes")
