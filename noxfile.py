@@ -99,7 +99,7 @@ def verdicts(session):
     the busy level's measurements, the A/A matrix (six cpu-smoke runs, three beside a busy
     loop per core, all 15 pairs through compare and history), 10 pairs of separate runs at
     1.2x / 1.5x / 2x slower prefill_extend, and memory by case order; tables in
-    out/verdicts/verdicts.md, about an hour on 2 cores. Leave the working tree alone while
+    out/verdicts/verdicts.md, about 1.5 hours on 2 cores. Leave the working tree alone while
     it runs. Extra arguments go to the job, e.g. `-- --part aa --aa-runs 2`."""
     _install(session)
     session.run("mibench", "job", "verdicts", "--out", "out/verdicts", *session.posargs,

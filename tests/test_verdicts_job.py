@@ -1,7 +1,7 @@
 """`mibench job verdicts` (harness/jobs/verdicts.py), in the parts a test can afford: its
 busy loops are other processes (outside mibench's tree, so the probe counts them as other
 load) and are stopped; its tables come from its result; a bad `--part` is one line. The
-job itself runs for about an hour (`nox -s verdicts`)."""
+job itself runs for about 1.5 hours (`nox -s verdicts`)."""
 
 from __future__ import annotations
 

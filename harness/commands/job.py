@@ -103,7 +103,7 @@ def verdicts(out: Annotated[Path, typer.Option(help="Folder for the runs, the sc
                                                           "level's table.")] = 3):
     """The verdicts between runs on this machine: the busy level's measurements, the A/A
     matrix, separate runs at injected slowdowns, memory by case order (tables in
-    OUT/verdicts.md; not part of CI; about an hour on 2 cores)."""
+    OUT/verdicts.md; not part of CI; about 1.5 hours on 2 cores)."""
     from mibench.errors import MibenchError
     from mibench.harness.jobs import verdicts as job
 
