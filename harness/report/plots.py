@@ -344,8 +344,10 @@ def history_chart(title: str, trends: list[Trend], path: Path,
              Line2D([], [], color=PLAIN, marker="o", label="median (whiskers: runs)"),
              Line2D([], [], ls="", marker="o", mfc="none",
                     mec=VERDICT_COLOURS["regressed"], label="busy machine")]
-    fig.legend(handles=marks, loc="upper right", fontsize=7, ncol=5,
-               bbox_to_anchor=(1.0, 1.0))
-    fig.suptitle(title, fontsize=10, x=0.01, ha="left")
-    fig.tight_layout(rect=(0, 0, 1, 0.97 if rows > 1 else 0.93))
+    fig.suptitle(title, fontsize=10, x=0.01, y=0.995, ha="left", va="top")
+    # the legend on a line of its own under the title (five marks do not fit beside it)
+    top = 1 - 0.5 / fig.get_figheight()
+    fig.legend(handles=marks, loc="upper left", fontsize=7, ncol=5,
+               bbox_to_anchor=(0.0, top), frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.7 / fig.get_figheight()))
     return _save(fig, path, layout=False)

@@ -4,8 +4,10 @@
   a machine that was not busy (harness.stats.load): a busy point is shown, never evidence.
   A change point is a `regression` (slower) or an `improvement`.
 - **Suspected steps**: a step of `STEP` (2x) or more in time per item between two
-  neighbouring points, where no change point was found (with one point on each side there
-  are too few for one). Judged by the between-run test of `compare`
+  neighbouring points measured on a machine that was not busy (busy points between them
+  skipped), where no change point was found (with one point on each side there are too
+  few for one); and between neighbouring points with a busy side, where no such step
+  spans them. Judged by the between-run test of `compare`
   (harness.stats.significance) at the noise floor learnt from the folder's A/A runs,
   leaving out the two points' artifacts (harness.stats.noise): beyond the noise it is a
   `regression` or `improvement`, else `inconclusive`; with a busy side it is
@@ -68,12 +70,24 @@ def judge_steps(points: list, floor_of: Callable[[frozenset[str]], NoiseFloor],
                   verdict=REGRESSION if cp.time_change > 0 else IMPROVEMENT,
                   reason=f"a change point of the points measured on a machine that was not "
                          f"busy (p={cp.p_value:.3g})", p_value=cp.p_value) for cp in found]
+    spans = []  # (before, after) of the steps between points that are evidence
+    for a, b in zip(quiet, quiet[1:], strict=False):  # busy points in between skipped
+        if _big(points[a], points[b]) and not any(s.index == b for s in steps):
+            steps.append(_suspected(points[a], points[b], b, floor_of, alpha, busy_level))
+            spans.append((a, b))
     ok = [i for i, p in enumerate(points) if p.items_per_s is not None]
-    for a, b in zip(ok, ok[1:], strict=False):
-        ratio = points[a].items_per_s / points[b].items_per_s  # time after / before
-        if max(ratio, 1 / ratio) >= STEP and not any(s.index == b for s in steps):
+    for a, b in zip(ok, ok[1:], strict=False):  # a busy side: named, never a verdict
+        covered = any(lo <= a and b <= hi for lo, hi in spans) or any(
+            s.index == b for s in steps)
+        if _big(points[a], points[b]) and not covered:
             steps.append(_suspected(points[a], points[b], b, floor_of, alpha, busy_level))
     return sorted(steps, key=lambda s: s.index)
+
+
+def _big(before, after) -> bool:
+    """A step of STEP or more in time per item, either way."""
+    ratio = before.items_per_s / after.items_per_s  # time after / before
+    return max(ratio, 1 / ratio) >= STEP
 
 
 def _suspected(before, after, index: int, floor_of, alpha: float, busy_level: float) -> Step:
