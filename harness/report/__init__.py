@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from mibench.harness import verdicts as v
 from mibench.harness.records import ReferenceSet, RunRecord
 from mibench.harness.report import (
     figures,
@@ -38,9 +39,9 @@ from mibench.harness.stats.significance import default_floor
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SUMMARY_LINES = 40  # the budget of `--summary`: a PR comment or job summary, not a page
 # the order of the summary's verdict table: what a reviewer must see first
-SEVERITY = ["regression", "timed compiles", "scores moved", "memory regression", "failed",
-            "missing", "untested", "inconclusive", "improvement", "still failing",
-            "not comparable", "added", "removed", "fixed", "skipped"]
+SEVERITY = [v.REGRESSION, v.TIMED_COMPILES, v.SCORES_MOVED, v.MEMORY_REGRESSION, v.FAILED,
+            v.MISSING, v.UNTESTED, v.INCONCLUSIVE, v.IMPROVEMENT, v.STILL_FAILING,
+            v.NOT_COMPARABLE, v.ADDED, v.REMOVED, v.FIXED, v.SKIPPED]
 
 
 def method_lines(comp: Comparison) -> list[str]:
