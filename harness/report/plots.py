@@ -289,6 +289,22 @@ def _runs(values: list[float | None]) -> list[list[int]]:
     return out
 
 
+def _trend_marks(ax, t: Trend, top: float) -> None:
+    """A panel's failed points (shaded), busy points (ringed), change points (dashed) and
+    suspected steps (dotted), each step with its change of time."""
+    for i in t.failed:
+        ax.axvspan(i - 0.3, i + 0.3, color="#f2dede", lw=0)
+        ax.text(i, top * 0.05, "failed", ha="center", fontsize=6, rotation=90)
+    for i in t.busy:
+        ax.plot([i], [t.values[i]], "o", mfc="none", mec=VERDICT_COLOURS["regressed"], ms=9)
+    for marks, style in ((t.change_points, "--"), (t.steps, ":")):
+        for index, change in marks:
+            col = VERDICT_COLOURS["regressed" if change > 0 else "improved"]
+            ax.axvline(index - 0.5, color=col, ls=style, lw=1.2)
+            ax.text(index - 0.45, top * 1.2, f"{change:+.0%} time", color=col, fontsize=7,
+                    va="top")
+
+
 def history_chart(title: str, trends: list[Trend], path: Path,
                   columns: int = 2) -> Path | None:
     """One figure of small multiples, a panel per case: median items/s per commit from zero
@@ -313,18 +329,7 @@ def history_chart(title: str, trends: list[Trend], path: Path,
         top = max((w[1] if w else v) for v, w in zip(t.values, t.whiskers, strict=True)
                   if v is not None)
         ax.set_ylim(0, top * 1.25)
-        for i in t.failed:
-            ax.axvspan(i - 0.3, i + 0.3, color="#f2dede", lw=0)
-            ax.text(i, top * 0.05, "failed", ha="center", fontsize=6, rotation=90)
-        for i in t.busy:
-            ax.plot([i], [t.values[i]], "o", mfc="none", mec=VERDICT_COLOURS["regressed"],
-                    ms=9)
-        for marks, style in ((t.change_points, "--"), (t.steps, ":")):
-            for index, change in marks:
-                col = VERDICT_COLOURS["regressed" if change > 0 else "improved"]
-                ax.axvline(index - 0.5, color=col, ls=style, lw=1.2)
-                ax.text(index - 0.45, top * 1.2, f"{change:+.0%} time", color=col,
-                        fontsize=7, va="top")
+        _trend_marks(ax, t, top)
         step = max(1, -(-len(t.labels) // 16))  # every commit up to 16 points a panel
         ticks = list(range(0, len(t.labels), step))
         ax.set_xticks(ticks, [t.labels[i] for i in ticks], rotation=35, ha="right",

@@ -77,6 +77,28 @@ def skipped_record(case: CaseSpec, e: BaseException) -> CaseRecord:
     return rec
 
 
+def _http_case(case: CaseSpec, pool: EnginePool, tick, measuring) -> CaseRecord:
+    """An http case (a server under load) with the machine's load over its requests."""
+    from mibench.harness.run.http_case import measure_http
+
+    window = Window()
+    window.mark()
+    rec = measure_http(case, pool, case_record(case), tick, measuring)
+    window.end()
+    rec.load = window.load()
+    return rec
+
+
+def _ready_for_rise(pool: EnginePool, engine, requests, case: CaseSpec) -> None:
+    """Before a resident-set rise is measured: the engine's runtime warmed once (its
+    one-time costs are no case's), then the heap's free pages given back (a case must not
+    rise by less for reusing what earlier cases freed): harness/run/memory.py."""
+    if case.engine_key not in pool.warmed:
+        warm_runtime(engine, requests, case)
+        pool.warmed.add(case.engine_key)
+    memory.release_free_memory()
+
+
 def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
              tick: Callable[[str], None], measuring: Callable[[], None] = lambda: None
              ) -> CaseRecord:
@@ -85,14 +107,7 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
     another revision's), which are never recorded. `measuring()` is called as the timed
     loop starts."""
     if case.http is not None:  # a server under load: its own measurement (run/http_case.py)
-        from mibench.harness.run.http_case import measure_http
-
-        window = Window()
-        window.mark()
-        rec = measure_http(case, pool, case_record(case), tick, measuring)
-        window.end()
-        rec.load = window.load()
-        return rec
+        return _http_case(case, pool, tick, measuring)
     rec, timings, requests, engine = case_record(case), Timings(), None, None
     memory.reset_torch_peak()
     rss, before = memory.PeakRss(interval=0.01), None
@@ -110,10 +125,7 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
                 pass
         measuring()
         if before is None:  # the resident set's rise is the case's own figure
-            if case.engine_key not in pool.warmed:  # the runtime's one-time costs go first
-                warm_runtime(engine, requests, case)
-                pool.warmed.add(case.engine_key)
-            memory.release_free_memory()  # and the pages earlier cases freed go back
+            _ready_for_rise(pool, engine, requests, case)
         with rss:
             measure(make_call(engine, requests, case), case.runs, timings, tick, counter)
     except Unavailable as e:
