@@ -57,16 +57,36 @@ def test_mibench_s_own_cpu_time_is_never_load():
     assert load.between(snap(0, 0, 0, 0), snap(1, 100, 200, 20)).other_share == 0.4
 
 
-def test_the_window_widens_back_to_a_second_and_the_fake_replaces_it(monkeypatch):
-    snaps = iter([snap(0.0, 0, 0, 0), snap(0.8, 10, 320, 5), snap(1.5, 20, 600, 10),
-                  snap(1.7, 30, 680, 10)])
+def window_of(monkeypatch, snaps: list) -> load.Window:
+    """A case's window over fake snapshots: first call, warmup and timed marks, then end."""
+    feed = iter(snaps)
     monkeypatch.delenv(load.FAKE_ENV, raising=False)
-    w = load.Window(probe=lambda: next(snaps))
-    w.mark(), w.mark(), w.mark()  # first call, warmup, timed runs
+    w = load.Window(probe=lambda: next(feed))
+    w.mark(), w.mark(), w.mark()
     w.end()
-    got = w.load()  # the timed runs (0.2 s) are too short: from the warmup's mark, 0.9 s,
-    assert got.window_s == pytest.approx(1.7)  # still short: from the first call's
-    assert got.other_share == pytest.approx(20 / 680)
+    return w
+
+
+def test_a_burst_during_the_timed_runs_is_not_diluted_by_a_quiet_compile(monkeypatch):
+    """Windows from each mark to the end; the largest share among those of at least
+    MIN_TICKS ticks: here the timed runs' (80 ticks, 10 of them other processes')."""
+    got = window_of(monkeypatch, [snap(0.0, 0, 0, 0), snap(0.8, 10, 320, 5),
+                                  snap(1.5, 20, 600, 10), snap(1.7, 30, 680, 10)]).load()
+    assert got.window_s == pytest.approx(0.2) and got.other_share == pytest.approx(10 / 80)
+    # the timed runs too short to say anything (10 ticks): the warmup's window speaks
+    got = window_of(monkeypatch, [snap(0.0, 0, 0, 0), snap(0.8, 10, 320, 5),
+                                  snap(1.5, 20, 600, 10), snap(1.55, 30, 610, 10)]).load()
+    assert got.window_s == pytest.approx(0.75) and got.other_share == pytest.approx(15 / 290)
+    # and a burst before the timed runs still shows
+    got = window_of(monkeypatch, [snap(0.0, 0, 0, 0), snap(0.8, 300, 320, 5),
+                                  snap(1.5, 310, 600, 10), snap(1.7, 320, 680, 20)]).load()
+    assert got.other_share == pytest.approx(300 / 680) and got.window_s == pytest.approx(1.7)
+
+
+def test_the_fake_replaces_the_measurement(monkeypatch):
+    w = window_of(monkeypatch, [snap(0.0, 0, 0, 0), snap(0.1, 0, 40, 0),
+                                snap(0.2, 0, 80, 0), snap(0.3, 0, 120, 0)])
+    assert w.load().other_share == 0
     monkeypatch.setenv(load.FAKE_ENV, "0.65")
     assert w.load().other_share == 0.65 and w.load().source.startswith("fake")
 

@@ -128,7 +128,7 @@ class CaseLoad(Record):
     """How busy the machine was while the case was measured (harness/run/load.py): the CPU
     time of processes outside mibench's own process tree."""
 
-    window_s: float  # the timed runs, widened back over warmup and first call to >= 1 s
+    window_s: float  # from the timed runs', warmup's or first call's start to their end
     cpus: int  # CPUs the machine's clock ticks came from
     other_share: float  # other processes' CPU time / the machine's (window x cpus), 0..1
     other_cpu_s: float  # their CPU seconds in the window
