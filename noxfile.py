@@ -1,5 +1,5 @@
 """Developer sessions: `nox -s tests`, `nox -s fast`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
-`nox -s overhead`, `nox -s calibrate`, `nox -s nightly`, `nox -s compile`,
+`nox -s overhead`, `nox -s calibrate`, `nox -s verdicts`, `nox -s nightly`, `nox -s compile`,
 `nox -s serve_smoke`, `nox -s sglang_jax`."""
 
 import nox
@@ -90,6 +90,19 @@ def calibrate(session):
     a worktree of its own). Extra arguments go to the job, e.g. `-- --trials 5`."""
     _install(session)
     session.run("mibench", "job", "calibrate", "--out", "out/calibrate", *session.posargs,
+                env=ENV)
+
+
+@nox.session(python="3.11")
+def verdicts(session):
+    """The verdicts between runs on this machine (`mibench job verdicts`, docs/verdicts.md):
+    the busy level's measurements, the A/A matrix (six cpu-smoke runs, three beside a busy
+    loop per core, all 15 pairs through compare and history), 10 pairs of separate runs at
+    1.2x / 1.5x / 2x slower prefill_extend, and memory by case order; tables in
+    out/verdicts/verdicts.md, about 1.5 hours on 2 cores. Leave the working tree alone while
+    it runs. Extra arguments go to the job, e.g. `-- --part aa --aa-runs 2`."""
+    _install(session)
+    session.run("mibench", "job", "verdicts", "--out", "out/verdicts", *session.posargs,
                 env=ENV)
 
 

@@ -85,11 +85,14 @@ def ab(scratch, tmp_path, base, new, rounds=3, case=None, interleave=True):
 
 def test_a_a_finds_no_regression(scratch, tmp_path):
     record, path = ab(scratch, tmp_path, "base", "docs")
-    assert record.verdict == "no regression" and exit_code(record) == 0
+    assert record.verdict == "pass" and exit_code(record) == 0
     assert record.pacing == "calls"
-    assert [c.verdict for c in record.cases] == ["no change", "no change"]
+    assert {c.verdict for c in record.cases} <= {"unchanged", "inconclusive"}
     for c in record.cases:
         assert len(c.base) == len(c.new) == 3 and c.scores.max_log_diff == 0.0
+        # each side of each round records how busy the machine was (faked in the tests)
+        assert all(s.load is not None and s.load.source.startswith("fake")
+                   for s in c.base + c.new)
         assert [s.first for s in c.base] == [True, False, True]  # the order alternates
     assert read_ab(path).model_dump() == record.model_dump()
     jsonschema.validate(json.loads(path.read_text()), json.loads(AB_SCHEMA_FILE.read_text()))
@@ -158,7 +161,8 @@ def test_a_slower_commit_is_a_regression_with_its_interval(scratch, tmp_path, mo
     (art,) = (tmp_path / "o").glob("*.json")
     (single,) = read_ab(art).cases
     assert single.verdict == "regression", single.why
-    assert single.timing.change > 1.0 and single.timing.low > 0.5  # ~3x, CI above +50%
+    # ~3x; the interval's width depends on the machine's load: only that it excludes 0
+    assert single.timing.change > 0.5 and single.timing.low > 0
     report = CliRunner().invoke(app, ["report", str(art), "--out", str(tmp_path / "ab.md")])
     assert report.exit_code == 0, report.output
     md = (tmp_path / "ab.md").read_text()

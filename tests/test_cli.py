@@ -77,10 +77,33 @@ def test_env_json():
     assert data["devices"]["platform"] == "cpu" and data["packages"]["jax"]
 
 
-def test_env_peak_is_measured_on_cpu():
-    result = runner.invoke(app, ["env"])
-    data = json.loads(result.output)
-    assert data["peak_source"].startswith("calibrated") and data["peak_flops"]["float32"] > 1e8
+def waits(share: float):
+    """A fake of the threads' run-queue clock (harness/run/peak.py `run_queue_ns`): over
+    each calibration they waited for a CPU `share` of the time. Whether the machine is
+    busy is faked; the matmuls are real."""
+    ticks = iter(range(10**6))
+
+    def run_queue_ns():
+        k = next(ticks)
+        return (int(k * 1e9 * (1 - share)), int(k * 1e9 * share))
+    return run_queue_ns
+
+
+@pytest.mark.parametrize("share, calibrated", [(0.02, True), (0.6, False)])
+def test_env_peak_is_measured_on_cpu(tmp_path, monkeypatch, share, calibrated):
+    """A quiet CPU's matmul peak is measured and cached; a busy one's is refused (whatever
+    the real machine's load beside the test: the wait share is faked)."""
+    from mibench.harness.run import peak
+
+    monkeypatch.setenv("MIBENCH_CACHE", str(tmp_path))
+    monkeypatch.setattr(peak, "run_queue_ns", waits(share))
+    monkeypatch.setattr(peak, "RETRY_S", 0.0)
+    data = json.loads(runner.invoke(app, ["env"]).output)
+    if calibrated:
+        assert data["peak_source"].startswith("calibrated") and data["peak_flops"]["float32"] > 1e8
+    else:
+        assert data["peak_source"].startswith("unknown") and "waited for one 60%" in \
+            data["peak_source"] and data["peak_flops"]["float32"] is None
 
 
 def test_model_make_writes_a_checkpoint(tmp_path):

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from mibench.harness.cli import app
 from mibench.harness.commands.common import parse_threshold
 from mibench.harness.records import (
+    CaseLoad,
     ErrorInfo,
     RunRecord,
     TopologyRecord,
@@ -24,7 +25,7 @@ from mibench.harness.records import (
 )
 from mibench.harness.report.fmt import verdict_line
 from mibench.harness.stats.compare import METHOD, compare
-from mibench.harness.stats.history import aa_noise
+from mibench.harness.stats.noise import aa_noise
 from mibench.harness.stats.significance import NoiseFloor, between_runs
 from mibench.harness.testing import error_line
 
@@ -93,17 +94,17 @@ def test_ten_percent_faster_is_inconclusive_at_the_tpu_floor_and_an_improvement_
     result = compare(base, new, allow_untested=True)
     assert result.floor.value == 0.03 and "tpu" in result.floor.source
     change = next(c for c in result.cases if c.case_id == seg)
-    assert change.verdict == "inconclusive" and change.low < 0 < change.high
+    assert change.verdict == "inconclusive" and change.latency_low < 0 < change.latency_high
     assert "`mibench ab`" in change.reason and "runs.processes" in change.reason
-    assert change.change == pytest.approx(0.104, abs=0.002)
+    assert change.items_per_s_change == pytest.approx(0.104, abs=0.002)
     # one convention: time new / base - 1, + = slower; the items/s fields keep theirs
     assert change.latency_change == pytest.approx(1 / 1.104 - 1, abs=0.002)
-    assert change.latency_low == pytest.approx(1 / (1 + change.high) - 1)
+    assert change.latency_low == pytest.approx(1 / (1 + change.items_per_s_high) - 1)
     assert change.new_ms_per_item / change.base_ms_per_item - 1 == pytest.approx(
         change.latency_change)
     tight = compare(base, new, floor=NoiseFloor(0.01, "--noise-floor"))
     change = next(c for c in tight.cases if c.case_id == seg)
-    assert change.verdict == "improvement" and change.low > 0.05
+    assert change.verdict == "improvement" and change.items_per_s_low > 0.05
     assert change.latency_high < -0.05
 
 
@@ -112,7 +113,8 @@ def test_half_throughput_in_one_case_is_a_regression(new, tmp_path):
     result = compare(new, slow)
     bad = [c for c in result.cases if c.regression]
     assert [c.case_id for c in bad] == [CHUNKED] and result.exit_code == 1
-    assert bad[0].change == pytest.approx(-0.5, abs=0.01) and bad[0].high < -0.05
+    assert bad[0].items_per_s_change == pytest.approx(-0.5, abs=0.01)
+    assert bad[0].items_per_s_high < -0.05 and bad[0].latency_low > 0.05
     assert bad[0].test.method == METHOD and bad[0].test.significant
     out = cli(str(DATA / "new.json"), save(slow, tmp_path / "slow.json"))
     assert out.exit_code == 1, out.output
@@ -126,7 +128,8 @@ def test_small_change_is_not_a_regression_and_one_run_is_untested(new):
     single = compare(new, drifted(new, 2.0, "jax/single/tp=1"))
     case = next(c for c in single.cases if c.case_id == "jax/single/tp=1")
     assert not single.regression and case.verdict == "untested" and single.exit_code == 1
-    assert "1+1 timed runs" in case.reason and case.change == pytest.approx(-0.5, abs=0.01)
+    assert "1+1 timed runs" in case.reason
+    assert case.items_per_s_change == pytest.approx(-0.5, abs=0.01)
 
 
 @pytest.mark.parametrize("runs", [5, 3])
@@ -194,7 +197,7 @@ def test_json_format_has_outcome_and_method():
               "--allow-untested")
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
-    assert data["schema"] == "mibench.compare/2" and data["outcome"] == "pass"
+    assert data["schema"] == "mibench.compare/3" and data["outcome"] == "pass"
     assert "+ = slower" in data["convention"]
     assert data["regression"] is False and data["exit_code"] == 0
     assert data["methods"] == [METHOD] and len(data["cases"]) == 16
@@ -334,11 +337,11 @@ def test_fifteen_percent_drift_is_inconclusive_and_a_2x_slowdown_a_regression(re
     drift = compare(base, drifted(base, 1.15))
     assert drift.exit_code == 0 and drift.floor.value == 0.10 and len(drift.compared) == 7
     assert {c.verdict for c in drift.compared} == {"inconclusive"}
-    assert all(c.low < 0 < c.high for c in drift.compared)
+    assert all(c.items_per_s_low < 0 < c.items_per_s_high for c in drift.compared)
     assert "7 inconclusive" in verdict_line(drift) and "`mibench ab`" in verdict_line(drift)
     slow = compare(base, drifted(base, 2.0))
     assert slow.exit_code == 1 and {c.verdict for c in slow.compared} == {"regression"}
-    assert all(c.high < -0.05 for c in slow.compared)
+    assert all(c.items_per_s_high < -0.05 for c in slow.compared)
     # the real artifact's runs spread up to 3x on 2 shared cores: its noisiest cases stay
     # inconclusive even at 2x, the steadier ones fail the gate
     out = cli(str(REAL), save(drifted(real, 2.0), tmp_path / "slow.json"))
@@ -360,15 +363,39 @@ def test_a_narrower_noise_floor_makes_the_drift_a_regression(real, tmp_path):
 def test_noise_floor_learnt_from_aa_runs(real, tmp_path):
     folder = tmp_path / "aa"
     for i, factor in enumerate((1.0, 1.04, 0.97, 1.02)):
-        save(drifted(real, factor), folder / f"run{i}.json")
+        rec = drifted(real, factor)
+        rec.run_id = f"aa-{i}"
+        save(rec, folder / f"run{i}.json")
     floor = aa_noise([read_artifact(p) for p in sorted(folder.glob("*.json"))], "aa")
     assert 0.02 < floor.value < 0.10 and "21 degrees of freedom" in floor.source
     out = cli(str(REAL), str(folder / "run1.json"), "--noise-from", str(folder))
     assert out.exit_code == 0 and "learnt from A/A runs in" in out.stdout
+    # the pair being judged is left out (run1 here; REAL is not in the folder), and said
+    assert "14 degrees of freedom" in out.stdout
+    assert "left out: the 1 artifact(s) judged" in out.stdout
     lone = tmp_path / "lone"
     save(real, lone / "only.json")
     out = cli(str(REAL), str(REAL), "--noise-from", str(lone))
     assert out.exit_code == 2 and "--noise-from" in error_line(out)
+
+
+def test_noise_from_leaves_out_busy_runs_and_skips_other_kinds(real, tmp_path):
+    folder = tmp_path / "aa"
+    for i, factor in enumerate((1.0, 1.04, 0.97, 1.5)):
+        rec = drifted(real, factor)
+        rec.run_id = f"aa-{i}"
+        for c in rec.cases:  # the 1.5x run was measured beside other work
+            c.load = CaseLoad(window_s=2.0, cpus=2, other_share=0.6 if i == 3 else 0.02,
+                              other_cpu_s=2.4 if i == 3 else 0.08, own_cpu_s=1.0,
+                              source="/proc")
+        save(rec, folder / f"run{i}.json")
+    (folder / "ab.json").write_text(json.dumps({"schema": "mibench.ab/3"}))
+    floor = aa_noise([read_artifact(p) for p in sorted(folder.glob("run*.json"))], "aa")
+    assert "left out: 7 case run(s) on a busy machine" in floor.source
+    assert floor.value < 0.10  # the busy run's 1.5x never widened it
+    out = cli(str(REAL), str(folder / "run1.json"), "--noise-from", str(folder))
+    assert out.exit_code == 0, out.output
+    assert "skipped " in out.stderr and "ab.json: a mibench.ab/3 file" in out.stderr
 
 
 def with_scores(rec: RunRecord, scale: float = 1.0) -> RunRecord:
@@ -402,7 +429,7 @@ def test_untested_case_fails_the_gate_unless_allowed(real, tmp_path):
     assert out.stdout.splitlines()[2].startswith("**UNTESTED** against ")
     assert "REGRESSION" not in out.stdout and real.cases[0].case_id in out.stdout
     out = cli(str(REAL), path, "--allow-untested")
-    assert out.exit_code == 0 and "(1 untested, allowed)" in out.stdout
+    assert out.exit_code == 0 and "1 untested (allowed by --allow-untested)" in out.stdout
 
 
 def test_several_processes_are_the_samples(real):

@@ -64,7 +64,7 @@ def test_timed_compiles_fail_the_case_and_zero_passes(base, tmp_path):
                           "--allow-untested", "--format", "json").stdout)
     (case,) = [c for c in data["cases"] if c["case_id"] == CASE]
     assert case["verdict"] == "timed compiles" and case["timed_compiles"] == 3
-    assert data["schema"] == "mibench.compare/2" and data["exit_code"] == 1
+    assert data["schema"] == "mibench.compare/3" and data["exit_code"] == 1
     # control: zero compiles in the timed runs passes
     good = edited(base, timed_compiles=0, first_call_compiles=12)
     assert row(compare(base, good)).verdict != "timed compiles"

@@ -63,7 +63,8 @@ def test_bmf_has_throughput_and_latency_with_bounds(tmp_path):
     data = json.loads((tmp_path / "b.json").read_text())
     case = next(c for c in read_artifact(NEW).cases
                 if c.case_id == "jax/packed/mask=segment/tp=1")
-    bench = data["v6e-demo/jax/packed/mask=segment/tp=1"]
+    (key,) = [k for k in data if k.startswith("v6e-demo/jax/packed/mask=segment/tp=1 #")]
+    bench = data[key]
     rate = case.metrics.throughput_items_per_s
     assert bench["throughput"] == {"value": rate.median, "lower_value": rate.min,
                                    "upper_value": rate.max}
@@ -74,10 +75,30 @@ def test_bmf_has_throughput_and_latency_with_bounds(tmp_path):
     assert any(k.endswith(" @" + read_artifact(BASE).run_id) for k in two)  # kept apart
 
 
+def test_export_keys_carry_the_measurement(tmp_path):
+    """Two runs of one case id at different query lengths are two series in every export, as
+    in `compare` (not comparable) and `history` (two series)."""
+    base = read_artifact(NEW)
+    other = base.model_copy(deep=True)
+    other.run_id = "other-items"
+    for c in other.cases:
+        c.workload = c.workload.model_copy(update={"query_tokens": 1000})
+    from mibench.harness.records import write_artifact
+
+    write_artifact(other, tmp_path / "other.json")
+    bmf = json.loads(cli(NEW, tmp_path / "other.json", "--format", "bmf", "--case",
+                         "jax/packed/mask=segment/tp=1").stdout)
+    assert len(bmf) == 2 and not any(" @" in k for k in bmf)  # apart by measurement
+    rows = json.loads(cli(NEW, tmp_path / "other.json", "--format", "json", "--case",
+                          "jax/packed/mask=segment/tp=1").stdout)["rows"]
+    ids = {r["run_id"]: r["measurement_id"] for r in rows}
+    assert len(set(ids.values())) == 2 and all(len(v) == 12 for v in ids.values())
+
+
 def test_json_rows_and_case_globs():
     data = json.loads(cli(NEW, "--format", "json", "--case", "torch/*", "--case",
                           "jax/single/*").stdout)
-    assert data["schema"] == "mibench.export/1" and data["columns"] == COLUMNS
+    assert data["schema"] == "mibench.export/2" and data["columns"] == COLUMNS
     assert {r["case_id"] for r in data["rows"]} == {"torch/single/tp=1", "torch/single/tp=4",
                                                    "jax/single/tp=1", "jax/single/tp=4"}
     bad = cli(NEW, "--case", "nope/*")

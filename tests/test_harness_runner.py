@@ -49,7 +49,7 @@ def test_all_ok_artifact_validates(tmp_path):
     record = go(tmp_path)
     path, data = artifact(tmp_path)
     assert path == artifact_path(record, tmp_path / "out")
-    assert data["schema"] == "mibench.run/2" and data["finished_at"]
+    assert data["schema"] == "mibench.run/3" and data["finished_at"]
     assert [c["status"] for c in data["cases"]] == ["ok"] * 3
     case = data["cases"][0]
     assert len(case["timed_s"]) == 3 and len(case["warmup_s"]) == 1 and case["compile_s"] > 0
@@ -101,7 +101,8 @@ def test_interrupted_run_keeps_finished_cases_and_resumes(tmp_path, monkeypatch)
     assert [c["status"] for c in data2["cases"]] == ["ok"] * 3
     assert data2["cases"][0] == data["cases"][0]  # kept, not re-run
     assert len(record.resumed_at) == 1
-    assert sum(e.calls for e in factory.made) == 2 * (1 + 1 + 3)  # only the two missing cases
+    # only the two missing cases, and the engine's one untimed warm-up call (run/pool.py)
+    assert sum(e.calls for e in factory.made) == 2 * (1 + 1 + 3) + 1
 
 
 def test_resume_reruns_failed_cases_only(tmp_path, monkeypatch):
@@ -112,7 +113,7 @@ def test_resume_reruns_failed_cases_only(tmp_path, monkeypatch):
     record = run(plan_of(load_config(tmp_path / "c.yaml"), out=tmp_path / "out", resume=path,
                          progress=False, engine_factory=factory, peak=fixed_peak()))
     assert [c.status for c in record.cases] == ["ok"] * 3
-    assert sum(e.calls for e in factory.made) == 1 + 1 + 3
+    assert sum(e.calls for e in factory.made) == 1 + 1 + 3 + 1  # + the warm-up call
 
 
 def test_resume_refuses_another_config(tmp_path):
@@ -190,7 +191,9 @@ def test_timeout_fails_the_case_and_keeps_its_runs(tmp_path):
         if n <= 21:  # the first case's calls only
             time.sleep(0.15)
 
-    text = CONFIG.replace("mode: single}", "mode: single, runs: {timed: 20, timeout_s: 0.5}}")
+    # the first call, the warmup and one timed run take 0.45 s of sleep, all 21 take 3.2 s:
+    # 1.5 s times out mid-run with a second of margin for a loaded machine's wake-ups
+    text = CONFIG.replace("mode: single}", "mode: single, runs: {timed: 20, timeout_s: 1.5}}")
     record = go(tmp_path, fake_factory(on_call=slow), text=text)
     first = record.cases[0]
     assert first.status == "failed" and first.error.type == "CaseTimeout"

@@ -55,12 +55,14 @@ def step(tmp_path_factory) -> tuple[Path, list[str]]:
 
 def test_step_change_found_at_the_right_commit(step):
     folder, commits = step
-    hist = build_history(load_dir(folder))
+    hist = build_history(load_dir(folder).records)
     series = {s.case_id: s for s in hist.series}
     s = series[CASE]
     assert [p.label for p in s.points] == commits  # ordered by time, not by file name
     assert [s.points[c.index].label for c in s.change_points] == [commits[7]]
-    assert s.change_points[0].change == pytest.approx(-0.5, abs=0.05)
+    cp = s.change_points[0]  # time per item doubled: + = slower; items/s halved
+    assert cp.latency_change == pytest.approx(1.0, abs=0.1) and cp.verdict == "regression"
+    assert cp.items_per_s_change == pytest.approx(-0.5, abs=0.05)
     others = [x for x in hist.series if x.case_id != CASE and x.change_points]
     assert others == []  # 1% run noise, no step: no change point anywhere else
     assert s.peak.label in commits[:7] and s.current.label == commits[-1]
@@ -69,7 +71,7 @@ def test_step_change_found_at_the_right_commit(step):
 def test_flat_noisy_history_has_no_change_point(tmp_path):
     rng = np.random.default_rng(11)
     write_history(tmp_path, list(1 + 0.05 * rng.standard_normal(N)), seed=1)
-    hist = build_history(load_dir(tmp_path), case=CASE)
+    hist = build_history(load_dir(tmp_path).records, case=CASE)
     assert [s.change_points for s in hist.series] == [[]]
 
 
@@ -99,7 +101,7 @@ def test_markdown_names_method_and_writes_trend_plots(step, tmp_path):
     png = tmp_path / "history-trends.png"  # one figure: a panel per case of the config
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 1000
     assert "](history-trends.png)" in text and not list(tmp_path.glob("*-trend-*.png"))
-    assert "(time +" in text or "(time -" in text  # change points in the one convention
+    assert "time +" in text  # change points in the one convention: + = slower
 
 
 def test_json_output(step):
@@ -107,9 +109,12 @@ def test_json_output(step):
     result = cli(str(folder), "--case", CASE, "--format", "json")
     assert result.exit_code == 0
     data = json.loads(result.output)
-    assert data["schema"] == "mibench.history/1" and data["params"]["alpha"] == 0.01
+    assert data["schema"] == "mibench.history/2" and data["params"]["alpha"] == 0.01
     (series,) = data["series"]
-    assert series["change_points"][0]["index"] == 7
+    (step,) = series["steps"]
+    assert step["index"] == 7 and step["kind"] == "change point"
+    assert step["verdict"] == "regression" and step["latency_change"] > 0.5
+    assert step["items_per_s_change"] < -0.3
     assert series["peak"]["items_per_s"] > series["current"]["items_per_s"]
 
 
@@ -125,7 +130,7 @@ def test_orders_by_commit_time_from_git(tmp_path):
         rec = make.build("demo.yaml", "x", i, make.demo_time, f"2026-04-{9 - i:02d}T03:00:00Z")
         rec.provenance.git.commit, rec.provenance.git.path = commit, str(repo)
         write_artifact(rec, tmp_path / f"{i}.json")
-    hist = build_history(load_dir(tmp_path), case=CASE)
+    hist = build_history(load_dir(tmp_path).records, case=CASE)
     assert [p.commit for p in hist.series[0].points] == commits
     assert json.loads(history_json(hist))["artifacts"] == 3
 

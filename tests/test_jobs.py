@@ -149,6 +149,8 @@ OTHER_LOOPS = {
     ("engines/compile.py", "compile_case"): "compile time of each TPU program (nothing runs)",
     ("harness/run/compile_worker.py", "serve"): "a compile worker's case wall time",
     ("harness/jobs/calibrate.py", "_burn"): "a busy loop: the calibration's background load",
+    ("harness/jobs/verdicts.py", "main"): "the wall time of each part of the verdicts job, "
+                                          "around whole runs",
     ("harness/jobs/http_overhead.py", "main"): "two kinds of call alternating pairwise (in "
                                                "process, over http): the one loop repeats one",
 }

@@ -97,7 +97,7 @@ def test_artifact_keeps_the_set_as_an_optional_field(tmp_path):
     path = tmp_path / "a.json"
     path.write_text(rec.to_json())
     back = read_artifact(path)
-    assert back.schema_ == "mibench.run/2" and back.references == rec.references
+    assert back.schema_ == "mibench.run/3" and back.references == rec.references
     text = render(build_context([back]))
     assert "## Reference figures" in text and "| seed000-single | jax/single |" in text
 
@@ -161,10 +161,10 @@ def test_report_option_overrides_the_artifacts_set():
 
 
 def test_references_are_for_run_artifacts_only(tmp_path):
-    from mibench.harness.records import ABRecord
+    from mibench.harness.records import read_ab
 
     ab = next(p for p in (ROOT / "artifacts").rglob("ab-*.json"))
-    assert ABRecord.model_validate_json(ab.read_text())  # a real A/B artifact
+    assert read_ab(ab)  # a real A/B artifact
     out = CliRunner().invoke(app, ["report", str(ab), "--references", str(SEEDS)])
     assert out.exit_code == 2 and "--references" in out.output
     plain = CliRunner().invoke(app, ["report", str(ab)])

@@ -148,8 +148,9 @@ def test_regression_verdict_in_summary():
     new = read_artifact(DATA / "new.json")
     new.cases[3].status = "failed"
     ctx = build_context([new], baseline=base)
-    assert ctx["summary"]["verdict"].startswith("**REGRESSION** against 11111111: 1 of 16 "
-                                                "case(s) regressed: jax/chunked/")
+    assert ctx["summary"]["verdict"].startswith("**REGRESSION** against 11111111: 1 case(s) "
+                                                "failed the gate (1 failed): jax/chunked/")
+    assert "12 case(s) compared: " in ctx["summary"]["verdict"]  # ok on both sides
     assert "newly failed" in ctx["summary"]["regressions"][0]
 
 

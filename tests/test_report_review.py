@@ -22,7 +22,8 @@ from mibench.harness.report.groups import speedups
 from mibench.harness.report.tables import rows_of
 from mibench.harness.stats.compare import compare
 from mibench.harness.stats.history import build_history
-from mibench.harness.stats.paired import paired_test, shown
+from mibench.harness.stats.paired import paired_test
+from mibench.harness.verdicts import legacy_verdict
 
 DATA = Path(__file__).parent / "data" / "reports"
 _spec = importlib.util.spec_from_file_location("make_artifacts", DATA / "make_artifacts.py")
@@ -54,7 +55,7 @@ def test_compare_reports_time_new_over_base_plus_is_slower(pair):
     c = next(c for c in comp.cases if c.case_id == case)
     assert c.latency_change == pytest.approx(1.0, abs=0.01) and c.latency_low > 0
     assert c.new_ms_per_item / c.base_ms_per_item == pytest.approx(1 + c.latency_change)
-    assert c.change == pytest.approx(-0.5, abs=0.01)  # the stored items/s field keeps its sign
+    assert c.items_per_s_change == pytest.approx(-0.5, abs=0.01)  # items/s: + = faster
     md = compare_markdown(comp)
     assert "| Time change [interval] |" in md and "+100.0% [" in md and CONVENTION in md
 
@@ -76,20 +77,21 @@ def test_history_change_points_are_time_plus_is_slower(tmp_path, pair):
         records.append(r)
     hist = build_history(records, "jax/chunked/chunk_size=32/tp=1")
     (cp,) = hist.series[0].change_points
-    assert cp.time_change == pytest.approx(0.5, abs=0.02) and cp.change < 0
+    assert cp.latency_change == pytest.approx(0.5, abs=0.02) and cp.items_per_s_change < 0
     summary, _ = history_tables(hist)
-    assert "(time +50.0%" in summary.rows[0][-1] and "+ = slower" in summary.note
+    assert "time +50.0%" in summary.rows[0][-2] and "+ = slower" in summary.note
 
 
 # --- honest verdict words ---------------------------------------------------------------
 
 
-def test_ab_no_change_is_shown_inconclusive_when_its_interval_reaches_beyond():
+def test_ab_stores_inconclusive_when_its_interval_reaches_beyond_and_reads_old_no_change():
     wide, tight = paired_test([0.2, -0.2, 0.1, -0.1]), paired_test([0.01, -0.01, 0.0, 0.005])
-    assert wide.verdict == tight.verdict == "no change"  # what the artifact stores
-    assert shown(wide.verdict, wide) == "inconclusive"
-    assert shown(tight.verdict, tight) == "unchanged"
-    assert shown("regression", wide) == "regression"
+    assert wide.verdict == "inconclusive" and tight.verdict == "unchanged"  # stored as shown
+    # an ab/2 artifact's `no change` reads as the word it meant
+    assert legacy_verdict("no change", wide.low, wide.high, wide.min_effect) == "inconclusive"
+    assert legacy_verdict("no change", tight.low, tight.high, tight.min_effect) == "unchanged"
+    assert legacy_verdict("regression", wide.low, wide.high, 0.05) == "regression"
 
 
 # --- the report a reviewer reads --------------------------------------------------------
@@ -175,12 +177,12 @@ def ab_record(subject: str) -> ABRecord:
                                     median_s=0.1)],
                   new=[RoundSample(round=0, first=False, status="ok", timed_s=[0.11],
                                    median_s=0.11)],
-                  timing=Timing(**timing.as_dict()), verdict="no change", why=timing.line())
+                  timing=Timing(**timing.as_dict()), verdict=timing.verdict, why=timing.line())
     return ABRecord(run_id="ab-1", started_at="2026-02-12T03:00:00Z", config={},
                     config_sha256="0" * 64, provenance=read_artifact(DATA / "new.json")
                     .provenance, base=Side(rev="a", commit="a" * 40, subject=subject),
                     new=Side(rev="b", commit="b" * 40, subject="short"), rounds=4,
-                    cases=[case], verdict="no regression")
+                    cases=[case], verdict="pass")
 
 
 def test_ab_title_is_short_and_the_columns_are_explained():

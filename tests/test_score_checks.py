@@ -132,7 +132,8 @@ def test_a_case_whose_engine_returns_nan_unchecked_is_failed_naming_request_and_
 
 
 def test_an_engines_invalid_scores_in_a_timed_call_name_the_request(tmp_path):
-    """The engine's own check raised (here on call 3, request 0 of the second timed run)."""
+    """The engine's own check raised (here on call 3: after the untimed warm-up call and
+    the first call, request 0 of the first timed run)."""
     def trouble(engine, n):
         if n == 3:
             raise InvalidScores("item 2: score 1 is -0.5, not a probability in [0, 1]")

@@ -20,7 +20,7 @@ name: workers
 model: {path: "embedded:tiny"}
 workload: {query_tokens: 8, num_items: 3, item_tokens: 2, label_token_ids: [5],
            delimiter: 151643}
-runs: {warmup: 0, timed: 2, timeout_s: 1, max_rss: 400MiB}
+runs: {warmup: 0, timed: 2, timeout_s: 60, max_rss: 400MiB}
 cases:
   - {engine: jax, mode: packed}
   - {engine: jax, mode: single}
@@ -29,10 +29,13 @@ cases:
 
 
 def run_with(tmp_path, trouble, timeout_s: float = 60):
-    """CONFIG with `trouble` in the packed case's calls; a generous timeout unless the
-    trouble is a hang (a starved machine must not time out a trivial case)."""
+    """CONFIG with `trouble` in the packed case's calls; a generous timeout for every other
+    case (a starved machine must not time out a trivial case), `timeout_s` for the packed
+    one (3 s for a hang)."""
     factory = functools.partial(FakeEngine, on_mode={"packed": trouble})
-    config = load_config(write_config(tmp_path, CONFIG), [f"runs.timeout_s={timeout_s}"])
+    text = CONFIG.replace("{engine: jax, mode: packed}",
+                          f"{{engine: jax, mode: packed, runs: {{timeout_s: {timeout_s}}}}}")
+    config = load_config(write_config(tmp_path, text), ["runs.timeout_s=60"])
     record = run(plan_of(config, out=tmp_path / "out", progress=False, engine_factory=factory,
                          peak=fixed_peak(), workers=True))
     return {c.mode: c for c in record.cases}
@@ -41,11 +44,13 @@ def run_with(tmp_path, trouble, timeout_s: float = 60):
 @pytest.mark.parametrize("trouble, cause", [
     (testing.segfault, "killed by SIGSEGV"),
     (functools.partial(testing.allocate, mib=1024), "past runs.max_rss = 400 MiB"),
-    (testing.hang_in_native_code, "exceeded runs.timeout_s=1"),
+    (testing.hang_in_native_code, "exceeded runs.timeout_s=3"),
 ])
 def test_a_dying_worker_fails_its_case_and_the_run_goes_on(tmp_path, trouble, cause):
     hangs = trouble is testing.hang_in_native_code
-    cases = run_with(tmp_path, trouble, 1 if hangs else 60)
+    # 3 s: the hang must block the worker's own alarm before it fires, even on a starved
+    # machine (else the case fails as a CaseTimeout, and the parent's deadline is untested)
+    cases = run_with(tmp_path, trouble, 3 if hangs else 60)
     assert cases["packed"].status == "failed"
     assert cause in cases["packed"].error.message, cases["packed"].error.message
     assert cases["packed"].error.type == "WorkerDied"
@@ -56,9 +61,8 @@ def test_a_dying_worker_fails_its_case_and_the_run_goes_on(tmp_path, trouble, ca
 
 def test_cases_measured_in_a_worker_match_in_process(tmp_path):
     """The worker runs the same measurement: same scores digest, same record shape."""
-    # a generous timeout: a starved machine must not fail a trivial case (CONFIG's 1 s is
-    # for the hang test)
-    config = load_config(write_config(tmp_path, CONFIG), ["runs.timeout_s=60"])
+    # a generous timeout (CONFIG's 60 s): a starved machine must not fail a trivial case
+    config = load_config(write_config(tmp_path, CONFIG))
     both = [run(plan_of(config, out=tmp_path / name, progress=False, engine_factory=FakeEngine,
                         peak=fixed_peak(), workers=workers)) for name, workers in (("a", True),
                                                                          ("b", False))]
@@ -71,16 +75,17 @@ def test_cases_measured_in_a_worker_match_in_process(tmp_path):
 def test_runs_processes_measures_each_case_in_fresh_workers(tmp_path, monkeypatch):
     pids = tmp_path / "pids"
     monkeypatch.setenv("MIBENCH_TEST_PIDS", str(pids))
-    factory = functools.partial(FakeEngine, on_mode={"single": testing.record_pid})
+    # the packed case's calls (each worker's one warm-up call is a `single` one: run/pool.py)
+    factory = functools.partial(FakeEngine, on_mode={"packed": testing.record_pid})
     config = load_config(write_config(tmp_path, CONFIG), ["runs.processes=3",
                                                           "runs.timeout_s=60"])
     record = run(plan_of(config, out=tmp_path / "out", progress=False, engine_factory=factory,
                          peak=fixed_peak(), workers=True))
-    single = next(c for c in record.cases if c.mode == "single")
-    assert single.status == "ok" and single.runs.processes == 3
-    assert [len(t) for t in single.process_timed_s] == [2, 2, 2]
-    assert single.timed_s == [t for ts in single.process_timed_s for t in ts]
-    assert single.metrics.throughput_items_per_s.n == 6
+    packed = next(c for c in record.cases if c.mode == "packed")
+    assert packed.status == "ok" and packed.runs.processes == 3
+    assert [len(t) for t in packed.process_timed_s] == [2, 2, 2]
+    assert packed.timed_s == [t for ts in packed.process_timed_s for t in ts]
+    assert packed.metrics.throughput_items_per_s.n == 6
     seen = pids.read_text().split()
     assert len(seen) == 3 * (1 + 2) and len(set(seen)) == 3  # three workers, one each
 
@@ -116,9 +121,10 @@ def _lockstep(tmp_path, base_trouble=None):
     from mibench.harness.run.worker import WorkerPool
 
     config = load_config(write_config(tmp_path, CONFIG), ["runs.warmup=1", "runs.timed=3"])
-    case = next(c for c in expand(config) if c.mode == "single")
-    new = functools.partial(FakeEngine, on_mode={"single": testing.record_pid})
-    base = functools.partial(FakeEngine, on_mode={"single": base_trouble or
+    # the packed case (each worker's one warm-up call before it is a `single` one)
+    case = next(c for c in expand(config) if c.mode == "packed")
+    new = functools.partial(FakeEngine, on_mode={"packed": testing.record_pid})
+    base = functools.partial(FakeEngine, on_mode={"packed": base_trouble or
                                                   testing.record_pid})
     pools = {"base": WorkerPool(base), "new": WorkerPool(new)}
     try:

@@ -44,6 +44,7 @@ from mibench.harness.run.worker import WorkerPool, probe_env
 from mibench.harness.stats.paired import paired_test, round_log_ratio, shown
 from mibench.harness.stats.scores import SCORE_TOL, max_log_diff
 from mibench.harness.util import now
+from mibench.harness.verdicts import EXIT_CODES, NOT_COMPARED, PASS, REGRESSION, UNTESTED
 
 
 def _sample(rec: CaseRecord, r: int, first: bool) -> RoundSample:
@@ -51,7 +52,7 @@ def _sample(rec: CaseRecord, r: int, first: bool) -> RoundSample:
                        error=f"{rec.error.type}: {rec.error.message}" if rec.error else None,
                        compile_s=rec.compile_s, timed_s=rec.timed_s,
                        median_s=statistics.median(rec.timed_s) if rec.timed_s else None,
-                       score_digest=rec.metrics.score_digest)
+                       score_digest=rec.metrics.score_digest, load=rec.load)
 
 
 def judge(case: ABCase, first_scores: dict, alpha: float, min_effect: float,
@@ -71,12 +72,12 @@ def judge(case: ABCase, first_scores: dict, alpha: float, min_effect: float,
         case.scores = ScoresMoved(max_log_diff=worst, tolerance=tol,
                                  moved=worst is None or worst > tol)
     if not base_ok:
-        case.verdict, case.why = "untested", "the base revision failed every round"
+        case.verdict, case.why = UNTESTED, "the base revision failed every round"
     elif new_failed and not any(s.status == "ok" for s in case.new):
-        case.verdict, case.why = "regression", f"the new revision fails: {new_failed[0].error}"
+        case.verdict, case.why = REGRESSION, f"the new revision fails: {new_failed[0].error}"
     elif case.scores is not None and case.scores.moved:
         diff = case.scores.max_log_diff
-        case.verdict = "regression"
+        case.verdict = REGRESSION
         case.why = (f"scores moved: max |log score diff| {diff:.3g} > {case.scores.tolerance:g}"
                     if diff is not None else "scores moved: different shape")
     else:
@@ -190,8 +191,8 @@ def with_cost(case: ABCase, cost: CostCheck | None) -> None:
     case.cost = cost
     if cost is None or not cost.regressions:
         return
-    case.why = cost.line() if case.verdict != "regression" else f"{case.why}; {cost.line()}"
-    case.verdict = "regression"
+    case.why = cost.line() if case.verdict != REGRESSION else f"{case.why}; {cost.line()}"
+    case.verdict = REGRESSION
 
 
 def _record_sample(rec: CaseRecord, case: CaseSpec, side: Revision, name: str, r: int, first: bool,
@@ -244,16 +245,17 @@ def case_verdict(case: ABCase) -> str:
 
 
 def overall(record: ABRecord) -> str:
+    """The run's outcome (harness/verdicts.py): regression, not compared or pass."""
     verdicts = [c.verdict for c in record.cases]
-    if any(v == "regression" for v in verdicts):
-        return "regression"
+    if any(v == REGRESSION for v in verdicts):
+        return REGRESSION
     costs = any(c.cost is not None and c.cost.base.status == c.cost.new.status == "ok"
                 for c in record.cases)
-    if all(v == "untested" for v in verdicts) and not costs:
-        return "nothing compared"
-    return "no regression"
+    if all(v == UNTESTED for v in verdicts) and not costs:
+        return NOT_COMPARED
+    return PASS
 
 
 def exit_code(record: ABRecord) -> int:
-    """0 no regression, 1 a regression, 2 nothing could be compared."""
-    return {"regression": 1, "nothing compared": 2}.get(record.verdict or "", 0)
+    """0 pass, 1 a regression, 2 nothing could be compared."""
+    return EXIT_CODES.get(record.verdict or "", 0)

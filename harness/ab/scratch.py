@@ -55,6 +55,25 @@ def {function}(*args, **kwargs):
 '''
 
 
+def allocating(function: str, nbytes: int) -> str:
+    """Source that, appended to the module defining `function`, makes every call of it hold
+    `nbytes` more host memory while it runs (touched, so resident, and freed after)."""
+    return f'''
+
+import numpy as _np
+
+_{function}_before_alloc = {function}
+
+
+def {function}(*args, **kwargs):
+    _block = _np.ones({nbytes}, _np.uint8)
+    try:
+        return _{function}_before_alloc(*args, **kwargs)
+    finally:
+        del _block
+'''
+
+
 def append(repo: Path, path: str, text: str) -> None:
     with open(repo / path, "a") as f:
         f.write(text)

@@ -5,6 +5,7 @@ comparable or bad input."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -58,9 +59,9 @@ def compare(base: Annotated[Path, typer.Argument(help="Baseline artifact.")],
     limit, kind = parse_threshold(threshold), parse_format(format)
     if COMPILE in (schema_of(base), schema_of(new)):
         raise typer.Exit(compare_compile(base, new, cost_threshold, kind, case))
-    floor = parse_floor(noise_floor, noise_from)
     memory = parse_threshold(memory_threshold, "--memory-threshold")
     old, fresh = select_records([load_checked(base), load_checked(new)], case)
+    floor = parse_floor(noise_floor, noise_from, frozenset({old.run_id, fresh.run_id}))
     result = compare_records(old, fresh, threshold=limit, floor=floor,
                              allow_untested=allow_untested, memory_threshold=memory)
     note = None
@@ -81,9 +82,13 @@ def compare(base: Annotated[Path, typer.Argument(help="Baseline artifact.")],
     raise typer.Exit(result.exit_code)
 
 
-def parse_floor(text: str | None, folder: Path | None):
+def parse_floor(text: str | None, folder: Path | None,
+                judged: frozenset[str] = frozenset()):
     """The noise floor of `--noise-floor` or `--noise-from` (not both), or None (the
-    device platform's default)."""
+    device platform's default). `--noise-from` learns it from the folder's A/A runs,
+    leaving out the artifacts `judged` (by run id) and runs on a busy machine, and says
+    what it used (harness.stats.noise); other kinds of artifact there are skipped, one
+    line each on stderr."""
     from mibench.harness.stats.significance import NoiseFloor
 
     if text is not None and folder is not None:
@@ -91,9 +96,13 @@ def parse_floor(text: str | None, folder: Path | None):
     if text is not None:
         return NoiseFloor(parse_threshold(text, "--noise-floor"), "--noise-floor")
     if folder is not None:
-        from mibench.harness.stats.history import aa_noise, load_dir
+        from mibench.harness.stats.history import load_dir
+        from mibench.harness.stats.noise import aa_noise
 
-        return aa_noise(load_dir(folder, load), str(folder))
+        found = load_dir(folder, load)
+        for line in found.skipped:
+            print(line, file=sys.stderr)
+        return aa_noise(found.records, str(folder), leave_out=judged)
     return None
 
 

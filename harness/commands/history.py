@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -31,7 +32,11 @@ def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (se
 
     kind = parse_format(format)
     out_file(out)
-    hist = build_history(load_dir(folder, load), case or None)
+    found = load_dir(folder, load)
+    for line in found.skipped:
+        print(line, file=sys.stderr)
+    hist = build_history(found.records, case or None, skipped=found.skipped,
+                         where=str(folder))
     if kind == "json":
         print(history_json(hist), end="")
         return

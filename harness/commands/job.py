@@ -4,6 +4,7 @@ calls the job's plain function (imported on call, so `mibench --help` stays ligh
     mibench job gpu --out DIR [--budget-s 420] [--dry-run]
     mibench job overhead [CONFIG] [--rounds 3] [--set key=value] [--out FILE.json]
     mibench job calibrate --out DIR [--trials 20] [--rounds 5] [--no-load]
+    mibench job verdicts --out DIR [--part level|aa|slow|memory ...] [--pairs 10]
     mibench job http-overhead [--calls 40]
 
 On a machine without the console script: `python -m mibench.harness.cli job ...`.
@@ -16,7 +17,9 @@ from typing import Annotated
 
 import typer
 
-from mibench.harness.commands.common import Sets, guarded
+from mibench.harness.commands.common import Sets, choices, guarded
+
+PARTS = ("level", "aa", "slow", "memory")  # harness/jobs/verdicts.py's parts, in order
 
 job_app = typer.Typer(no_args_is_help=True, help="Prepared jobs: the GPU job, the harness "
                       "overhead benchmark and the A/B gate's calibration.")
@@ -81,3 +84,30 @@ def calibrate(out: Annotated[Path, typer.Option(help="Folder for the scratch rep
     from mibench.harness.jobs import calibrate as job
 
     job.main(out, trials, rounds, load)
+
+
+@job_app.command("verdicts")
+@guarded
+def verdicts(out: Annotated[Path, typer.Option(help="Folder for the runs, the scratch "
+                                                   "repository, verdicts.json and "
+                                                   "verdicts.md.")],
+             part: Annotated[list[str] | None, typer.Option(
+                 metavar=choices(PARTS), help="A part of the job; repeatable (default: all "
+                                              "four).")] = None,
+             pairs: Annotated[int, typer.Option(help="Pairs of separate runs per "
+                                                     "slowdown (1.2x, 1.5x, 2x).")] = 10,
+             aa_runs: Annotated[int, typer.Option(help="Runs of configs/cpu-smoke.yaml in "
+                                                       "the A/A matrix (every second one "
+                                                       "busy).")] = 6,
+             level_runs: Annotated[int, typer.Option(help="Runs per load in the busy "
+                                                          "level's table.")] = 3):
+    """The verdicts between runs on this machine: the busy level's measurements, the A/A
+    matrix, separate runs at injected slowdowns, memory by case order (tables in
+    OUT/verdicts.md; not part of CI; about 1.5 hours on 2 cores)."""
+    from mibench.errors import MibenchError
+    from mibench.harness.jobs import verdicts as job
+
+    for p in part or []:
+        if p not in PARTS:
+            raise MibenchError(f"unknown part {p!r} ({', '.join(PARTS)})", field="--part")
+    job.main(out, list(part or PARTS), pairs, aa_runs, level_runs)

@@ -64,7 +64,7 @@ def run_config(config_path: Path, options) -> int:
     `options`: the command's RunOptions (harness/run/plan.py)."""
     from mibench.engines import init_distributed, is_writer
     from mibench.harness.config import load_config
-    from mibench.harness.report.console import render_summary
+    from mibench.harness.report.console import render_summary, untested_line
     from mibench.harness.run.plan import make_plan
     from mibench.harness.run.progress import announce
     from mibench.harness.run.runner import artifact_path, exit_code, run
@@ -103,6 +103,9 @@ def run_config(config_path: Path, options) -> int:
     path = Path(resume) if resume else artifact_path(record, options.out)
     if writer:
         print(render_summary(record, path))
+        note = untested_line(plan.cases)
+        if note:
+            print(note)
     return exit_code(record)
 
 

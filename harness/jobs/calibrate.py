@@ -136,8 +136,8 @@ def separate_runs(config, folder: Path, trials: int) -> dict:
         verdict = compare(base, new)
         (case,) = verdict.cases
         rows.append({"regression": verdict.regression, "verdict": case.verdict,
-                     "change": getattr(case, "change", None)})
-        print(f"compare: {case.verdict} {getattr(case, 'change', None)}", flush=True)
+                     "latency_change": case.latency_change})
+        print(f"compare: {case.verdict} {case.latency_change}", flush=True)
     return {"regressions": sum(r["regression"] for r in rows), "of": len(rows), "pairs": rows}
 
 

@@ -50,6 +50,7 @@ from mibench.harness.records.references import ReferenceFigure, ReferenceSet
 from mibench.harness.records.run import (
     SCHEMA,
     SCHEMA_FILE,
+    CaseLoad,
     CaseRecord,
     HttpMetrics,
     HttpRequest,
@@ -72,7 +73,7 @@ def schemas() -> dict[str, dict]:
 
 
 __all__ = ["ABCase", "ABRecord", "AB_SCHEMA", "Artifact", "COMPILE_SCHEMA", "CaseCompile",
-           "CaseRecord", "Checkpoints", "CompileCase", "CompileRecord", "CompileTarget",
+           "CaseLoad", "CaseRecord", "Checkpoints", "CompileCase", "CompileRecord", "CompileTarget",
            "DeviceRef", "Devices", "ErrorInfo", "GitInfo", "Header", "HttpMetrics", "HttpRequest",
            "Invocation", "ItemRange", "KINDS", "Latency", "LibTpu", "Metrics", "ModelRef",
            "ParityCheck", "ParityRecord", "Provenance", "Record", "ReferenceFigure",

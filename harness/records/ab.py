@@ -1,23 +1,38 @@
-"""The A/B artifact (schema `mibench.ab/2`): both revisions, every round's samples of both
-sides, each JAX case's compiled cost at both revisions when a TPU target was given, and
-the verdict of each case with the numbers behind it."""
+"""The A/B artifact (schema `mibench.ab/3`): both revisions, every round's samples of both
+sides (with how busy the machine was), each JAX case's compiled cost at both revisions when
+a TPU target was given, and the verdict of each case with the numbers behind it, in the
+words of harness/verdicts.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from mibench.harness.records.base import Header, Measured, Record
 from mibench.harness.records.case import WorkloadRecord
 from mibench.harness.records.compile import CompileCase, CompileTarget, LibTpu
 from mibench.harness.records.io import read_json, schema_file
-from mibench.harness.records.run import ServerInfo
+from mibench.harness.records.run import CaseLoad, ServerInfo
+from mibench.harness.verdicts import legacy_verdict
 
-# ab/2 adds `servers` (an A/B of server versions); ab/1 artifacts read as ab/2
-AB_SCHEMA = "mibench.ab/2"
-AB_OLDER = ("mibench.ab/1",)
+# ab/2 adds `servers` (an A/B of server versions); ab/3 stores the verdict words of
+# harness/verdicts.py (`unchanged` or `inconclusive` where ab/2 stored `no change`; the
+# run's `pass` and `not compared` where it stored `no regression` and `nothing compared`)
+# and each round sample's `load`; ab/1 and ab/2 artifacts read as ab/3, their words
+# translated (`legacy`)
+AB_SCHEMA = "mibench.ab/3"
+AB_OLDER = ("mibench.ab/1", "mibench.ab/2")
+OLD_RUN_VERDICTS = {"no regression": "pass", "nothing compared": "not compared"}
+CaseVerdict = Literal["regression", "improvement", "unchanged", "inconclusive", "untested"]
+
+
+def _legacy_timing(timing: dict) -> dict:
+    """A stored paired verdict's `no change` as the word it means."""
+    return {**timing, "verdict": legacy_verdict(timing.get("verdict"), timing.get("low"),
+                                                timing.get("high"),
+                                                timing.get("min_effect", 0.0))}
 AB_SCHEMA_FILE = schema_file(AB_SCHEMA)
 
 
@@ -38,6 +53,9 @@ class RoundSample(Record):
     timed_s: list[float] = []
     median_s: float | None = None
     score_digest: str | None = None
+    # how busy the machine was while this side was measured (ab is exempt from the busy
+    # rule: both sides of a round share the load; the report says when it was high)
+    load: CaseLoad | None = None
 
 
 class Timing(Record):
@@ -52,8 +70,13 @@ class Timing(Record):
     p_value: Measured
     alpha: float
     min_effect: float
-    verdict: str
+    verdict: CaseVerdict
     round_log_ratios: list[float] = []
+
+    @model_validator(mode="before")
+    @classmethod
+    def legacy(cls, data):
+        return _legacy_timing(data) if isinstance(data, dict) else data
 
 
 class ScoresMoved(Record):
@@ -95,13 +118,22 @@ class ABCase(Record):
     # a server A/B (mibench ab --server-repo): each side's launched server
     servers: dict[str, ServerInfo] = {}
     # regression (slower, moved scores, or new fails where base runs), improvement,
-    # no change, untested (base failed or too few rounds)
-    verdict: Literal["regression", "improvement", "no change", "untested"] | None = None
+    # unchanged, inconclusive, untested (base failed or too few rounds)
+    verdict: CaseVerdict | None = None
     why: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def legacy(cls, data):
+        """An ab/1 or ab/2 case's `no change` as the word its timing means."""
+        if isinstance(data, dict) and data.get("verdict") == "no change":
+            timing = _legacy_timing(data.get("timing") or {})
+            data = {**data, "verdict": timing.get("verdict", "inconclusive")}
+        return data
 
 
 class ABRecord(Header):
-    schema_: Literal["mibench.ab/2"] = Field(default=AB_SCHEMA, alias="schema")
+    schema_: Literal["mibench.ab/3"] = Field(default=AB_SCHEMA, alias="schema")
     base: Side
     new: Side
     rounds: int
@@ -112,7 +144,17 @@ class ABRecord(Header):
     compile_target: CompileTarget | None = None  # the TPU slice both sides compiled for
     libtpu: LibTpu | None = None
     cases: list[ABCase] = []
-    verdict: str | None = None  # the run's: regression / no regression / nothing compared
+    # the run's outcome: regression / pass / not compared (harness/verdicts.py OUTCOME)
+    verdict: Literal["regression", "pass", "not compared"] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def legacy(cls, data):
+        """An ab/1 or ab/2 run's `no regression` / `nothing compared` as `pass` / `not
+        compared`."""
+        if isinstance(data, dict) and data.get("verdict") in OLD_RUN_VERDICTS:
+            data = {**data, "verdict": OLD_RUN_VERDICTS[data["verdict"]]}
+        return data
 
 
 def read_ab(path: str | Path) -> ABRecord:

@@ -1,5 +1,6 @@
-"""The run artifact (schema `mibench.run/2`; run/1 artifacts still read): one typed record
-per run, its cases and their measurements, and the parity checks (docs/artifacts.md)."""
+"""The run artifact (schema `mibench.run/3`; run/1 and run/2 artifacts still read): one
+typed record per run, its cases and their measurements, and the parity checks
+(docs/artifacts.md)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from mibench.harness.records.io import read_json, schema_file
 from mibench.harness.records.references import ReferenceSet
 
 # run/2 adds, all optional: the run's invocation, a launched server's record, the parity
-# check `concurrency` and what it saw move; run/1 artifacts read as run/2
-SCHEMA = "mibench.run/2"
-OLDER = ("mibench.run/1",)
+# check `concurrency` and what it saw move; run/3 adds each case's `load` (how busy the
+# machine was while it was measured); run/1 and run/2 artifacts read as run/3
+SCHEMA = "mibench.run/3"
+OLDER = ("mibench.run/1", "mibench.run/2")
 SCHEMA_FILE = schema_file(SCHEMA)
 
 
@@ -122,6 +124,18 @@ class ServerInfo(Record):
     source: dict | None = None  # git path, commit and dirty flag of launch.source
 
 
+class CaseLoad(Record):
+    """How busy the machine was while the case was measured (harness/run/load.py): the CPU
+    time of processes outside mibench's own process tree."""
+
+    window_s: float  # from the timed runs', warmup's or first call's start to their end
+    cpus: int  # CPUs the machine's clock ticks came from
+    other_share: float  # other processes' CPU time / the machine's (window x cpus), 0..1
+    other_cpu_s: float  # their CPU seconds in the window
+    own_cpu_s: float | None = None  # mibench's own process tree's (None: faked)
+    source: str  # "/proc", or "fake: MIBENCH_FAKE_OTHER_LOAD=..." (tests, demos)
+
+
 class CaseRecord(Record):
     """One expanded case and everything measured for it."""
 
@@ -152,6 +166,7 @@ class CaseRecord(Record):
     metrics: Metrics = Metrics()
     http: HttpMetrics | None = None  # an `engine: http` case's load and latencies
     server: ServerInfo | None = None  # the server mibench launched for an http case
+    load: CaseLoad | None = None  # how busy the machine was (None: not recorded, before run/3)
 
 
 class ParityCheck(Record):
@@ -192,7 +207,7 @@ class ParityRecord(Record):
 class RunRecord(Header):
     """A whole run: written after every case, so a partial one has `finished_at` null."""
 
-    schema_: Literal["mibench.run/2"] = Field(default=SCHEMA, alias="schema")
+    schema_: Literal["mibench.run/3"] = Field(default=SCHEMA, alias="schema")
     resumed_at: list[str] = []
     cases: list[CaseRecord] = []
     parity: ParityRecord | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from mibench.harness import verdicts as v
 from mibench.harness.records import ReferenceSet, RunRecord
 from mibench.harness.report import (
     figures,
@@ -38,9 +39,9 @@ from mibench.harness.stats.significance import default_floor
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SUMMARY_LINES = 40  # the budget of `--summary`: a PR comment or job summary, not a page
 # the order of the summary's verdict table: what a reviewer must see first
-SEVERITY = ["regression", "timed compiles", "scores moved", "memory regression", "failed",
-            "missing", "untested", "inconclusive", "improvement", "still failing",
-            "not comparable", "added", "removed", "fixed", "skipped"]
+SEVERITY = [v.REGRESSION, v.TIMED_COMPILES, v.SCORES_MOVED, v.MEMORY_REGRESSION, v.FAILED,
+            v.MISSING, v.UNTESTED, v.INCONCLUSIVE, v.IMPROVEMENT, v.STILL_FAILING,
+            v.NOT_COMPARABLE, v.ADDED, v.REMOVED, v.FIXED, v.SKIPPED]
 
 
 def method_lines(comp: Comparison) -> list[str]:
@@ -102,7 +103,7 @@ def fastest_line(rows: list[Row]) -> list[str]:
 
 
 def summary(rows: list[Row], records: list[RunRecord], comps: list[Comparison],
-            pauses: int) -> dict:
+            pauses: int, baseline: RunRecord | None = None) -> dict:
     counts = {s: sum(r.case.status == s for r in rows) for s in ("ok", "failed", "skipped")}
     checks = [c for r in records for c in (r.parity.checks if r.parity else [])]
     passed = sum(c.status == "passed" for c in checks)
@@ -114,7 +115,10 @@ def summary(rows: list[Row], records: list[RunRecord], comps: list[Comparison],
     verdicts = [(f"{comp.new}: " if len(comps) > 1 else "") + fmt.verdict_line(comp)
                 for comp in comps]
     verdict = "\n\n".join(verdicts) or "no baseline to compare with"
-    lines = [f"{len(rows)} cases in {len(records)} artifact(s): {counts['ok']} ok, "
+    against = (f" (and the baseline {label(baseline)}, {len(baseline.cases)} cases)"
+               if baseline is not None and all(r.run_id != baseline.run_id for r in records)
+               else "")
+    lines = [f"{len(rows)} cases in {len(records)} artifact(s){against}: {counts['ok']} ok, "
              f"{counts['failed']} failed, {counts['skipped']} skipped."]
     if checks:
         lines.append(f"Parity: {passed} of {len(checks)} checks passed.")
@@ -151,7 +155,7 @@ def build_context(records: list[RunRecord], baseline: RunRecord | None = None,
     names = sorted({r.config.get("name", "?") for r in records})
     return {
         "title": title or f"mibench report: {', '.join(names)}",
-        "summary": summary(rows, records, comps, pauses),
+        "summary": summary(rows, records, comps, pauses, baseline),
         "results": tables.results_matrix(rows),
         "resources": resources.resources_table(rows, compiles),
         "speedups": groups.speedups(rows),

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from mibench.harness.records.ab import ABRecord
 from mibench.harness.report.console import table
-from mibench.harness.report.fmt import Table
-from mibench.harness.stats.paired import shown, timing_line
+from mibench.harness.report.fmt import Table, share
+from mibench.harness.stats.load import BUSY_LEVEL
+from mibench.harness.stats.paired import timing_line
+from mibench.harness.verdicts import REGRESSION
 
 SUBJECT = 60  # characters of a commit subject shown (a title is no place for 300)
 CONVENTION = ("Change: time per call new / base - 1, + = slower, the same convention as "
@@ -30,14 +32,39 @@ def _median(samples) -> float | None:
     return statistics.median(values) if values else None
 
 
-def rows(record: ABRecord) -> list[list[str]]:
+def highest_load(case) -> tuple[float, int] | None:
+    """(the largest share of the CPU other processes held while a side of the case was
+    measured, its round), None where no round recorded it."""
+    loads = [(s.load.other_share, s.round) for s in case.base + case.new if s.load]
+    return max(loads) if loads else None
+
+
+def load_note(record: ABRecord) -> str | None:
+    """What the A/B says when other processes were busy (past the busy level): it pairs
+    the sides of each round, so the load fell on both and the verdict stands."""
+    high = [(c.case_id, hl) for c in record.cases
+            if (hl := highest_load(c)) is not None and hl[0] > BUSY_LEVEL]
+    if not high:
+        return None
+    case_id, (value, r) = max(high, key=lambda x: x[1][0])
+    return (f"The machine was busy: other processes held up to {value:.0%} of the CPU "
+            f"({case_id}, round {r + 1}; {len(high)} case(s) past {BUSY_LEVEL:.0%}). An A/B "
+            "interleaves both sides, so that load fell on both and its verdict stands (a "
+            "`compare` of separate runs would call such a case inconclusive); the "
+            "interval is wider for it.")
+
+
+def rows(record: ABRecord, bold: bool = True) -> list[list[str]]:
+    """A row per case; `bold` (Markdown) marks a load past the busy level."""
     out = []
     for c in record.cases:
         t = c.timing
         scores = "-" if c.scores is None else (
             f"{c.scores.max_log_diff:.2g}" if c.scores.max_log_diff is not None else "shape")
-        out.append([c.case_id, shown(c.verdict, t), _ms(_median(c.base)), _ms(_median(c.new)),
-                    timing_line(t) if t else "-", scores])
+        high = highest_load(c)
+        out.append([c.case_id, c.verdict or "-", _ms(_median(c.base)), _ms(_median(c.new)),
+                    timing_line(t) if t else "-", scores,
+                    share(high[0], BUSY_LEVEL if bold else None) if high else "-"])
     return out
 
 
@@ -49,7 +76,7 @@ PACING = {
              "other in alternating order; a round's ratio is that of the sides' medians.",
 }
 HEADER = ["case", "verdict", "base ms", "new ms", "change [CI] (+ = slower)",
-          "max |log score diff|"]
+          "max |log score diff|", "other load (max)"]
 
 
 def short_subject(subject: str, limit: int = SUBJECT) -> str:
@@ -112,9 +139,12 @@ def _cost_title(record: ABRecord) -> str:
 
 
 def render_text(record: ABRecord, path=None) -> str:
-    worst = [c for c in record.cases if c.verdict == "regression"]
+    worst = [c for c in record.cases if c.verdict == REGRESSION]
     costs = cost_rows(record)
-    lines = [f"{title(record)}: {headline(record)}", table(HEADER, rows(record)), CONVENTION,
+    busy = load_note(record)
+    lines = [f"{title(record)}: {headline(record)}", table(HEADER, rows(record, bold=False)),
+             CONVENTION,
+             *([busy] if busy else []),
              *([_cost_title(record), table(COST_HEADER, costs)] if costs else []),
              f"verdict: {record.verdict}" + (f" ({len(worst)} of {len(record.cases)} cases: "
                                               + "; ".join(f"{c.case_id} {c.why}"
@@ -125,18 +155,24 @@ def render_text(record: ABRecord, path=None) -> str:
 
 
 def render_markdown(record: ABRecord) -> str:
-    worst = [c for c in record.cases if c.verdict == "regression"]
+    worst = [c for c in record.cases if c.verdict == REGRESSION]
     verdict = f"**Verdict: {record.verdict}**" + (
         ": " + "; ".join(f"`{c.case_id}` {c.why}" for c in worst) if worst else "")
-    t = Table(HEADER, rows(record), ["l", "l", "r", "r", "l", "r"], title="A/B comparison",
-              note=f"{CONVENTION} {PACING[record.pacing]} {COLUMNS} A `no change` whose "
-                   "interval reaches beyond the minimum effect is inconclusive: more "
-                   "`--rounds` would decide it.")
-    samples = Table(["case", "side", "round", "first", "status", "median ms", "timed runs"],
+    busy = load_note(record)
+    t = Table(HEADER, rows(record), ["l", "l", "r", "r", "l", "r", "r"],
+              title="A/B comparison",
+              note=f"{CONVENTION} {PACING[record.pacing]} {COLUMNS} Unchanged: the interval "
+                   "lies within the minimum effect; inconclusive: it reaches beyond (more "
+                   "`--rounds` would decide it). Other load: the largest share of the CPU "
+                   "that processes outside mibench held while a side was measured."
+                   + (f" {busy}" if busy else ""))
+    samples = Table(["case", "side", "round", "first", "status", "median ms", "timed runs",
+                     "other load"],
                     [[c.case_id, side, str(s.round + 1), "yes" if s.first else "no",
-                      s.status, _ms(s.median_s), str(len(s.timed_s))]
+                      s.status, _ms(s.median_s), str(len(s.timed_s)),
+                      share(s.load.other_share if s.load else None, BUSY_LEVEL)]
                      for c in record.cases for side in ("base", "new")
-                     for s in getattr(c, side)], ["l", "l", "r", "l", "l", "r", "r"])
+                     for s in getattr(c, side)], ["l", "l", "r", "l", "l", "r", "r", "r"])
     costs = cost_rows(record)
     cost = Table(COST_HEADER, costs, ["l", "l", "r", "r", "r", "l"], title=_cost_title(record),
                  note="Compiled by the real TPU compiler at each revision (exact, no noise; "

@@ -53,14 +53,31 @@ def options(case) -> str:
     return " ".join(f"{k}={'-' if v is None else short(v)}" for k, v in full.items()) or "-"
 
 
+def untested_line(cases) -> str | None:
+    """One line when `runs.timed` leaves cases without a timing verdict in `compare`
+    (fewer than 3 timed runs: `untested`), else None."""
+    from mibench.harness.stats.compare import MIN_RUNS
+
+    short_ = [c for c in cases if c.runs.processes * c.runs.timed < MIN_RUNS]
+    if not short_:
+        return None
+    names = ", ".join(c.case_id for c in short_[:3]) + (", ..." if len(short_) > 3 else "")
+    timed = sorted({c.runs.timed for c in short_})
+    return (f"note: {len(short_)} of {len(cases)} case(s) have runs.timed "
+            f"{'/'.join(map(str, timed))} (< {MIN_RUNS}): `mibench compare` gives them no "
+            f"timing verdict (untested) ({names})")
+
+
 def render_cases(config, cases) -> str:
     rows = [[str(i + 1), c.case_id, c.model.removeprefix("embedded:"), c.dtype,
              _workload(c.workload), f"{c.runs.warmup}+{c.runs.timed}", options(c)]
             for i, c in enumerate(cases)]
     checks = ", ".join(config.parity.checks) if config.parity else "none"
     head = f"{config.name}: {len(cases)} cases; parity: {checks}"
+    note = untested_line(cases)
     return head + "\n" + table(["#", "case", "model", "dtype", "workload", "warmup+timed",
-                                "options (mode registry defaults filled in)"], rows)
+                                "options (mode registry defaults filled in)"], rows) + (
+        f"\n{note}" if note else "")
 
 
 def _fmt(x, spec: str) -> str:

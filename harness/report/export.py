@@ -18,9 +18,22 @@ from mibench.harness.stats.history import History, Series
 
 # /2: the timing verdicts are regression, improvement, unchanged (the whole interval within
 # the threshold) and inconclusive (was `noise`, and part of `unchanged`); the cases carry
-# latency_low/high and the per-side ms/item; `change`, `low`, `high` mean what they meant
-COMPARE_SCHEMA = "mibench.compare/2"
-HISTORY_SCHEMA = "mibench.history/1"
+# latency_low/high and the per-side ms/item. /3: the items/s change `change`, `low`, `high`
+# is renamed `items_per_s_change`, `items_per_s_low`, `items_per_s_high` (the primary change
+# is latency_change: time per item, + = slower); each case carries `base_other_load`,
+# `new_other_load`; the top level `busy_level` and `busy` (the busy sides, or null)
+COMPARE_SCHEMA = "mibench.compare/3"
+# /2: series are measurements (`identity`, `label`); points carry `other_load`; change
+# points carry `latency_change` (time, + = slower) and `items_per_s_change`; suspected
+# steps (`steps`); `skipped` artifacts of other kinds; `noise` says what the floor came from
+HISTORY_SCHEMA = "mibench.history/2"
+CONVENTION_JSON = ("latency_change, latency_low, latency_high: time per item new / base - 1 "
+                   "(+ = slower), the primary change; items_per_s_change, items_per_s_low, "
+                   "items_per_s_high: items/s new / base - 1 (+ = faster); "
+                   "base_other_load, new_other_load: other processes' share of the CPU while "
+                   "each side was measured (null: not recorded); memory.ratio, "
+                   "memory.change: own peak bytes new / base (- 1), + = larger; "
+                   "timed_compiles: null = not counted")
 
 
 MEMORY_NOTE = ("Peak memory: the case's own peak, base -> new, change new / base - 1 (+ = "
@@ -28,6 +41,11 @@ MEMORY_NOTE = ("Peak memory: the case's own peak, base -> new, change new / base
                "(device, or rss-rise on a CPU). Timed compiles: XLA compilations during the "
                "new side's timed runs (any fails the gate; not counted: the artifact has no "
                "count).")
+
+
+LOAD_NOTE = ("Other load: the share of the machine's CPU that processes outside mibench "
+             "held while each side was measured (`-`: not recorded); past {level:.0%} (bold) "
+             "a side's timing is no evidence and the case is inconclusive.")
 
 
 def _render(name: str, **context) -> str:
@@ -53,15 +71,19 @@ def compare_table(comp: Comparison) -> Table:
         compiles = count(c.timed_compiles)
         body.append([c.case_id, _status(c), fmt.num(c.base_ms_per_item, 3),
                      fmt.num(c.new_ms_per_item, 3), fmt.interval(c).removeprefix("time "),
-                     fmt.significance(c.test), scores, fmt.memory_change(c.memory),
+                     fmt.significance(c.test), fmt.load_pair(c, comp.busy_level), scores,
+                     fmt.memory_change(c.memory),
                      f"**{compiles}**" if c.timed_compiles else compiles, verdict, c.reason])
     table = Table(["Case", "Status", f"{comp.base} ms/item", f"{comp.new} ms/item",
-                   "Time change [interval]", "Evidence", "Scores (max abs ln diff)",
-                   "Peak memory (own)", "Timed compiles", "Verdict", "Why"], body,
-                  ["l"] * 2 + ["r"] * 3 + ["l"] * 2 + ["r"] * 2 + ["l"] * 2,
-                  note=f"{fmt.CONVENTION} {MEMORY_NOTE}")
-    return table.lift_constant(["Status", "Evidence", "Scores (max abs ln diff)",
-                                "Peak memory (own)", "Timed compiles"])
+                   "Time change [interval]", "Evidence", "Other load (base, new)",
+                   "Scores (max abs ln diff)", "Peak memory (own)", "Timed compiles",
+                   "Verdict", "Why"], body,
+                  ["l"] * 2 + ["r"] * 3 + ["l"] + ["r"] + ["l"] + ["r"] * 2 + ["l"] * 2,
+                  note=f"{fmt.CONVENTION} {LOAD_NOTE.format(level=comp.busy_level)} "
+                       f"{MEMORY_NOTE}")
+    return table.lift_constant(["Status", "Evidence", "Other load (base, new)",
+                                "Scores (max abs ln diff)", "Peak memory (own)",
+                                "Timed compiles"])
 
 
 def parity_changes(comp: Comparison) -> tuple[Table | None, Table | None]:
@@ -90,16 +112,14 @@ def compare_markdown(comp: Comparison, note: str | None = None) -> str:
                    cases=compare_table(comp), parity=failing, parity_passed=passing,
                    methods=method_lines(comp), threshold=f"{comp.threshold:.0%}", note=note,
                    memory_threshold=f"{comp.memory_threshold:.0%}",
+                   busy_level=f"{comp.busy_level:.0%}",
                    min_runs=MIN_RUNS)
 
 
 def compare_json(comp: Comparison, note: str | None = None) -> str:
     data = {"schema": COMPARE_SCHEMA, "outcome": comp.outcome, "exit_code": comp.exit_code,
             "regression": comp.regression, "verdict": fmt.verdict_line(comp),
-            "convention": "latency_change, latency_low, latency_high: time per item new / "
-                          "base - 1 (+ = slower); change, low, high: items/s new / base - 1 "
-                          "(+ = faster); memory.ratio, memory.change: own peak bytes new / "
-                          "base (- 1), + = larger; timed_compiles: null = not counted",
+            "convention": CONVENTION_JSON, "busy": comp.busy_line(),
             "methods": comp.methods, "note": note, **dataclasses.asdict(comp)}
     return json.dumps(data, indent=1, default=str) + "\n"
 
@@ -139,33 +159,52 @@ def _memory_trend(s: Series) -> str:
             f"{fmt.size(low.peak_memory_bytes)} at {low.label})")
 
 
+def step_text(step, labels: list[str] | None = None) -> str:
+    """`at abc: suspected step, **regression**, time +213.7% [+98.0%, +395.1%]` (with
+    `labels`: the summary's), else the same with the items/s and the reason."""
+    interval = (f" [{step.latency_low:+.1%}, {step.latency_high:+.1%}]"
+                if step.latency_low is not None else "")
+    head = f"{step.kind}, **{step.verdict}**, time {fmt.pct(step.latency_change)}{interval}"
+    if labels is not None:
+        return f"at {labels[step.index]}: {head}"
+    return f"{head}: {fmt.num(step.before)} -> {fmt.num(step.after)} items/s; {step.reason}"
+
+
 def history_tables(hist: History) -> tuple[Table, list[Table]]:
-    """The summary (peak vs current, memory, change points) and one series table per
-    case."""
+    """The summary (peak vs current, memory, steps) and one series table per measurement."""
     rows, series = [], []
     for s in hist.series:
         labels = point_labels(s.points)
-        cps = "; ".join(f"at {labels[c.index]}: {fmt.num(c.before)} -> {fmt.num(c.after)} "
-                        f"items/s (time {fmt.pct(c.time_change)}, p={c.p_value:.3g})"
-                        for c in s.change_points) or "none"
-        name = s.name if len(hist.configs) > 1 else s.case_id
-        rows.append([name, *_peak_current(s), _memory_trend(s), cps])
+        steps = "; ".join(step_text(st, labels) for st in s.steps) or "none"
+        name = s.name if len(hist.configs) > 1 else (
+            s.case_id + (f" [{s.label}]" if s.label else ""))
+        busy = sum(p.busy(hist.busy_level) for p in s.points)
+        rows.append([name, *_peak_current(s), _memory_trend(s), steps,
+                     str(busy) if busy else "-"])
+        at = {st.index: st for st in s.steps}
         body = [[labels[i], p.time, p.run_id,
                  fmt.num(p.items_per_s) if p.items_per_s is not None else f"**{p.status}**",
+                 fmt.share(p.other_load, hist.busy_level),
                  fmt.peak(p.peak_memory_bytes, p.peak_memory_source)
                  + (f" ({p.peak_memory_source})" if p.peak_memory_source else ""),
-                 "change point" if any(c.index == i for c in s.change_points) else ""]
+                 step_text(at[i]) if i in at else ""]
                 for i, p in enumerate(s.points)]
-        series.append(Table(["Commit", "Time", "Run", "Items/s (median)", "Peak memory", ""],
-                            body, ["l", "l", "l", "r", "r", "l"], title=name))
+        series.append(Table(["Commit", "Time", "Run", "Items/s (median)", "Other load",
+                             "Peak memory", "Step before it"], body,
+                            ["l", "l", "l", "r", "r", "r", "l"], title=name))
     summary = Table(["Case", "Peak items/s", "Current items/s", "Time, current vs peak",
-                     "Peak memory, current vs lowest", "Change points"], rows,
-                    ["l", "r", "r", "r", "r", "l"],
+                     "Peak memory, current vs lowest", "Steps", "Busy points"], rows,
+                    ["l", "r", "r", "r", "r", "l", "r"],
                     note="Time changes: time per item, new / old - 1, + = slower (the "
-                         "convention of every mibench table). Memory: the case's own peak "
-                         "(device, or rss-rise on a CPU), new / lowest of the same kind - 1, "
-                         "+ = larger; a bound (device-bound) or an older artifact's rss is "
-                         "not trended.")
+                         "convention of every mibench table). Other load: the share of the "
+                         "CPU that processes outside mibench held while the point was "
+                         f"measured; past {hist.busy_level:.0%} (bold) the point is busy: "
+                         "shown, never evidence (change points are found among the other "
+                         "points; a step with a busy side is inconclusive). `missing`: the "
+                         "case is not in that artifact (a gap, not a zero). Memory: the "
+                         "case's own peak (device, or rss-rise on a CPU), new / lowest of "
+                         "the same kind - 1, + = larger; a bound (device-bound) or an older "
+                         "artifact's rss is not trended.")
     return summary, series
 
 
@@ -176,11 +215,16 @@ def history_plots(hist: History, out: Path) -> dict[str, str]:
     stem = out.with_suffix("")
     for k, config in enumerate(hist.configs):
         trends = [plots.Trend(
-            name=s.case_id, labels=point_labels(s.points),
+            name=s.case_id + (f" [{s.label}]" if s.label else ""),
+            labels=point_labels(s.points),
             values=[p.items_per_s for p in s.points],
             whiskers=[(p.items_per_s_min, p.items_per_s_max)
                       if p.items_per_s_min is not None else None for p in s.points],
-            change_points=[(c.index, c.time_change) for c in s.change_points])
+            change_points=[(c.index, c.latency_change) for c in s.change_points],
+            steps=[(st.index, st.latency_change) for st in s.steps
+                   if st.kind != "change point"],
+            failed=[i for i, p in enumerate(s.points) if p.status == "failed"],
+            busy=[i for i, p in enumerate(s.points) if p.busy(hist.busy_level)])
             for s in hist.series if s.config == config]
         suffix = "" if len(hist.configs) == 1 else f"-{k + 1}"
         path = plots.history_chart(f"{config}: median items/s per commit", trends,
@@ -197,10 +241,21 @@ def history_markdown(hist: History, trend_plots: dict[str, str] | None = None) -
 
 
 def history_json(hist: History) -> str:
+    def series(s: Series) -> dict:
+        out = dataclasses.asdict(s)
+        for step, raw in zip(s.steps, out["steps"], strict=True):
+            raw["items_per_s_change"] = step.items_per_s_change
+        return {**out, "name": s.name, "memory_change": s.memory_change,
+                "peak": dataclasses.asdict(s.peak) if s.peak else None,
+                "current": dataclasses.asdict(s.current)}
+
     data = {"schema": HISTORY_SCHEMA, "method": hist.method,
             "params": dataclasses.asdict(hist.params), "artifacts": hist.artifacts,
-            "series": [{**dataclasses.asdict(s),
-                        "memory_change": s.memory_change,
-                        "peak": dataclasses.asdict(s.peak) if s.peak else None,
-                        "current": dataclasses.asdict(s.current)} for s in hist.series]}
+            "noise": hist.noise, "busy_level": hist.busy_level, "skipped": hist.skipped,
+            "convention": "steps[].latency_change, latency_low, latency_high: time per item "
+                          "after / before - 1 (+ = slower), the primary change; "
+                          "items_per_s_change: items/s after / before - 1 (+ = faster); "
+                          "points[].other_load: other processes' share of the CPU (null: not "
+                          "recorded); points[].status missing: not in that artifact (a gap)",
+            "series": [series(s) for s in hist.series]}
     return json.dumps(data, indent=1) + "\n"

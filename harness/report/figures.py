@@ -10,7 +10,8 @@ from pathlib import Path
 from mibench.harness.records import CaseRecord, RunRecord
 from mibench.harness.report import plots
 from mibench.harness.report.plots import Bars, Change
-from mibench.harness.stats.compare import Comparison, items_of
+from mibench.harness.stats.compare import Comparison
+from mibench.harness.stats.describe import items_of
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,6 +11,17 @@ from mibench.harness.config.matrix import model_name, short
 from mibench.harness.records import CaseRecord, RunRecord
 from mibench.harness.stats.compare import DECIDE, MIN_RUNS
 from mibench.harness.stats.significance import Test
+from mibench.harness.verdicts import (
+    IMPROVEMENT,
+    INCONCLUSIVE,
+    MEMORY_REGRESSION,
+    NOT_COMPARED,
+    REGRESSION,
+    SCORES_MOVED,
+    TIMED_COMPILES,
+    UNCHANGED,
+    UNTESTED,
+)
 
 OOM_MARKERS = ("RESOURCE_EXHAUSTED", "out of memory", "Out of memory", "OOM")
 # the one convention for change, said under every table that shows one
@@ -127,6 +138,20 @@ def memory_change(check) -> str:
     return f"**{text}**" if check.regression else text
 
 
+def share(x: float | None, level: float | None = None) -> str:
+    """Other processes' share of the CPU: `65%` (bold past `level`), `-` unrecorded."""
+    if x is None:
+        return "-"
+    return f"**{x:.0%}**" if level is not None and x > level else f"{x:.0%}"
+
+
+def load_pair(c, level: float) -> str:
+    """`3%, **65%**`: both sides' other load of a CaseChange."""
+    if c.base_other_load is None and c.new_other_load is None:
+        return "-"
+    return f"{share(c.base_other_load, level)}, {share(c.new_other_load, level)}"
+
+
 def options(case: CaseRecord) -> str:
     """Mode options as `key=value`, values as in case ids (`precompile_bs=1,2,4,8`, `1-4`)."""
     return ", ".join(f"{k}={short(v)}" for k, v in case.params.items()) or "-"
@@ -192,39 +217,80 @@ def score_notes(comp) -> list[str]:
     return [f"Scores not compared ({n} case(s)): {why}" for why, n in counts.items()]
 
 
+# the order the headline counts the compared cases in (harness/verdicts.py's words)
+TALLY = (REGRESSION, SCORES_MOVED, MEMORY_REGRESSION, TIMED_COMPILES, IMPROVEMENT,
+         UNCHANGED, INCONCLUSIVE, UNTESTED)
+
+
+def tally(comp) -> str:
+    """What the compared cases came to, every verdict counted, improvements named and
+    inconclusive ones explained: `2 improvement (a time -65.0% [...], b ...), 3 unchanged,
+    1 inconclusive (an interval reaches beyond 5%: ...), 2 inconclusive on a busy machine
+    (new side: other processes held up to 65% of the CPU; `mibench ab` decides it)`."""
+    parts = []
+    for word in TALLY:
+        cases = [c for c in comp.compared if c.verdict == word]
+        if word == INCONCLUSIVE:
+            vague = [c for c in cases if c not in comp.busy]
+            if vague:
+                parts.append(f"{len(vague)} inconclusive (an interval reaches beyond "
+                             f"{comp.threshold:.0%}: {DECIDE})")
+            if len(vague) < len(cases):
+                parts.append(f"{len(cases) - len(vague)} inconclusive on a busy machine "
+                             f"({comp.busy_line()})")
+            continue
+        if not cases:
+            continue
+        named = ""
+        if word == IMPROVEMENT:
+            named = " (" + ", ".join(f"{c.case_id} {interval(c)}" for c in cases[:3]) + (
+                ", ..." if len(cases) > 3 else "") + ")"
+        parts.append(f"{len(cases)} {word}{named}")
+    return ", ".join(parts) or "nothing"
+
+
 def verdict_line(comp) -> str:
-    """The gate's outcome in one line, with the change and its interval in percent: the
-    regressed cases, or the worst change among the compared ones."""
+    """The gate's outcome in one line: what was compared and what it came to (every
+    verdict counted, improvements named, the sides measured on a busy machine), the
+    regressed cases with their change and interval (time per item, + = slower) or the
+    worst change among the cases with a timing verdict."""
     how = (f"{1 - comp.alpha:.0%} interval, noise floor {comp.floor.value:.0%} "
            f"({comp.floor.source})")
     compared = comp.compared
-    worst = max((c for c in compared if c.latency_low is not None),
-                key=lambda c: c.latency_change, default=None)
-    largest = (f"worst change {worst.case_id}: {interval(worst)} ({how})" if worst
-               else "no case had enough timed runs for a timing verdict")
-    vague = comp.inconclusive
-    if vague:
-        largest += (f"; {len(vague)} inconclusive (an interval reaches beyond "
-                    f"{comp.threshold:.0%}: {DECIDE})")
-    if comp.outcome == "regression":
-        bad = [c for c in comp.cases if c.regression]
-        parts = [f"{c.case_id}: " + (interval(c) if c.verdict == "regression" else
-                                     c.reason.split("; ")[0]) for c in bad[:3]]
-        parts += [f"and {len(bad) - 3} more case(s)"] if len(bad) > 3 else []
-        parity = sum(p.regression for p in comp.parity)
-        parts += [f"{parity} parity check(s) newly not passing"] if parity else []
-        timing = f" ({how})" if any(c.verdict == "regression" for c in bad) else ""
-        return (f"**REGRESSION** against {comp.base}: {len(bad)} of {len(comp.cases)} "
-                f"case(s) regressed: {'; '.join(parts)}{timing}")
-    if comp.outcome == "not compared":
+    if comp.outcome == REGRESSION:
+        return _regression_line(comp, how)
+    if comp.outcome == NOT_COMPARED:
         return f"**NOT COMPARED** with {comp.base}: {comp.not_compared_reason()}"
+    quiet = [c for c in compared if c.latency_low is not None and c not in comp.busy]
+    worst = max(quiet, key=lambda c: c.latency_change, default=None)
+    largest = (f"; worst change {worst.case_id}: {interval(worst)} ({how})" if worst
+               else "")
     untested = comp.untested
-    if comp.outcome == "untested":
+    counted = f"{len(compared)} case(s) compared: {tally(comp)}"
+    if comp.outcome == UNTESTED:
         names = ", ".join(c.case_id for c in untested[:3]) + (", ..." if len(untested) > 3
                                                               else "")
         return (f"**UNTESTED** against {comp.base}: {len(untested)} of {len(compared)} "
                 f"compared case(s) have fewer than {MIN_RUNS} timed runs on a side ({names}); "
-                f"no regression in the others; {largest}. `--allow-untested` accepts them")
-    note = f" ({len(untested)} untested, allowed)" if untested else ""
-    return (f"No regression against {comp.base}: {len(compared)} case(s) compared{note}; "
-            f"{largest}")
+                f"no regression in the others; {counted}{largest}. "
+                "`--allow-untested` accepts them")
+    note = " (allowed by --allow-untested)" if untested else ""
+    return f"No regression against {comp.base}: {counted}{note}{largest}"
+
+
+def _regression_line(comp, how: str) -> str:
+    """`**REGRESSION** against B: 2 case(s) failed the gate (1 regression, 1 failed): a:
+    time +50.0% [...]; b: newly failed: ... (99% interval, ...). 12 case(s) compared:
+    1 regression, 11 unchanged`."""
+    bad = [c for c in comp.cases if c.regression]
+    parts = [f"{c.case_id}: " + (interval(c) if c.verdict == REGRESSION else
+                                 c.reason.split("; ")[0]) for c in bad[:3]]
+    parts += [f"and {len(bad) - 3} more case(s)"] if len(bad) > 3 else []
+    parity = sum(p.regression for p in comp.parity)
+    parts += [f"{parity} parity check(s) newly not passing"] if parity else []
+    timing = f" ({how})" if any(c.verdict == REGRESSION for c in bad) else ""
+    words = {w: sum(c.verdict == w for c in bad) for w in dict.fromkeys(c.verdict for c in bad)}
+    kinds = ", ".join(f"{n} {w}" for w, n in words.items())
+    head = f"{len(bad)} case(s) failed the gate ({kinds})" if bad else "no case failed"
+    return (f"**REGRESSION** against {comp.base}: {head}: {'; '.join(parts)}{timing}. "
+            f"{len(comp.compared)} case(s) compared: {tally(comp)}")

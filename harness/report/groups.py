@@ -279,7 +279,8 @@ def commit_table(comparisons: list[Comparison]) -> Table | None:
             verdict = "-" if c is None else (f"**{c.verdict}**" if c.regression else c.verdict)
             cells += ["-", "-", "-", verdict] if c is None else [
                 fmt.num(c.new_ms_per_item, 3), fmt.interval(c).removeprefix("time "),
-                fmt.significance(c.test) if c.test else c.reason, verdict]
+                fmt.significance(c.test) + (f"; {c.reason}" if c in comp.busy else "")
+                if c.test else c.reason, verdict]
         body.append(cells)
     header = ["Case", f"{base} (baseline) ms/item"]
     for comp in comparisons:

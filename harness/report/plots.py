@@ -267,14 +267,48 @@ def scaling_chart(lines: dict[str, dict[int, float]], path: Path) -> Path | None
 
 @dataclasses.dataclass(frozen=True)
 class Trend:
-    """One case's series: per point its label (unique), median items/s (None: not ok) and
-    whisker; change points as (index of the first point after, time change, + = slower)."""
+    """One measurement's series: per point its label (unique), median items/s (None: not
+    ok, or missing: a gap) and whisker; change points and suspected steps as (index of the
+    first point after, time change, + = slower); the points that failed and those measured
+    on a busy machine."""
 
     name: str
     labels: list[str]
     values: list[float | None]
     whiskers: list[tuple[float, float] | None]
     change_points: list[tuple[int, float]]
+    steps: list[tuple[int, float]] = dataclasses.field(default_factory=list)
+    failed: list[int] = dataclasses.field(default_factory=list)
+    busy: list[int] = dataclasses.field(default_factory=list)
+
+
+def _runs(values: list[float | None]) -> list[list[int]]:
+    """The indices of the unbroken stretches of values (a None breaks the line: a gap)."""
+    out: list[list[int]] = []
+    for i, v in enumerate(values):
+        if v is None:
+            continue
+        if out and out[-1][-1] == i - 1:
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return out
+
+
+def _trend_marks(ax, t: Trend, top: float) -> None:
+    """A panel's failed points (shaded), busy points (ringed), change points (dashed) and
+    suspected steps (dotted), each step with its change of time."""
+    for i in t.failed:
+        ax.axvspan(i - 0.3, i + 0.3, color="#f2dede", lw=0)
+        ax.text(i, top * 0.05, "failed", ha="center", fontsize=6, rotation=90)
+    for i in t.busy:
+        ax.plot([i], [t.values[i]], "o", mfc="none", mec=VERDICT_COLOURS["regressed"], ms=9)
+    for marks, style in ((t.change_points, "--"), (t.steps, ":")):
+        for index, change in marks:
+            col = VERDICT_COLOURS["regressed" if change > 0 else "improved"]
+            ax.axvline(index - 0.5, color=col, ls=style, lw=1.2)
+            ax.text(index - 0.45, top * 1.2, f"{change:+.0%} time", color=col, fontsize=7,
+                    va="top")
 
 
 def history_chart(title: str, trends: list[Trend], path: Path,
@@ -292,22 +326,16 @@ def history_chart(title: str, trends: list[Trend], path: Path,
     rows = -(-len(trends) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(WIDTH, 0.6 + 2.4 * rows), squeeze=False)
     for ax, t in zip(axes.flat, trends, strict=False):
-        xs = [i for i, v in enumerate(t.values) if v is not None]
-        ys = [t.values[i] for i in xs]
-        err = [[ys[n] - (t.whiskers[i] or (ys[n], ys[n]))[0] for n, i in enumerate(xs)],
-               [(t.whiskers[i] or (ys[n], ys[n]))[1] - ys[n] for n, i in enumerate(xs)]]
-        ax.errorbar(xs, ys, yerr=err, fmt="-o", color=PLAIN, ms=4, lw=1.2, capsize=2,
-                    ecolor="#999999", elinewidth=0.8)
-        missing = [i for i, v in enumerate(t.values) if v is None]
-        ax.plot(missing, [0] * len(missing), "x", color=VERDICT_COLOURS["regressed"])
+        for xs in _runs(t.values):  # a gap (missing, failed) breaks the line
+            ys = [t.values[i] for i in xs]
+            err = [[ys[n] - (t.whiskers[i] or (ys[n], ys[n]))[0] for n, i in enumerate(xs)],
+                   [(t.whiskers[i] or (ys[n], ys[n]))[1] - ys[n] for n, i in enumerate(xs)]]
+            ax.errorbar(xs, ys, yerr=err, fmt="-o", color=PLAIN, ms=4, lw=1.2, capsize=2,
+                        ecolor="#999999", elinewidth=0.8)
         top = max((w[1] if w else v) for v, w in zip(t.values, t.whiskers, strict=True)
                   if v is not None)
         ax.set_ylim(0, top * 1.25)
-        for index, change in t.change_points:
-            col = VERDICT_COLOURS["regressed" if change > 0 else "improved"]
-            ax.axvline(index - 0.5, color=col, ls="--", lw=1.2)
-            ax.text(index - 0.45, top * 1.2, f"{change:+.0%} time", color=col, fontsize=7,
-                    va="top")
+        _trend_marks(ax, t, top)
         step = max(1, -(-len(t.labels) // 16))  # every commit up to 16 points a panel
         ticks = list(range(0, len(t.labels), step))
         ax.set_xticks(ticks, [t.labels[i] for i in ticks], rotation=35, ha="right",
@@ -323,9 +351,14 @@ def history_chart(title: str, trends: list[Trend], path: Path,
                     label="change point: slower"),
              Line2D([], [], color=VERDICT_COLOURS["improved"], ls="--",
                     label="change point: faster"),
-             Line2D([], [], color=PLAIN, marker="o", label="median (whiskers: runs)")]
-    fig.legend(handles=marks, loc="upper right", fontsize=7, ncol=3,
-               bbox_to_anchor=(1.0, 1.0))
-    fig.suptitle(title, fontsize=10, x=0.01, ha="left")
-    fig.tight_layout(rect=(0, 0, 1, 0.97 if rows > 1 else 0.93))
+             Line2D([], [], color=PLAIN, ls=":", label="suspected step"),
+             Line2D([], [], color=PLAIN, marker="o", label="median (whiskers: runs)"),
+             Line2D([], [], ls="", marker="o", mfc="none",
+                    mec=VERDICT_COLOURS["regressed"], label="busy machine")]
+    fig.suptitle(title, fontsize=10, x=0.01, y=0.995, ha="left", va="top")
+    # the legend on a line of its own under the title (five marks do not fit beside it)
+    top = 1 - 0.5 / fig.get_figheight()
+    fig.legend(handles=marks, loc="upper left", fontsize=7, ncol=5,
+               bbox_to_anchor=(0.0, top), frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.7 / fig.get_figheight()))
     return _save(fig, path, layout=False)

@@ -18,8 +18,9 @@ from mibench.harness.records import (
     WorkloadRecord,
 )
 from mibench.harness.run import memory
+from mibench.harness.run.load import Window
 from mibench.harness.run.measure import Timings, measure
-from mibench.harness.run.pool import EnginePool, check_table, make_call
+from mibench.harness.run.pool import EnginePool, check_table, make_call, warm_runtime
 from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
 from mibench.harness.util import now
 
@@ -76,6 +77,28 @@ def skipped_record(case: CaseSpec, e: BaseException) -> CaseRecord:
     return rec
 
 
+def _http_case(case: CaseSpec, pool: EnginePool, tick, measuring) -> CaseRecord:
+    """An http case (a server under load) with the machine's load over its requests."""
+    from mibench.harness.run.http_case import measure_http
+
+    window = Window()
+    window.mark()
+    rec = measure_http(case, pool, case_record(case), tick, measuring)
+    window.end()
+    rec.load = window.load()
+    return rec
+
+
+def _ready_for_rise(pool: EnginePool, engine, requests, case: CaseSpec) -> None:
+    """Before a resident-set rise is measured: the engine's runtime warmed once (its
+    one-time costs are no case's), then the heap's free pages given back (a case must not
+    rise by less for reusing what earlier cases freed): harness/run/memory.py."""
+    if case.engine_key not in pool.warmed:
+        warm_runtime(engine, requests, case)
+        pool.warmed.add(case.engine_key)
+    memory.release_free_memory()
+
+
 def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
              tick: Callable[[str], None], measuring: Callable[[], None] = lambda: None
              ) -> CaseRecord:
@@ -84,9 +107,7 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
     another revision's), which are never recorded. `measuring()` is called as the timed
     loop starts."""
     if case.http is not None:  # a server under load: its own measurement (run/http_case.py)
-        from mibench.harness.run.http_case import measure_http
-
-        return measure_http(case, pool, case_record(case), tick, measuring)
+        return _http_case(case, pool, tick, measuring)
     rec, timings, requests, engine = case_record(case), Timings(), None, None
     memory.reset_torch_peak()
     rss, before = memory.PeakRss(interval=0.01), None
@@ -98,10 +119,15 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
         rec.resolved = engine.resolved_options(case.mode, case.params)
         requests = pool.requests(case.engine_key, case.workload)
         before = memory.device_peak(case.engine, engine)
+        counter = compile_counter()
+        if counter is not None:  # its imports (JAX) now, not inside the case's deadline
+            with counter():
+                pass
         measuring()
+        if before is None:  # the resident set's rise is the case's own figure
+            _ready_for_rise(pool, engine, requests, case)
         with rss:
-            measure(make_call(engine, requests, case), case.runs, timings, tick,
-                    compile_counter())
+            measure(make_call(engine, requests, case), case.runs, timings, tick, counter)
     except Unavailable as e:
         return skipped_record(case, e)
     except Exception as e:
@@ -110,6 +136,7 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
                               traceback=traceback.format_exc())
     rec.compile_s, rec.warmup_s, rec.timed_s = (timings.compile_s, timings.warmup_s,
                                                 timings.timed_s)
+    rec.load = timings.load
     if timings.first_result is not None:  # scores enter the record only checked
         try:
             check_table(timings.first_result, requests, case.workload, case.dtype)

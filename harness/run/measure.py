@@ -14,7 +14,8 @@ modes benchmark (`configs/bench-modes.yaml`) and both sides of the overhead job
 (`harness/jobs/overhead.py`) all time their calls here. Each timed call also records how
 far the resident set peaked above its level just before the call (`memory.PeakRss`, read
 outside the `perf_counter` bracket): `Timings.peak_rise_bytes`, the largest over the timed
-calls.
+calls. Around the calls (never inside a bracket) it notes how busy the machine was:
+`Timings.load`, the CPU time other processes held (harness/run/load.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import time
 from collections.abc import Callable
 
 from mibench.harness.config.cases import RunPlan
+from mibench.harness.records import CaseLoad
+from mibench.harness.run.load import Window
 from mibench.harness.run.memory import PeakRss
 
 
@@ -48,6 +51,7 @@ class Timings:
     timed_compiles: int | None = None  # compilations during the timed runs, when counted
     first_compiles: int | None = None  # compilations during the first call
     warmup_compiles: int | None = None  # compilations during the warmup runs
+    load: CaseLoad | None = None  # other processes' share of the CPU while it ran
 
 
 @contextlib.contextmanager
@@ -89,31 +93,38 @@ def _timed(call: Callable[[], object]) -> tuple[float, object]:
 
 def measure(call: Callable[[], object], plan: RunPlan, timings: Timings,
             tick: Callable[[str], None] = lambda label: None,
-            count_compiles: Callable | None = None) -> Timings:
+            count_compiles: Callable | None = None, window: Window | None = None) -> Timings:
     """Run `call` 1 + warmup + timed times, appending each duration to `timings` (and the
     largest resident-set rise of a timed call to `timings.peak_rise_bytes`); with
-    `count_compiles`, the compilations of the first call, the warmup and the timed runs."""
+    `count_compiles`, the compilations of the first call, the warmup and the timed runs;
+    the machine's load over them in `timings.load` (`window`: its probe, load.Window)."""
     def counted():
         return count_compiles() if count_compiles else contextlib.nullcontext()
 
+    window = window or Window()
+    window.mark()  # outside the deadline: reading /proc is no part of the case
     with deadline(plan.timeout_s), frozen_heap():
         with counted() as compiles:
             timings.compile_s, timings.first_result = _timed(call)
         if compiles is not None:
             timings.first_compiles = compiles()
         tick("compile")
+        window.mark()
         with counted() as compiles:
             for k in range(plan.warmup):
                 timings.warmup_s.append(_timed(call)[0])
                 tick(f"warmup {k + 1}/{plan.warmup}")
         if compiles is not None:
             timings.warmup_compiles = compiles()
+        window.mark()
         with counted() as compiles:
             for k in range(plan.timed):
                 with PeakRss(interval=0.01) as rss:
                     timings.timed_s.append(_timed(call)[0])
                 timings.peak_rise_bytes = max(timings.peak_rise_bytes or 0, rss.extra)
                 tick(f"run {k + 1}/{plan.timed}")
+        window.end()
         if compiles is not None:
             timings.timed_compiles = compiles()
+    timings.load = window.load()
     return timings

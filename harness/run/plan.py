@@ -71,6 +71,9 @@ class Plan:
     peak: object | None = None  # a PeakTable to use (tests, the overhead job)
     # each JAX case in a fresh worker (its own device peak); None: on a GPU or TPU
     fresh_workers: bool | None = None
+    # the workers' `mibench.engines` from this checkout of another revision (the harness
+    # stays this one: harness/run/bootstrap.py); None: this checkout's
+    engine_root: str | None = None
 
     @property
     def groups(self) -> dict[GroupKey, list[CaseSpec]]:
@@ -88,8 +91,8 @@ class Plan:
 
 def make_plan(config: Config, options: RunOptions | None = None,
               config_path: str | Path | None = None, *, engine_factory: Callable | None = None,
-              peak=None, workers: bool | None = None, fresh_workers: bool | None = None
-              ) -> Plan:
+              peak=None, workers: bool | None = None, fresh_workers: bool | None = None,
+              engine_root: str | Path | None = None) -> Plan:
     """The plan of `config` with `options`: the cases expanded (once) and selected, the
     progress style checked. `workers` defaults to on, except with an `engine_factory`
     (in-process fakes; a picklable factory may still ask for workers)."""
@@ -100,13 +103,14 @@ def make_plan(config: Config, options: RunOptions | None = None,
     return Plan(config=config, options=options, all_cases=every, cases=chosen,
                 config_path=str(config_path) if config_path is not None else None,
                 workers=engine_factory is None if workers is None else workers,
-                engine_factory=engine_factory, peak=peak, fresh_workers=fresh_workers)
+                engine_factory=engine_factory, peak=peak, fresh_workers=fresh_workers,
+                engine_root=str(engine_root) if engine_root is not None else None)
 
 
 def plan_of(config: Config, *, engine_factory: Callable | None = None, peak=None,
             workers: bool | None = None, fresh_workers: bool | None = None,
-            **options) -> Plan:
+            engine_root: str | Path | None = None, **options) -> Plan:
     """`make_plan` with the options as keywords (`out=`, `resume=`, `progress=`, `cases=`
     ...): the Python API's and the tests' one-liner."""
     return make_plan(config, RunOptions(**options), engine_factory=engine_factory, peak=peak,
-                     workers=workers, fresh_workers=fresh_workers)
+                     workers=workers, fresh_workers=fresh_workers, engine_root=engine_root)

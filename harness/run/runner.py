@@ -282,8 +282,8 @@ def _run_record(plan: Plan, record: RunRecord, path: Path) -> RunRecord:
     accelerator = devices.platform not in (None, "cpu")
     fresh = accelerator if plan.fresh_workers is None else plan.fresh_workers
     servers = ServerPool(path.with_name(path.stem + ".servers"), artifact_dir=path.parent)
-    pool = (WorkerPool(plan.engine_factory, exclusive=accelerator, bind=servers.bind,
-                       fresh_per_case=fresh)
+    pool = (WorkerPool(plan.engine_factory, engine_root=plan.engine_root,
+                       exclusive=accelerator, bind=servers.bind, fresh_per_case=fresh)
             if plan.workers else EnginePool(plan.engine_factory, bind=servers.bind))
     measure_case = run_in_worker if plan.workers else run_case
     state = RunState(plan, record, path, pool, servers, peak,

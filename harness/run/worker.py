@@ -33,6 +33,7 @@ from types import SimpleNamespace
 
 from mibench import errors
 from mibench.harness.records import CaseRecord, ErrorInfo
+from mibench.harness.run import load
 from mibench.harness.run.case import run_case
 from mibench.harness.run.pool import EnginePool
 from mibench.harness.util import tail_of
@@ -68,6 +69,7 @@ def serve(conn, key: tuple, factory: Callable | None) -> None:
     are plain data (dicts, lists, numbers), so a worker whose engines come from another
     revision never sends the parent a class it does not have."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and closes us
+    load.root_pid = os.getppid()  # the parent's process tree is mibench's own
     pool = EnginePool(factory)
     handlers = {
         "info": lambda: _info(pool.get(key)),

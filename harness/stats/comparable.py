@@ -53,6 +53,18 @@ def measurement(record: RunRecord, case: CaseRecord) -> dict[str, object]:
     return out
 
 
+def measurement_id(record: RunRecord, case: CaseRecord) -> str:
+    """A short stable key of the case's `measurement` (12 hex digits of its sha256), what
+    history, the noise floor and the exports key a series by; a CPU model that is not
+    recorded is left out of it (older artifacts lack it, as `differences` allows)."""
+    import hashlib
+
+    fields = {k: v for k, v in measurement(record, case).items()
+              if not (k == "cpu" and v is None)}
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 def differences(base: dict[str, object], new: dict[str, object]) -> list[str]:
     """`field base vs new` for every field that differs (a CPU model recorded on one side
     only is not a difference: older artifacts lack it)."""

@@ -11,18 +11,23 @@ differ.
 `process_timed_s`); `invalid` names what makes an artifact unusable (no cases, duplicate
 case ids, a run time that is not finite and > 0, summaries that disagree with the samples).
 
-**Verdicts** of a case that is ok on both sides:
+**Verdicts** of a case that is ok on both sides (the words: harness/verdicts.py):
 
 - `regression`: the time per item grew by more than `threshold` AND the between-run
-  interval of the change excludes 0 (harness.stats.significance);
+  interval of the change excludes 0 (harness.stats.significance) AND neither side was
+  measured on a busy machine (harness.stats.load: other processes held more than
+  `busy_level` of the CPU);
 - `scores moved`: its scores moved beyond the modes tolerance as log scores (float32 1e-5,
   bfloat16 1e-1), a regression whatever the times;
-- `improvement`: the time per item fell by more than `threshold`, the interval below 0;
+- `improvement`: the time per item fell by more than `threshold`, the interval below 0,
+  neither side busy;
 - `unchanged`: the whole interval lies within +-`threshold` (the gate could have seen a
-  change of that size, and there is none);
+  change of that size, and there is none), neither side busy;
 - `inconclusive`: anything else: the interval reaches beyond the threshold (a change
   beyond it that the noise could explain, or one within it that the interval cannot
-  vouch for). Exit 0, not a regression; `DECIDE` says what would decide it;
+  vouch for), or a side was measured on a busy machine (the reason names the side and
+  the share: `new side: other processes held 65% of the CPU; `mibench ab` decides it`).
+  Exit 0, not a regression; the reason says what would decide it;
 - `untested`: fewer than `MIN_RUNS` timed runs on a side; fails the gate unless allowed;
 - `memory regression`: the case's own peak memory grew by more than `memory_threshold`
   (harness.stats.memory: only peaks of one own kind are compared, else the check says
@@ -35,8 +40,8 @@ new / base - 1, `+` = slower (`CaseChange.latency_change`, `latency_low`,
 `latency_high`), with the per-side figures beside it (`base_ms_per_item`,
 `new_ms_per_item`) from the same statistic: the geometric mean of the process medians
 (the median of the runs with one process a side), so new / base of the two columns is the
-change exactly. `change`, `low`, `high` keep their meaning: the same change as items/s
-(positive: faster).
+change exactly. The same change as items/s (positive: faster) is `items_per_s_change`,
+`items_per_s_low`, `items_per_s_high` (`change`, `low`, `high` before mibench.compare/3).
 
 Also a regression: a case ok in the baseline and failed now, a case ok in the baseline and
 missing from a new run that did not finish, a parity check that passed (or did not exist)
@@ -50,10 +55,21 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
-from mibench.harness.records import CaseRecord, ParityCheck, RunRecord
+from mibench.harness.records import CaseRecord, RunRecord
 from mibench.harness.stats.comparable import differences, label, measurement
 from mibench.harness.stats.compile_counts import timed_compile_fault
-from mibench.harness.stats.describe import rates
+from mibench.harness.stats.describe import (
+    items_of,
+    items_per_s,
+    ms_per_item,
+    process_runs,
+)
+from mibench.harness.stats.environment import (
+    ParityChange,
+    compare_parity,
+    environment_warnings,
+)
+from mibench.harness.stats.load import BUSY_LEVEL, DECIDER, busy_line, busy_reason, share
 from mibench.harness.stats.memory import DEFAULT_MEMORY_THRESHOLD, MemoryCheck, memory_check
 from mibench.harness.stats.scores import ScoreCheck, score_check
 from mibench.harness.stats.significance import (
@@ -64,6 +80,28 @@ from mibench.harness.stats.significance import (
     between_runs,
     default_floor,
 )
+from mibench.harness.verdicts import (
+    ADDED,
+    FAILED,
+    FAILING,
+    FIXED,
+    IMPROVEMENT,
+    INCONCLUSIVE,
+    MEMORY_REGRESSION,
+    MISSING,
+    NOT_COMPARABLE,
+    NOT_COMPARED,
+    PASS,
+    REGRESSION,
+    REMOVED,
+    SCORES_MOVED,
+    SKIPPED,
+    STILL_FAILING,
+    TIMED_COMPILES,
+    UNCHANGED,
+    UNTESTED,
+)
+from mibench.harness.verdicts import EXIT_CODES as OUTCOME_EXIT
 
 DEFAULT_THRESHOLD = 0.05
 MIN_RUNS = 3
@@ -74,17 +112,17 @@ DECIDE = "`mibench ab`, more `runs.processes` or `--noise-from` would decide it"
 class CaseChange:
     """One case id in either artifact. `latency_change`, `latency_low`, `latency_high`: the
     change of time per item, new / base - 1, and its interval (positive: slower), the
-    convention every command reports; `change`, `low`, `high`: the same as items/s
-    (positive: faster), kept for readers of `mibench.compare/1`."""
+    convention every command reports; `items_per_s_change`, `items_per_s_low`,
+    `items_per_s_high`: the same as items/s (positive: faster)."""
 
     case_id: str
     base_status: str | None  # None: not in the baseline
     new_status: str | None  # None: not in the new artifact
     base_items_per_s: float | None = None  # median over the timed runs (from timed_s)
     new_items_per_s: float | None = None
-    change: float | None = None
-    low: float | None = None
-    high: float | None = None
+    items_per_s_change: float | None = None  # items/s new / base - 1 (positive: faster)
+    items_per_s_low: float | None = None
+    items_per_s_high: float | None = None
     latency_change: float | None = None  # of the time per item (positive: slower)
     latency_low: float | None = None  # its interval
     latency_high: float | None = None
@@ -98,9 +136,12 @@ class CaseChange:
     # XLA compilations of the new side's first call and timed runs (None: not counted)
     first_call_compiles: int | None = None
     timed_compiles: int | None = None
-    # regression|timed compiles|scores moved|memory regression|failed|improvement|unchanged|
-    # inconclusive|untested|not comparable|added|removed|missing|fixed|still failing|skipped
-    verdict: str = "unchanged"
+    # the share of the CPU other processes held while each side was measured (None: not
+    # recorded, an artifact before mibench.run/3); past the busy level: inconclusive
+    base_other_load: float | None = None
+    new_other_load: float | None = None
+    # a word of harness/verdicts.py: TIMING, CASE
+    verdict: str = UNCHANGED
     regression: bool = False
     reason: str = ""
 
@@ -108,18 +149,7 @@ class CaseChange:
     def compared(self) -> bool:
         """Measured ok on both sides as the same measurement."""
         return (self.base_status == self.new_status == "ok"
-                and self.verdict != "not comparable")
-
-
-@dataclasses.dataclass(frozen=True)
-class ParityChange:
-    key: str  # check/variant: case_id vs against
-    base_status: str | None
-    new_status: str
-    new_max_abs_diff: float | None
-    new_max_log_diff: float | None
-    tolerance: float
-    regression: bool
+                and self.verdict != NOT_COMPARABLE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +164,7 @@ class Comparison:
     warnings: list[str]
     allow_untested: bool = False
     memory_threshold: float = DEFAULT_MEMORY_THRESHOLD
+    busy_level: float = BUSY_LEVEL
 
     @property
     def regression(self) -> bool:
@@ -145,26 +176,43 @@ class Comparison:
 
     @property
     def untested(self) -> list[CaseChange]:
-        return [c for c in self.cases if c.verdict == "untested"]
+        return [c for c in self.cases if c.verdict == UNTESTED]
 
     @property
     def inconclusive(self) -> list[CaseChange]:
-        return [c for c in self.cases if c.verdict == "inconclusive"]
+        return [c for c in self.cases if c.verdict == INCONCLUSIVE]
+
+    @property
+    def busy(self) -> list[CaseChange]:
+        """Compared cases with a side measured on a busy machine (timing: inconclusive)."""
+        return [c for c in self.compared
+                if any(x is not None and x > self.busy_level
+                       for x in (c.base_other_load, c.new_other_load))]
+
+    def busy_line(self) -> str | None:
+        """`new side: other processes held up to 65% of the CPU; `mibench ab` decides it`
+        over the busy cases (None: none)."""
+        worst = {side: max((x for c in self.busy if (x := getattr(c, f"{side}_other_load"))
+                            is not None and x > self.busy_level), default=None)
+                 for side in ("base", "new")}
+        lines = [busy_line(side, x, up_to=len(self.busy) > 1) for side, x in worst.items()
+                 if x is not None]
+        return "; ".join(lines + [DECIDER]) if lines else None
 
     @property
     def outcome(self) -> str:
         """`regression`, `not compared`, `untested` (not allowed) or `pass`."""
         if self.regression:
-            return "regression"
+            return REGRESSION
         if not self.compared:
-            return "not compared"
+            return NOT_COMPARED
         if self.untested and not self.allow_untested:
-            return "untested"
-        return "pass"
+            return UNTESTED
+        return PASS
 
     @property
     def exit_code(self) -> int:
-        return {"regression": 1, "untested": 1, "not compared": 2, "pass": 0}[self.outcome]
+        return OUTCOME_EXIT[self.outcome]
 
     @property
     def methods(self) -> list[str]:
@@ -174,7 +222,7 @@ class Comparison:
         """Why no case was compared (for `outcome == "not compared"`)."""
         common = [c for c in self.cases if c.base_status is not None
                   and c.new_status is not None]
-        apart = [c for c in common if c.verdict == "not comparable"]
+        apart = [c for c in common if c.verdict == NOT_COMPARABLE]
         if not common:
             return "the two artifacts have no case id in common"
         if len(apart) == len(common):
@@ -182,37 +230,12 @@ class Comparison:
             return (f"no case is the same measurement in both ({len(apart)} not comparable; "
                     f"{first.case_id}: {first.reason})")
         counts = {s: sum(c.new_status == s or c.base_status == s for c in common
-                         if c.verdict != "not comparable") for s in ("skipped", "failed")}
+                         if c.verdict != NOT_COMPARABLE) for s in ("skipped", "failed")}
         return (f"no comparable case ran ok on both sides ({counts['skipped']} skipped, "
                 f"{counts['failed']} failed, {len(apart)} not comparable)")
 
 
 # --- one case ---------------------------------------------------------------------------
-
-
-def items_of(case: CaseRecord) -> int | None:
-    """Items scored per run: the workload's count, else the score table's rows."""
-    n = case.workload.num_items
-    if isinstance(n, int) and n > 0:
-        return n
-    return sum(len(req) for req in case.scores) if case.scores else None
-
-
-def items_per_s(case: CaseRecord) -> float | None:
-    """Median items/s over the timed runs, from the raw times (None: no runs or count)."""
-    n = items_of(case)
-    return statistics.median(rates(case.timed_s, n)) if n and case.timed_s else None
-
-
-def ms_per_item(case: CaseRecord) -> float | None:
-    """Median ms per item over the timed runs, from the raw times (None: no runs or count)."""
-    n = items_of(case)
-    return 1e3 * statistics.median(case.timed_s) / n if n and case.timed_s else None
-
-
-def process_runs(case: CaseRecord) -> list[list[float]]:
-    """The timed runs grouped by worker process (one group without `process_timed_s`)."""
-    return [list(p) for p in case.process_timed_s if p] or [list(case.timed_s)]
 
 
 def timing_verdict(ratio: float, low: float, high: float, significant: bool,
@@ -223,14 +246,14 @@ def timing_verdict(ratio: float, low: float, high: float, significant: bool,
     inconclusive, saying what would decide it."""
     change, lo, hi = ratio - 1, low - 1, high - 1
     if significant and change > threshold:
-        return "regression", f"slower by more than {threshold:.0%}, beyond the noise"
+        return REGRESSION, f"slower by more than {threshold:.0%}, beyond the noise"
     if significant and change < -threshold:
-        return "improvement", f"faster by more than {threshold:.0%}, beyond the noise"
+        return IMPROVEMENT, f"faster by more than {threshold:.0%}, beyond the noise"
     if -threshold <= lo and hi <= threshold:
-        return "unchanged", f"the {level} interval lies within +-{threshold:.0%}"
+        return UNCHANGED, f"the {level} interval lies within +-{threshold:.0%}"
     where = ("beyond the threshold, within the noise" if abs(change) > threshold
              else f"within {threshold:.0%}, but its {level} interval reaches beyond")
-    return "inconclusive", f"{where}; {DECIDE}"
+    return INCONCLUSIVE, f"{where}; {DECIDE}"
 
 
 def speed_test(first: CaseRecord, second: CaseRecord, floor: float,
@@ -247,23 +270,39 @@ def speed_test(first: CaseRecord, second: CaseRecord, floor: float,
     return between_runs(units[0], units[1], floor, alpha)
 
 
-def _timing(base: CaseRecord, new: CaseRecord, threshold: float, alpha: float,
-            floor: float) -> dict:
+@dataclasses.dataclass(frozen=True)
+class Gate:
+    """What the gate judges a case by: the timing `threshold`, the interval's `alpha`, the
+    noise `floor` (relative), the `memory_threshold` and the `busy_level` of other
+    processes' share of the CPU past which a side's timing is no evidence."""
+
+    threshold: float = DEFAULT_THRESHOLD
+    alpha: float = DEFAULT_ALPHA
+    floor: float = 0.10
+    memory_threshold: float = DEFAULT_MEMORY_THRESHOLD
+    busy_level: float = BUSY_LEVEL
+
+
+def _timing(base: CaseRecord, new: CaseRecord, gate: Gate) -> dict:
     """Change, interval, test, verdict and reason of two ok cases' times."""
     if len(base.timed_s) < MIN_RUNS or len(new.timed_s) < MIN_RUNS:
         ratio = statistics.median(new.timed_s) / statistics.median(base.timed_s) \
             if base.timed_s and new.timed_s else None
-        return dict(change=None if ratio is None else 1 / ratio - 1,
+        return dict(items_per_s_change=None if ratio is None else 1 / ratio - 1,
                     latency_change=None if ratio is None else ratio - 1,
                     base_ms_per_item=ms_per_item(base), new_ms_per_item=ms_per_item(new),
-                    verdict="untested",
+                    verdict=UNTESTED,
                     reason=f"{len(base.timed_s)}+{len(new.timed_s)} timed runs: at least "
                            f"{MIN_RUNS} on each side are needed for a timing verdict")
-    test = between_runs(process_runs(base), process_runs(new), floor, alpha)
+    test = between_runs(process_runs(base), process_runs(new), gate.floor, gate.alpha)
     verdict, why = timing_verdict(test.ratio, test.low, test.high, test.significant,
-                                  threshold, f"{1 - alpha:.0%}")
+                                  gate.threshold, f"{1 - gate.alpha:.0%}")
+    busy = busy_reason({"base": base.load, "new": new.load}, gate.busy_level)
+    if busy is not None:  # no evidence of the code either way: say so, whatever it shows
+        verdict, why = INCONCLUSIVE, f"{busy} (it shows {test.ratio - 1:+.1%})"
     n_base, n_new = items_of(base), items_of(new)
-    return dict(change=1 / test.ratio - 1, low=1 / test.high - 1, high=1 / test.low - 1,
+    return dict(items_per_s_change=1 / test.ratio - 1, items_per_s_low=1 / test.high - 1,
+                items_per_s_high=1 / test.low - 1,
                 latency_change=test.ratio - 1, latency_low=test.low - 1,
                 latency_high=test.high - 1,
                 base_ms_per_item=1e3 * test.base_s / n_base if n_base else None,
@@ -272,40 +311,39 @@ def _timing(base: CaseRecord, new: CaseRecord, threshold: float, alpha: float,
 
 
 def case_change(base_rec: RunRecord, base: CaseRecord, new_rec: RunRecord, new: CaseRecord,
-                threshold: float, alpha: float, floor: float,
-                memory_threshold: float = DEFAULT_MEMORY_THRESHOLD) -> CaseChange:
+                gate: Gate = Gate()) -> CaseChange:
     """The verdict of one case id present in both artifacts."""
     common = dict(case_id=new.case_id, base_status=base.status, new_status=new.status,
                   base_items_per_s=items_per_s(base), new_items_per_s=items_per_s(new),
                   first_call_compiles=new.metrics.first_call_compiles,
-                  timed_compiles=new.metrics.timed_compiles)
+                  timed_compiles=new.metrics.timed_compiles,
+                  base_other_load=share(base.load), new_other_load=share(new.load))
     apart = differences(measurement(base_rec, base), measurement(new_rec, new))
     if apart:
-        return CaseChange(**common, verdict="not comparable",
+        return CaseChange(**common, verdict=NOT_COMPARABLE,
                           reason="not the same measurement: " + "; ".join(apart))
     if base.status == "ok" and new.status == "failed":
         first = new.error.message.splitlines()[0] if new.error and new.error.message else ""
         why = f"newly failed: {new.error.type}: {first}" if new.error else "newly failed"
-        return CaseChange(**common, verdict="failed", regression=True, reason=why)
+        return CaseChange(**common, verdict=FAILED, regression=True, reason=why)
     if base.status != "ok" and new.status == "ok":
-        return CaseChange(**common, verdict="fixed", reason=f"was {base.status}")
+        return CaseChange(**common, verdict=FIXED, reason=f"was {base.status}")
     if base.status == new.status == "failed":
-        return CaseChange(**common, verdict="still failing", reason="failed in both")
+        return CaseChange(**common, verdict=STILL_FAILING, reason="failed in both")
     if base.status != "ok" or new.status != "ok":
-        return CaseChange(**common, verdict="skipped",
+        return CaseChange(**common, verdict=SKIPPED,
                           reason=f"{base.status} -> {new.status}, nothing to compare")
     scores = score_check(base, new)
-    memory = memory_check(base, new, memory_threshold)
-    timing = _timing(base, new, threshold, alpha, floor)
+    memory = memory_check(base, new, gate.memory_threshold)
+    timing = _timing(base, new, gate)
     if scores.moved:
-        timing |= dict(verdict="scores moved", reason=f"{scores.note}; {timing['reason']}")
+        timing |= dict(verdict=SCORES_MOVED, reason=f"{scores.note}; {timing['reason']}")
     if memory.regression:
-        slower = timing["verdict"] in ("regression", "scores moved")
-        timing |= dict(verdict=timing["verdict"] if slower else "memory regression",
+        slower = timing["verdict"] in (REGRESSION, SCORES_MOVED)
+        timing |= dict(verdict=timing["verdict"] if slower else MEMORY_REGRESSION,
                        reason=f"{memory.note}; {timing['reason']}")
     return CaseChange(**common, **timing, scores=scores, memory=memory,
-                      regression=timing["verdict"] in ("regression", "scores moved",
-                                                       "memory regression"))
+                      regression=timing["verdict"] in FAILING)
 
 
 def compiled_in_timed_runs(change: CaseChange, new: CaseRecord) -> CaseChange:
@@ -314,34 +352,32 @@ def compiled_in_timed_runs(change: CaseChange, new: CaseRecord) -> CaseChange:
     fault = timed_compile_fault(new.metrics) if new.status == "ok" else None
     if fault is None:
         return change
-    keep = change.verdict == "not comparable"
-    return dataclasses.replace(change, verdict=change.verdict if keep else "timed compiles",
+    keep = change.verdict == NOT_COMPARABLE
+    return dataclasses.replace(change, verdict=change.verdict if keep else TIMED_COMPILES,
                                regression=True, reason=f"{fault}; {change.reason}")
 
 
-def compare_cases(base: RunRecord, new: RunRecord, threshold: float = DEFAULT_THRESHOLD,
-                  alpha: float = DEFAULT_ALPHA, floor: float = 0.10,
-                  memory_threshold: float = DEFAULT_MEMORY_THRESHOLD) -> list[CaseChange]:
+def compare_cases(base: RunRecord, new: RunRecord, gate: Gate = Gate()) -> list[CaseChange]:
     """Every case id of either artifact, in the new artifact's order, then removed ones."""
     old = {c.case_id: c for c in base.cases}
     out = []
     for case in new.cases:
         if case.case_id in old:
-            change = case_change(base, old[case.case_id], new, case, threshold, alpha,
-                                 floor, memory_threshold)
+            change = case_change(base, old[case.case_id], new, case, gate)
         else:
             change = CaseChange(case_id=case.case_id, base_status=None,
-                                new_status=case.status, verdict="added",
+                                new_status=case.status, verdict=ADDED,
                                 new_items_per_s=items_per_s(case),
                                 first_call_compiles=case.metrics.first_call_compiles,
                                 timed_compiles=case.metrics.timed_compiles,
+                                new_other_load=share(case.load),
                                 reason="not in the baseline")
         out.append(compiled_in_timed_runs(change, case))
     seen = {c.case_id for c in new.cases}
     partial = new.finished_at is None  # a run that died: its missing cases did not run
     out += [CaseChange(case_id=c.case_id, base_status=c.status, new_status=None,
-                       base_items_per_s=items_per_s(c),
-                       verdict="missing" if partial else "removed",
+                       base_items_per_s=items_per_s(c), base_other_load=share(c.load),
+                       verdict=MISSING if partial else REMOVED,
                        regression=partial and c.status == "ok",
                        reason="not measured: the new run did not finish" if partial
                        else "not in the new artifact")
@@ -349,74 +385,23 @@ def compare_cases(base: RunRecord, new: RunRecord, threshold: float = DEFAULT_TH
     return out
 
 
-# --- parity and the environment ---------------------------------------------------------
-
-
-def parity_key(check: ParityCheck) -> str:
-    variant = f"/{check.variant}" if check.variant else ""
-    return f"{check.check}{variant}: {check.case_id} vs {check.against}"
-
-
-def compare_parity(base: RunRecord, new: RunRecord) -> list[ParityChange]:
-    old = {parity_key(c): c.status for c in (base.parity.checks if base.parity else [])}
-    out = []
-    for c in new.parity.checks if new.parity else []:
-        was = old.get(parity_key(c))
-        out.append(ParityChange(key=parity_key(c), base_status=was, new_status=c.status,
-                                new_max_abs_diff=c.max_abs_diff,
-                                new_max_log_diff=getattr(c, "max_log_diff", None),
-                                tolerance=c.tolerance,
-                                regression=c.status != "passed" and was in (None, "passed")))
-    return out
-
-
-def environment_warnings(base: RunRecord, new: RunRecord) -> list[str]:
-    """What the case verdicts do not show: another host, packages or config, a dirty tree,
-    a partial run, a CPU model that was not recorded."""
-    out = []
-    if base.provenance.host.get("hostname") != new.provenance.host.get("hostname"):
-        out.append(f"host differs: {base.provenance.host.get('hostname')} vs "
-                   f"{new.provenance.host.get('hostname')}")
-    if "cpu" in {base.provenance.devices.platform, new.provenance.devices.platform}:
-        unknown = [name for name, r in (("baseline", base), ("new", new))
-                   if not (r.provenance.host.get("cpu_model") or r.provenance.host.get(
-                       "processor"))]
-        if unknown:
-            which = "either artifact" if len(unknown) == 2 else f"the {unknown[0]} artifact"
-            out.append(f"the CPU model is not recorded in {which}: CPU cases were matched "
-                       "on machine and core count only")
-    bp, np_ = base.provenance.packages, new.provenance.packages
-    changed = [f"{k} {bp.get(k)} -> {np_.get(k)}" for k in sorted(set(bp) | set(np_))
-               if k != "mibench" and bp.get(k) != np_.get(k)]
-    if changed:
-        out.append("package versions differ: " + ", ".join(changed))
-    if base.config_sha256 != new.config_sha256:
-        keys = sorted(k for k in set(base.config) | set(new.config)
-                      if base.config.get(k) != new.config.get(k))
-        out.append("config differs" + (f" in: {', '.join(keys)}" if keys else ""))
-    for name, rec in (("baseline", base), ("new", new)):
-        if rec.provenance.git.dirty:
-            out.append(f"the {name} checkout had uncommitted changes")
-        if rec.finished_at is None:
-            out.append(f"the {name} run did not finish (partial artifact)")
-    return out
-
-
 def compare(base: RunRecord, new: RunRecord, threshold: float = DEFAULT_THRESHOLD,
             alpha: float = DEFAULT_ALPHA, floor: NoiseFloor | None = None,
             allow_untested: bool = False,
-            memory_threshold: float = DEFAULT_MEMORY_THRESHOLD) -> Comparison:
+            memory_threshold: float = DEFAULT_MEMORY_THRESHOLD,
+            busy_level: float = BUSY_LEVEL) -> Comparison:
     """The full verdict of `new` against `base` (see the module docstring). `floor`: the
     noise floor, by default the one of the new artifact's device platform."""
     floor = floor or default_floor(new.provenance.devices.platform)
-    cases = compare_cases(base, new, threshold, alpha, floor.value, memory_threshold)
+    gate = Gate(threshold, alpha, floor.value, memory_threshold, busy_level)
+    cases = compare_cases(base, new, gate)
     warnings = environment_warnings(base, new)
     warnings += [f"case {c.case_id} is in the baseline but not in the new artifact"
-                 for c in cases if c.verdict == "removed"]
+                 for c in cases if c.verdict == REMOVED]
     names = (label(base), label(new))
     if names[0] == names[1]:  # same commit: the run ids tell the two apart
         names = (f"{names[0]} ({base.run_id})", f"{names[1]} ({new.run_id})")
     return Comparison(base=names[0], new=names[1], threshold=threshold, alpha=alpha,
                       floor=floor, cases=cases, parity=compare_parity(base, new),
                       warnings=warnings, allow_untested=allow_untested,
-                      memory_threshold=memory_threshold)
+                      memory_threshold=memory_threshold, busy_level=busy_level)

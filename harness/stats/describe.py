@@ -1,11 +1,13 @@
-"""Pure statistics over lists of run times: no I/O, no formatting."""
+"""Pure statistics over lists of run times, and a case's runs as the statistics see them
+(items per run, runs by worker process, medians from the raw times): no I/O, no
+formatting."""
 
 from __future__ import annotations
 
 import math
 import statistics
 
-from mibench.harness.records import Summary
+from mibench.harness.records import CaseRecord, Summary
 
 
 def summarize(values: list[float]) -> Summary | None:
@@ -31,3 +33,28 @@ def rates(times_s: list[float], amount: float) -> list[float]:
 def per_unit_ms(times_s: list[float], amount: float) -> list[float]:
     """Milliseconds per unit of `amount` for each time (latency per item)."""
     return [1000.0 * t / amount for t in times_s]
+
+
+def items_of(case: CaseRecord) -> int | None:
+    """Items scored per run: the workload's count, else the score table's rows."""
+    n = case.workload.num_items
+    if isinstance(n, int) and n > 0:
+        return n
+    return sum(len(req) for req in case.scores) if case.scores else None
+
+
+def items_per_s(case: CaseRecord) -> float | None:
+    """Median items/s over the timed runs, from the raw times (None: no runs or count)."""
+    n = items_of(case)
+    return statistics.median(rates(case.timed_s, n)) if n and case.timed_s else None
+
+
+def ms_per_item(case: CaseRecord) -> float | None:
+    """Median ms per item over the timed runs, from the raw times (None: no runs or count)."""
+    n = items_of(case)
+    return 1e3 * statistics.median(case.timed_s) / n if n and case.timed_s else None
+
+
+def process_runs(case: CaseRecord) -> list[list[float]]:
+    """The timed runs grouped by worker process (one group without `process_timed_s`)."""
+    return [list(p) for p in case.process_timed_s if p] or [list(case.timed_s)]

@@ -15,10 +15,11 @@ The test on the rounds' d:
   the round ratios) and its interval exp(mean d +- t * sd / sqrt(n)) - 1 at level 1 - alpha.
 - **Minimum effect**: a change is a regression (improvement) only when p < alpha AND it is
   slower (faster) than `min_effect`, so a real but tiny difference is not a failure.
+- Otherwise **unchanged** when the whole interval lies within +-min_effect, else
+  **inconclusive** (more rounds would decide it): the words of harness/verdicts.py, the
+  same on screen and in the artifact (mibench.ab/3; an older artifact's `no change` reads
+  as one of the two, harness/verdicts.py `legacy_verdict`).
 - Fewer than 3 rounds: `untested` (the interval has nothing to stand on).
-- What a person reads (`shown`): a `no change` whose interval reaches beyond the minimum
-  effect is **inconclusive** (more rounds would decide it), one whose interval lies within
-  it **unchanged**; the stored verdict stays `no change`, so artifacts keep their meaning.
 
 Defaults: alpha 0.01 (a 99% interval), min_effect 5%. Calibrated by `mibench job
 calibrate` (A/A false alarms and detection of 20% / 50% slowdowns; docs/reports.md).
@@ -29,6 +30,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
+
+from mibench.harness.verdicts import (
+    IMPROVEMENT,
+    REGRESSION,
+    UNTESTED,
+    within,
+)
 
 METHOD = "paired t-test on per-round log ratios"
 ALPHA = 0.01
@@ -48,7 +56,7 @@ class PairedVerdict:
     p_value: float | None
     alpha: float
     min_effect: float
-    verdict: str  # regression, improvement, no change, untested
+    verdict: str  # regression, improvement, unchanged, inconclusive, untested
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -62,18 +70,6 @@ class PairedVerdict:
         level = f"{1 - self.alpha:.0%}"
         return (f"{self.change:+.1%} [{self.low:+.1%}, {self.high:+.1%}] ({level} CI, "
                 f"p={self.p_value:.2g}, {self.rounds} rounds)")
-
-
-def shown(verdict: str | None, timing) -> str:
-    """The verdict word of the reports: `no change` becomes `unchanged` when the interval of
-    `timing` (a PairedVerdict or a stored Timing) lies within +-min_effect, else
-    `inconclusive`; every other verdict is itself."""
-    if verdict != "no change" or timing is None:
-        return verdict or "-"
-    if timing.low is None or timing.high is None:
-        return "inconclusive"
-    within = -timing.min_effect <= timing.low and timing.high <= timing.min_effect
-    return "unchanged" if within else "inconclusive"
 
 
 def timing_line(timing) -> str:
@@ -105,11 +101,11 @@ def paired_test(d: list[float], alpha: float = ALPHA,
     base_args = dict(method=METHOD, rounds=k, alpha=alpha, min_effect=min_effect)
     if k == 0:
         return PairedVerdict(change=None, low=None, high=None, p_value=None,
-                             verdict="untested", **base_args)
+                             verdict=UNTESTED, **base_args)
     mean = statistics.fmean(d)
     if k < MIN_ROUNDS:
         return PairedVerdict(change=math.expm1(mean), low=None, high=None, p_value=None,
-                             verdict="untested", **base_args)
+                             verdict=UNTESTED, **base_args)
     se = statistics.stdev(d) / math.sqrt(k)
     if se == 0:
         p = 0.0 if mean != 0 else 1.0
@@ -118,10 +114,10 @@ def paired_test(d: list[float], alpha: float = ALPHA,
         p = float(2 * student.sf(abs(mean / se), k - 1))
         low, high = map(float, student.interval(1 - alpha, k - 1, loc=mean, scale=se))
     change = math.expm1(mean)
-    verdict = "no change"
+    verdict = within(math.expm1(low), math.expm1(high), min_effect)
     if p < alpha and change > min_effect:
-        verdict = "regression"
+        verdict = REGRESSION
     elif p < alpha and change < -min_effect:
-        verdict = "improvement"
+        verdict = IMPROVEMENT
     return PairedVerdict(change=change, low=math.expm1(low), high=math.expm1(high),
                          p_value=p, verdict=verdict, **base_args)

@@ -36,7 +36,7 @@ def _records(artifacts) -> list:
         if isinstance(a, RunRecord):
             out.append(a)
         elif Path(a).is_dir():
-            out += load_dir(a)
+            out += load_dir(a).records
         else:
             out.append(read_artifact(a))
     return out

@@ -1,5 +1,5 @@
-"""JSON: `{"schema": "mibench.export/1", "columns": [...], "rows": [{...}, ...]}`, the rows of
-the CSV export as objects."""
+"""JSON: `{"schema": "mibench.export/2", "columns": [...], "rows": [{...}, ...]}`, the rows of
+the CSV export as objects (/2 adds the columns `measurement_id` and `other_load`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from mibench.harness.report.exporters.rows import COLUMNS, case_rows
 
 NAME, SUFFIX = "json", ".json"
-SCHEMA = "mibench.export/1"
+SCHEMA = "mibench.export/2"
 
 
 def export(records) -> str:

@@ -1,25 +1,28 @@
 """The rows every exporter formats: one per case and timed run of each artifact (a case that
 did not run ok: one row, its run fields empty), with the artifact's commit, config,
 workload, hardware and the case's metrics. Plain dicts of plain values, in `COLUMNS`
-order."""
+order. `measurement_id` keys the measurement as `compare` and `history` do (case id,
+workload, model, dtype, topology, hardware: harness.stats.comparable.measurement_id): rows
+of one id are one series; `other_load` is the share of the CPU other processes held while
+the case was measured."""
 
 from __future__ import annotations
 
 import json
 
 from mibench.harness.records import CaseRecord, RunRecord
-from mibench.harness.stats.compare import items_of, process_runs
-from mibench.harness.stats.describe import median
+from mibench.harness.stats.comparable import measurement_id
+from mibench.harness.stats.describe import items_of, median, process_runs
 
 WORKLOAD = ("query_tokens", "num_items", "item_tokens", "tokens", "semantics",
             "apply_softmax", "seed", "requests")
 COLUMNS = (["run_id", "commit", "dirty", "branch", "started_at", "config", "config_sha256",
             "platform", "device_kind", "device_count", "cpu_model", "host", "case_id",
-            "engine", "mode", "options", "model", "dtype", "tp"]
+            "measurement_id", "engine", "mode", "options", "model", "dtype", "tp"]
            + [f"workload.{k}" for k in WORKLOAD]
            + ["status", "error", "process", "run", "time_s", "items", "items_per_s",
               "ms_per_item", "median_items_per_s", "compile_s", "mfu", "peak_flops",
-              "peak_memory_bytes"])
+              "peak_memory_bytes", "other_load"])
 
 
 def _plain(value):
@@ -51,7 +54,8 @@ def _case(case: CaseRecord) -> dict:
             if case.error and case.error.message else None,
             "median_items_per_s": median(m.throughput_items_per_s),
             "compile_s": case.compile_s, "mfu": m.mfu, "peak_flops": m.peak_flops,
-            "peak_memory_bytes": m.peak_memory_bytes}
+            "peak_memory_bytes": m.peak_memory_bytes,
+            "other_load": case.load.other_share if case.load else None}
 
 
 def case_rows(records: list[RunRecord]) -> list[dict]:
@@ -61,7 +65,7 @@ def case_rows(records: list[RunRecord]) -> list[dict]:
     for record in records:
         head = _artifact(record)
         for case in record.cases:
-            base = {**head, **_case(case)}
+            base = {**head, **_case(case), "measurement_id": measurement_id(record, case)}
             n = items_of(case)
             runs = [(k + 1, j + 1, t) for k, proc in enumerate(process_runs(case))
                     for j, t in enumerate(proc)] if case.timed_s else []

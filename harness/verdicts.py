@@ -1,0 +1,124 @@
+"""The one verdict vocabulary (docs/verdicts.md): every word that `compare`, `ab`, `report`,
+`history` and the nightly loop print or store for a case, a step or a whole comparison,
+with what it means. Each command imports its words from here, so a word means the same on
+screen, in Markdown and in JSON; a test checks docs/verdicts.md lists exactly these.
+
+Every change that goes with a word is one convention: time per item (or per call), new /
+base - 1, `+` = slower.
+"""
+
+from __future__ import annotations
+
+# --- a timing change between two sides ------------------------------------------------
+REGRESSION = "regression"
+IMPROVEMENT = "improvement"
+UNCHANGED = "unchanged"
+INCONCLUSIVE = "inconclusive"
+UNTESTED = "untested"
+NOT_COMPARABLE = "not comparable"
+
+TIMING = {
+    REGRESSION: "slower by more than the threshold, the interval above 0, both sides "
+                "measured on a machine that was not busy (`ab`: paired rounds, exempt)",
+    IMPROVEMENT: "faster by more than the threshold, the interval below 0, neither side busy",
+    UNCHANGED: "the whole interval lies within +-threshold, neither side busy",
+    INCONCLUSIVE: "anything else: the interval reaches beyond the threshold, or a side was "
+                  "measured on a busy machine; the reason says what would decide it "
+                  "(usually `mibench ab`)",
+    UNTESTED: "too few timed runs (compare: fewer than 3 a side) or rounds (ab: fewer than "
+              "3) for an interval",
+    NOT_COMPARABLE: "not the same measurement (case id, workload, model, dtype, topology, "
+                    "hardware): the fields that differ are named",
+}
+
+# --- what else `compare` says of a case -------------------------------------------------
+SCORES_MOVED = "scores moved"
+MEMORY_REGRESSION = "memory regression"
+TIMED_COMPILES = "timed compiles"
+FAILED = "failed"
+MISSING = "missing"
+ADDED = "added"
+REMOVED = "removed"
+FIXED = "fixed"
+STILL_FAILING = "still failing"
+SKIPPED = "skipped"
+
+CASE = {
+    SCORES_MOVED: "scores moved beyond the dtype's tolerance (log scores): a regression",
+    MEMORY_REGRESSION: "the case's own peak memory grew beyond the memory threshold and its "
+                       "kind's noise: a regression",
+    TIMED_COMPILES: "XLA compiled during the new side's timed runs: a regression",
+    FAILED: "ok in the baseline, failed now: a regression",
+    MISSING: "ok in the baseline, not measured by a new run that did not finish: a "
+             "regression",
+    ADDED: "not in the baseline",
+    REMOVED: "in the baseline, not in the new (finished) run",
+    FIXED: "failed or skipped in the baseline, ok now",
+    STILL_FAILING: "failed on both sides",
+    SKIPPED: "skipped on a side (this machine lacks what it needs): nothing to compare",
+}
+
+# the case verdicts that fail the gate
+FAILING = (REGRESSION, SCORES_MOVED, MEMORY_REGRESSION, TIMED_COMPILES, FAILED, MISSING)
+
+# --- the whole comparison (`compare`, `ab`): its outcome and exit code ------------------
+PASS = "pass"
+NOT_COMPARED = "not compared"
+
+OUTCOME = {
+    PASS: "no case failed the gate (exit 0); the headline counts what was compared",
+    REGRESSION: "a case or parity check failed the gate (exit 1)",
+    UNTESTED: "a case had too few runs for a timing verdict and --allow-untested was not "
+              "given (exit 1)",
+    NOT_COMPARED: "no case was measured ok on both sides as the same measurement (exit 2)",
+}
+EXIT_CODES = {PASS: 0, REGRESSION: 1, UNTESTED: 1, NOT_COMPARED: 2}
+
+# --- a step in `history` ----------------------------------------------------------------
+CHANGE_POINT = "change point"
+SUSPECTED_STEP = "suspected step"
+
+HISTORY = {
+    CHANGE_POINT: "a change point of the series (binary segmentation, permutation test), "
+                  "with at least 3 points on each side",
+    SUSPECTED_STEP: "a step of 2x or more between two neighbouring points, beyond the "
+                    "noise, with too few points around it for a change point",
+}
+
+# --- the nightly loop (a night's verdict per case) --------------------------------------
+SUSPECTED_REGRESSION = "suspected regression"
+INSUFFICIENT_DATA = "insufficient data"
+CONFIRMED_REGRESSION = "confirmed regression"
+KNOWN_REGRESSION = "known regression"
+DISPROVED = "disproved"
+
+NIGHTLY = {
+    PASS: "nothing to confirm: the night passes",
+    SUSPECTED_REGRESSION: "the history says slower beyond its noise; `ab` is to confirm it",
+    INSUFFICIENT_DATA: "too few runs in the history to learn its noise",
+    CONFIRMED_REGRESSION: "`ab` between the last passing commit and HEAD confirmed it: the "
+                          "night fails",
+    KNOWN_REGRESSION: "a confirmed regression not yet fixed or accepted: failing, not "
+                      "re-bisected",
+    DISPROVED: "`ab` found no regression where the history suspected one",
+}
+
+GROUPS = {"timing": TIMING, "case": CASE, "outcome": OUTCOME, "history": HISTORY,
+          "nightly": NIGHTLY}
+WORDS: dict[str, str] = {w: m for group in GROUPS.values() for w, m in group.items()}
+
+
+
+def within(low: float | None, high: float | None, min_effect: float) -> str:
+    """`unchanged` when the interval [low, high] of a change lies within +-min_effect,
+    else `inconclusive` (no interval: inconclusive)."""
+    if low is None or high is None:
+        return INCONCLUSIVE
+    return UNCHANGED if -min_effect <= low and high <= min_effect else INCONCLUSIVE
+
+
+def legacy_verdict(verdict: str | None, low: float | None, high: float | None,
+                   min_effect: float) -> str | None:
+    """An older A/B artifact's `no change` (before mibench.ab/3) as the word it means
+    (`within` its interval); every other word is itself."""
+    return within(low, high, min_effect) if verdict == "no change" else verdict
