@@ -41,7 +41,7 @@ from mibench.harness.records.compile import LibTpu
 from mibench.harness.run.provenance import collect, device_info
 from mibench.harness.run.runner import run_in_worker
 from mibench.harness.run.worker import WorkerPool, probe_env
-from mibench.harness.stats.paired import paired_test, round_log_ratio, shown
+from mibench.harness.stats.paired import paired_test, round_log_ratio
 from mibench.harness.stats.scores import SCORE_TOL, max_log_diff
 from mibench.harness.util import now
 from mibench.harness.verdicts import EXIT_CODES, NOT_COMPARED, PASS, REGRESSION, UNTESTED
@@ -238,10 +238,10 @@ def _interleaved(group: list[CaseSpec], sides: dict[str, Revision], order: list[
 
 
 def case_verdict(case: ABCase) -> str:
-    """The case's verdict word as `ab` shows it (report/ab.py, bisect): a stored `no
-    change` is `unchanged` when its interval lies within the minimum effect, else
-    `inconclusive` (stats/paired.shown)."""
-    return shown(case.verdict, case.timing)
+    """The case's verdict word as `ab` shows and stores it (harness/verdicts.py; an older
+    artifact's `no change` is translated when it is read, records/ab.py), what bisect
+    judges a step by."""
+    return case.verdict
 
 
 def overall(record: ABRecord) -> str:
