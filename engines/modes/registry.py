@@ -128,6 +128,9 @@ class Mode:
     semantics: tuple[str, ...] = SEMANTICS
     needs_delimiter: bool = False
     examples: tuple[dict, ...] = ({},)
+    # `"module:function"` timing each of the mode's batches in one synced pass
+    # (`batch_times(engine, req, **options) -> list[float]`); None: no batches
+    batch_timer: str | None = None
 
     resolve_semantics = staticmethod(resolve_semantics)  # for the harness (public: Mode)
 
@@ -172,8 +175,17 @@ class Mode:
     def _scorer(self) -> Callable:
         if callable(self.scorer):
             return self.scorer
-        module, _, attr = self.scorer.partition(":")
-        return getattr(importlib.import_module(f"mibench.engines.{module}"), attr)
+        return _load(self.scorer)
+
+    def batch_times(self, engine, req, **options) -> list[float] | None:
+        """Seconds of each of the mode's batches in one pass, each synced before the next
+        (None: the mode runs no batches); the options and semantics checked as for
+        `score`."""
+        if self.batch_timer is None:
+            return None
+        options = self.check(options)
+        self.check_semantics(req.semantics, req.delimiter)
+        return _load(self.batch_timer)(engine, req, **options)
 
     def num_tokens(self, prefix_len: int, item_lens: Sequence[int], options: dict,
                    semantics: str) -> int:
@@ -194,6 +206,12 @@ class Mode:
         """The options this mode takes (others ignored), over its defaults."""
         return {**self.defaults, **{k: v for k, v in options.items()
                                     if k in self.defaults and v is not None}}
+
+
+def _load(target: str) -> Callable:
+    """The function `"module:function"` under `mibench.engines`."""
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(f"mibench.engines.{module}"), attr)
 
 
 # the seeds' tables' chunk size (seeds 001, 004: ~16 parallel chunks of ~32 items at TP 4;
@@ -237,7 +255,7 @@ MODES: dict[str, dict[str, Mode]] = {
              defaults={"extend_batch_size": EXTEND_BATCH_SIZE, "precompile_bs": None,
                        "mask": "segment", "attention": "auto"},
              scorer="modes.extend:score_prefill_extend", tokens=accounting.tokens_prefix_once,
-             memory=accounting.memory_extend,
+             memory=accounting.memory_extend, batch_timer="modes.extend:extend_batch_times",
              examples=({"extend_batch_size": 3},
                        {"extend_batch_size": 4, "precompile_bs": [4]},
                        {"extend_batch_size": 3, "mask": "dense"})),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from mibench.harness.records import Summary
+from mibench.harness.records import Latency, Summary
 
 
 def summarize(values: list[float]) -> Summary | None:
@@ -31,3 +31,20 @@ def rates(times_s: list[float], amount: float) -> list[float]:
 def per_unit_ms(times_s: list[float], amount: float) -> list[float]:
     """Milliseconds per unit of `amount` for each time (latency per item)."""
     return [1000.0 * t / amount for t in times_s]
+
+
+def nearest_rank(values: list[float], p: float) -> float:
+    """The p-th percentile as an observed value: the ceil(p/100 * n)-th smallest (numpy's
+    `inverted_cdf` method, Hyndman & Fan's definition 1)."""
+    import numpy as np
+
+    return float(np.percentile(values, p, method="inverted_cdf"))
+
+
+def latency_of(ms: list[float]) -> Latency | None:
+    """Nearest-rank p50, p90, p99, the max and the mean of `ms`; None for no values."""
+    if not ms:
+        return None
+    return Latency(p50_ms=nearest_rank(ms, 50), p90_ms=nearest_rank(ms, 90),
+                   p99_ms=nearest_rank(ms, 99), max_ms=max(ms), mean_ms=sum(ms) / len(ms),
+                   n=len(ms))
