@@ -53,7 +53,8 @@ def other_hardware(record: RunRecord, compiled: CompileRecord) -> str | None:
 
 
 def estimate(case: CaseRecord, record: RunRecord, compiles: list[CompileRecord]) -> list[str]:
-    """[estimate cell, measured / estimate] of the first compile artifact with the case."""
+    """[estimate cell, measured / estimate, roofline bound, measured items/s / bound] of the
+    first compile artifact with the case."""
     for compiled in compiles:
         found = match(case, compiled)
         if found is None:
@@ -61,7 +62,7 @@ def estimate(case: CaseRecord, record: RunRecord, compiles: list[CompileRecord])
         t = compiled.target
         c = found.compile
         if c is None or c.hbm_peak_bytes is None:
-            return [f"{found.status} on {t.name}", "-"]
+            return [f"{found.status} on {t.name}", "-", "-", "-"]
         same_workload = found.workload.as_dict() == case.workload.as_dict()
         notes = [n for n in (other_hardware(record, compiled),
                              "another workload" if not same_workload else None,
@@ -72,8 +73,17 @@ def estimate(case: CaseRecord, record: RunRecord, compiles: list[CompileRecord])
         mine = m.peak_memory_bytes if m.peak_memory_source in ("device", "device-bound") \
             else None
         ratio = f"{mine / c.hbm_peak_bytes:.2f}x" if mine and not notes else "-"
-        return [cell, ratio]
-    return ["no estimate", "-"]
+        return [cell, ratio] + _bound(case, c.roofline, notes)
+    return ["no estimate", "-", "-", "-"]
+
+
+def _bound(case: CaseRecord, roofline, notes: list[str]) -> list[str]:
+    """[the roofline's items/s and resource, measured median items/s over it]."""
+    if roofline is None:
+        return ["-", "-"]
+    thr = case.metrics.throughput_items_per_s
+    share = f"{thr.median / roofline.items_per_s:.1%}" if thr and not notes else "-"
+    return [f"{fmt.num(roofline.items_per_s)} ({roofline.bound})", share]
 
 
 def resources_table(rows, compiles: list[CompileRecord] | None = None) -> Table | None:
@@ -97,13 +107,18 @@ def resources_table(rows, compiles: list[CompileRecord] | None = None) -> Table 
         body.append(cells + (estimate(r.case, r.record, compiles) if compiles else []))
     header = (["Commit"] if many else []) + ["Case", "Compiles: first call", "warmup",
                                              "timed", "Peak memory", "Kind"]
-    header += ["HBM estimate (mibench compile)", "Measured / estimate"] if compiles else []
-    align = ["l"] * (2 if many else 1) + ["r"] * 4 + ["l"] + (["l", "r"] if compiles else [])
+    header += ["HBM estimate (mibench compile)", "Measured / estimate", "Roofline items/s",
+               "Measured / roofline"] if compiles else []
+    align = (["l"] * (2 if many else 1) + ["r"] * 4 + ["l"]
+             + (["l", "r", "r", "r"] if compiles else []))
     note = SOURCES
     if compiles:
         note += (" HBM estimate: the largest program's resident bytes per chip on the compile "
                  "target (XLA's memory analysis); measured / estimate only for a device peak "
-                 "on the same hardware, workload and model.")
+                 "on the same hardware, workload and model. Roofline: the items/s the "
+                 "target's peak FLOP/s and HBM bandwidth allow a pass (and which bounds it); "
+                 "measured / roofline, the median run's share of it, on the same hardware, "
+                 "workload and model only.")
     if any(timed_marked(r.case) for r in rows):
         note = f"{TIMED_NOTE} {note}"
     return Table(header, body, align, note=note)
