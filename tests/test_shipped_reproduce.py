@@ -93,3 +93,20 @@ def test_reproduce_commands_expand_to_the_artifacts_cases(report):
 def test_every_shipped_report_with_commands_is_checked():
     names = {p.relative_to(ROOT).as_posix() for p in REPORTS}
     assert {"reports/v6e1-cpu-small.md", "reports/gpu-h100.md"} <= names
+
+
+def test_the_seeds_cpu_session_runs_configs_that_validate():
+    """`nox -s seeds_cpu` (the must-show runs of the seeds' TPU configs on a CPU): every
+    config with its overrides validates, and each has its shipped report."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("noxfile_seeds", ROOT / "noxfile.py")
+    noxfile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(noxfile)
+    names = []
+    for name, _, sets, _ in noxfile.SEEDS_CPU:
+        out = CliRunner().invoke(app, ["validate", str(ROOT / "configs" / f"{name}.yaml"),
+                                       *sets])
+        assert out.exit_code == 0, (name, out.output)
+        names.append(name)
+    assert names == ["v6e1", "v6e4", "v6e8", "model-matrix"]
