@@ -267,7 +267,7 @@ MODES: dict[str, dict[str, Mode]] = {
                        "mask": "segment", "attention": "auto"},
              scorer="modes.extend:score_prefill_extend", tokens=accounting.tokens_prefix_once,
              memory=accounting.memory_extend, batch_timer="modes.extend:extend_batch_times",
-             work=costs.work_extend,
+             work=lambda shape, options: costs.work_extend(shape, options, batch_sizes),
              examples=({"extend_batch_size": 3},
                        {"extend_batch_size": 4, "precompile_bs": [4]},
                        {"extend_batch_size": 3, "mask": "dense"})),

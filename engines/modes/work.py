@@ -134,11 +134,10 @@ def extend_batches(n: int, b: int, sizes: list[int]) -> list[int]:
     return [b] * full + ([min(s for s in sizes if s >= rest)] if rest else [])
 
 
-def work_extend(shape: Shape, options: dict) -> Work:
+def work_extend(shape: Shape, options: dict, batch_sizes) -> Work:
     """`prefill_extend`: the prefix prefilled once; each extend batch its own call, reading
-    the prefix KV cache; one LM head over the bucketed item count."""
-    from mibench.engines.modes.registry import batch_sizes
-
+    the prefix KV cache; one LM head over the bucketed item count. `batch_sizes`: the
+    registry's (extend_batch_size, precompile_bs) -> (B, padded sizes)."""
     m, _, kv, _, width = _dims(shape)
     b, sizes = batch_sizes(options.get("extend_batch_size") or 1, options.get("precompile_bs"))
     p = bucket_length(shape.prefix_len)
