@@ -89,10 +89,12 @@ def seeds_table(records: list[CompileRecord], sets: list[ReferenceSet]) -> Table
                 b = case.compile.roofline if case.compile else None
                 why = mismatches(f, found)
                 share = f"{f.items_per_s / b.items_per_s:.1%}" if b and not why else "-"
+                if share != "-" and found.items != f.workload.num_items:
+                    share += f" (N {found.items} / {f.workload.num_items})"
                 body.append([f.id, figure_value(f), statistic(f), f.source_engine or "-",
                              f.hardware.label, r.target.name, found.case_id,
                              fmt.num(b.items_per_s) if b else "-", b.bound if b else "-",
-                             share, "; ".join(why)])
+                             share, "; ".join(why) or "-"])
     if not body:
         return None
     return Table(["Reference", "Seed items/s", "Statistic", "Engine (the seed's words)",
@@ -102,7 +104,9 @@ def seeds_table(records: list[CompileRecord], sets: list[ReferenceSet]) -> Table
                  title="The seeds' figures beside the bound",
                  note="Seed / bound: the share of what the target's chips allow that the "
                       "seed's figure reached, given only where target, model, dtype and "
-                      "lengths are the seed's. The bound is of mibench's mode as it runs "
-                      "(its padding, its dense mask's materialised scores); the seeds' "
-                      "engines are other engines. Figures without an items/s (failures) and "
-                      "figures whose mode no compiled case runs are left out.")
+                      "lengths are the seed's; (N a / b) where the case compiled a items "
+                      "and the seed ran b (a bound of items/s on other N). The bound is of "
+                      "mibench's mode as it runs (its padding, its dense mask's materialised "
+                      "scores); the seeds' engines are other engines. Figures without an "
+                      "items/s (failures) and figures whose mode no compiled case runs are "
+                      "left out.")
