@@ -91,6 +91,8 @@ def seeds_table(records: list[CompileRecord], sets: list[ReferenceSet]) -> Table
                 share = f"{f.items_per_s / b.items_per_s:.1%}" if b and not why else "-"
                 if share != "-" and found.items != f.workload.num_items:
                     share += f" (N {found.items} / {f.workload.num_items})"
+                if share != "-" and f.unstated:
+                    share += f", leans on {', '.join(f.unstated)}"
                 body.append([f.id, figure_value(f), statistic(f), f.source_engine or "-",
                              f.hardware.label, r.target.name, found.case_id,
                              fmt.num(b.items_per_s) if b else "-", b.bound if b else "-",
@@ -105,7 +107,8 @@ def seeds_table(records: list[CompileRecord], sets: list[ReferenceSet]) -> Table
                  note="Seed / bound: the share of what the target's chips allow that the "
                       "seed's figure reached, given only where target, model, dtype and "
                       "lengths are the seed's; (N a / b) where the case compiled a items "
-                      "and the seed ran b (a bound of items/s on other N). The bound is of "
+                      "and the seed ran b (a bound of items/s on other N); 'leans on' names "
+                      "what the seed does not state. The bound is of "
                       "mibench's mode as it runs (its padding, its dense mask's materialised "
                       "scores); the seeds' engines are other engines. Figures without an "
                       "items/s (failures) and figures whose mode no compiled case runs are "
