@@ -398,7 +398,7 @@ SMALL = ["--set", "model.path=embedded:tiny", "--set", "workload.query_tokens=64
 
 @pytest.mark.slow
 @pytest.mark.parametrize("config,target,extend", [
-    ("v6e1.yaml", "v6e-1", 2), ("v6e4.yaml", "v6e-4", 3), ("v6e8.yaml", "v6e-8", 3)])
+    ("v6e1.yaml", "v6e-1", 2), ("v6e4.yaml", "v6e-4", 4), ("v6e8.yaml", "v6e-8", 3)])
 def test_shipped_tpu_configs_compile_small(tmp_path, libtpu_path, config, target, extend):
     out = mibench("compile", CONFIGS / config, "--target", target, *SMALL,
                   "--set", f"cases.{extend}.extend_batch_size=4",
@@ -410,6 +410,8 @@ def test_shipped_tpu_configs_compile_small(tmp_path, libtpu_path, config, target
     assert jax_cases and all(c.topology.tp == chips for c in jax_cases)
     for case in jax_cases:
         assert case.status == "ok" and case.compile.fits is True, case.error
+        assert case.compile.roofline.items_per_s > 0  # the bound of every compiled case
+    assert data["references"]["name"] == "seeds"  # the config's figures, for the report
     # a compile artifact compared with itself passes the gate; its report renders
     (path,) = (tmp_path / "out").glob("*.json")
     assert mibench("compare", path, path).returncode == 0

@@ -132,7 +132,8 @@ def test_config_names_a_reference_file_relative_to_itself(tmp_path):
     assert out.exit_code == 2 and "s.yaml" in out.output and "hardware.chips" in out.output
 
 
-@pytest.mark.parametrize("name", ["v6e1.yaml", "v6e1-seeds.yaml", "v6e4.yaml"])
+@pytest.mark.parametrize("name", ["v6e1.yaml", "v6e1-seeds.yaml", "v6e4.yaml", "v6e8.yaml",
+                                  "model-matrix.yaml"])
 def test_tpu_configs_carry_the_seeds(name):
     assert Path(load_config(ROOT / "configs" / name).references) == SEEDS.resolve()
 
