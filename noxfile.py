@@ -1,6 +1,6 @@
 """Developer sessions: `nox -s tests`, `nox -s fast`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
 `nox -s overhead`, `nox -s calibrate`, `nox -s verdicts`, `nox -s nightly`, `nox -s compile`,
-`nox -s serve_smoke`, `nox -s sglang_jax`."""
+`nox -s serve_smoke`, `nox -s sglang_jax`, `nox -s seeds_cpu`."""
 
 import nox
 
@@ -241,3 +241,43 @@ def compile(session):
     session.run("mibench", "report", *map(str, made), "--out", str(out / "report.md"), env=ENV)
     if failed:
         session.error(f"cases did not compile or fit: {', '.join(failed)} (see {out})")
+
+
+TINY = ["--set", "model.path=embedded:tiny", "--set", "model.dtype=float32",
+        "--set", "workload.query_tokens=256", "--set", "runs.timed=3"]
+TP_DEVICES = {"XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+# the TPU configs shrunk to a 2-core CPU: (config, artifact folder, --set, environment)
+SEEDS_CPU = (
+    ("v6e1", "artifacts/v6e1-cpu-small",
+     TINY + ["--set", "workload.num_items=256", "--set", "cases.0.workload.num_items=16",
+             "--set", "cases.4.workload.num_items=8"], {}),
+    ("v6e4", "artifacts/v6e4-cpu-small",
+     TINY + ["--set", "workload.num_items=64", "--set", "cases.0.workload.num_items=16"],
+     TP_DEVICES),
+    ("v6e8", "artifacts/v6e8-cpu-small",
+     TINY + ["--set", "workload.num_items=64", "--set", "cases.0.workload.num_items=16"],
+     TP_DEVICES),
+    ("model-matrix", "artifacts/model-matrix-cpu-small",
+     TINY + ["--set", "workload.num_items=[8, 32, 128]"], {}),
+)
+
+
+@nox.session(python="3.11")
+def seeds_cpu(session):
+    """The seeds' TPU configs (v6e1, v6e4, v6e8, model-matrix) shrunk to this CPU (`tiny`,
+    float32, query 256, fewer items; tp 4 and 8 on simulated devices), each run and its
+    report written to reports/<name>-cpu-small.md: every seed figure with why there is no
+    ratio here, the seeds' speedups beside mibench's, the dense extend sweep's per-batch
+    p50/p99/max (v6e1). About 30 minutes on a quiet 2-core CPU. Extra arguments go to
+    every `mibench run`."""
+    from pathlib import Path
+
+    _install(session)
+    for name, folder, sets, env in SEEDS_CPU:
+        out = Path(folder)
+        before = set(out.glob("*.json"))
+        session.run("mibench", "run", f"configs/{name}.yaml", "--out", folder, *sets,
+                    *session.posargs, env={**ENV, **env}, success_codes=[0, 3])
+        new = max(set(out.glob("*.json")) - before, key=lambda p: p.stat().st_mtime)
+        session.run("mibench", "report", str(new), "--out", f"reports/{name}-cpu-small.md",
+                    env=ENV)

@@ -102,6 +102,17 @@ class JaxEngine:
         return checked_result(scores, req, self.dtype, mode, num_tokens, self.name)
 
 
+    def batch_times(self, query, items, label_token_ids, mode: str = "single",
+                    apply_softmax: bool = False, delimiter: int | None = None,
+                    semantics: str | None = None, **options) -> list[float] | None:
+        """Wall seconds of each batch the mode runs for this request, each synced before the
+        next (`Mode.batch_times`; prefill_extend's extend batches); None for a mode without
+        batches. Sync points change what is timed: never call it inside timed runs."""
+        mode_ = engine_mode(self.name, mode)
+        req = self.request(query, items, label_token_ids, apply_softmax, delimiter, semantics)
+        return mode_.batch_times(self, req, **options)
+
+
 def _has_text(query, items) -> bool:
     """Whether the request holds text (then the tokenizer is loaded); a malformed request
     is left to `make_request`, which names what is wrong."""

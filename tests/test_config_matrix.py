@@ -255,3 +255,22 @@ def test_validate_lists_each_case_with_the_registry_defaults(tmp_path, monkeypat
     moved = dataclasses.replace(chunked, defaults={**chunked.defaults, "mask": "dense"})
     monkeypatch.setitem(MODES["jax"], "chunked", moved)  # the registry is the one source
     assert "chunk_size=4 mask=dense schedule=parallel" in render_cases(config, expand(config))
+
+
+def test_v6e1_sglang_jax_launches_the_seeds_serving_flags():
+    """The seeds' engine family on a TPU VM: sglang-jax on one TPU chip, at most 12 running
+    requests, paddings 1..12, the seeds' shape, parity against torch and concurrency; the
+    case is skipped where MIBENCH_SGLANG_JAX is not set."""
+    config = load_config(Path(__file__).parent.parent / "configs" / "v6e1-sglang-jax.yaml")
+    (spec,) = expand(config)
+    command = spec.http.launch.command
+    assert command[command.index("--device") + 1] == "tpu"
+    assert command[command.index("--tp-size") + 1] == "1"
+    pads = list(command[command.index("--precompile-bs-paddings") + 1:][:12])
+    assert pads == [str(i) for i in range(1, 13)]
+    assert dict(spec.http.launch.args) == {"max_running_requests": 12}
+    w = spec.workload
+    assert (w.query_tokens, w.num_items, w.item_tokens) == (2000, 500, 20)
+    assert spec.http.clients == 1 and spec.http.requests == 5
+    assert set(config.parity.checks) == {"engines", "concurrency"}
+    assert config.parity.reference.engine == "torch"

@@ -19,7 +19,7 @@ SETS = [[1, 2, 4, 8, 16], [16], [8, 12, 16]]
 
 def test_v6e1_sweeps_padding_buckets_at_batch_16():
     specs = [c for c in expand(load_config(V6E1)) if c.mode == "prefill_extend"
-             and c.params.get("extend_batch_size") == 16]
+             and c.params.get("extend_batch_size") == 16 and "precompile_bs" in c.params]
     assert [c.params["precompile_bs"] for c in specs] == SETS
     ids = [c.case_id for c in specs]
     assert len(set(ids)) == 3 and ids == [
@@ -42,3 +42,11 @@ def test_validate_lists_the_sweep_and_rejects_a_set_too_small():
                                    f"cases.{index}.precompile_bs=[[1,2,4,8,12],[12]]"])
     assert out.exit_code == 2
     assert f"cases.{index}.precompile_bs" in out.output and "extend_batch_size=16" in out.output
+
+
+def test_v6e1_sweeps_the_dense_extend_batch_to_64():
+    """The seeds' tail pauses (seed 000: extend batch 16 and above, the dense mask): one
+    case per batch size from 8 to 64, each timing its batches in a synced pass."""
+    specs = [c for c in expand(load_config(V6E1)) if c.mode == "prefill_extend"
+             and c.params.get("mask") == "dense" and "precompile_bs" not in c.params]
+    assert [c.params["extend_batch_size"] for c in specs] == [8, 16, 24, 32, 48, 64]

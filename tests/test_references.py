@@ -24,18 +24,65 @@ SEEDS = ROOT / "configs" / "references" / "seeds.yaml"
 DATA = ROOT / "tests" / "data" / "reports"
 
 
-def test_seeds_file_holds_the_seeds_figures():
-    """The figures the seed reports publish (seeds 000, 001, 002, 004), each with its source."""
+def test_seeds_file_holds_every_figure_the_seeds_state():
+    """Every items/s figure, stated speedup and parity maximum of seeds 000 to 004 (issue
+    33's list included), each with its seed, section, engine and statistic."""
     refs = load_references(SEEDS)
-    got = {f.id: f.items_per_s for f in refs.figures}
-    assert got == {"seed000-single": 10.34, "seed000-packed-dense": 52.18,
-                   "seed002-packed-segment": 105.06, "seed000-prefill-extend": 525.87,
-                   "seed001-parallel-chunks-tp4": 141.22, "seed001-pytorch-rtx6000": 400.10}
+    got = {f.id: f.items_per_s for f in refs.figures if f.items_per_s}
+    assert {10.34, 52.18, 525.87, 52.27, 105.06, 518.36, 513.06, 112.32, 400.10, 52.17,
+            70.13, 66.94, 141.22, 70.16, 1, 70, 52} == set(got.values())
     by = {f.id: f for f in refs.figures}
     assert by["seed000-prefill-extend"].options == {"mask": "dense", "extend_batch_size": 12}
-    assert by["seed001-parallel-chunks-tp4"].tp == 4
-    assert all(f.source.startswith("seed 00") for f in refs.figures)
+    assert (by["seed001-packed-tp4"].tp, by["seed001-packed-tp8"].tp) == (4, 8)
+    oom = by["seed001-batching-turn142-tp1"]
+    assert (oom.tp, oom.hardware.chips, oom.approximate) == (1, 4, True) and "OOM" in oom.outcome
+    # "Chunk=512" counts items: one chunk of all 500 (configs/references/seeds.yaml's header)
+    assert by["seed004-current-peak"].options == {"chunk_size": 512}
+    assert by["seed001-parallel-chunks-tp4"].options["chunk_size"] == 32
+    pairs = {sp.id: sp.ratio for sp in refs.speedups}
+    assert {pairs[k] for k in ("seed000-prefill-extend-vs-packed",
+                               "seed000-prefill-extend-vs-single",
+                               "seed000-packed-vs-single", "seed002-packed-segment-vs-dense",
+                               "seed002-prefill-extend-segment-vs-dense",
+                               "seed001-tp4-vs-tp1")} == {10.08, 50.86, 5.05, 2.01, 0.9898, 1.34}
+    seed003 = {k: v for k, v in pairs.items() if k.startswith("seed003-")}
+    assert len(seed003) == 9 and seed003["seed003-qwen3-4b-n32"] == 3.85
+    assert {p.model.shape for p in refs.parity if p.seed == "003"} == {
+        "qwen3-0.6b", "qwen3-1.7b", "qwen3-4b"} and len(refs.parity) == 16
+    for entry in [*refs.figures, *refs.speedups, *refs.parity]:
+        assert entry.seed and entry.section and entry.source_engine and entry.statistic
+    peaks = {f.id for f in refs.figures if f.statistic.read_as == "best"}
+    assert "seed001-packed-tp4" in peaks and "seed000-prefill-extend" not in peaks
     assert all("dtype" in f.unstated for f in refs.figures)  # no seed states it
+
+
+def test_every_quote_is_in_its_seed_verbatim():
+    """Each entry's `quoted` text appears exactly in the seed report it names (the seeds are
+    kept verbatim beside the file); control: a changed digit is not found."""
+    refs = load_references(SEEDS)
+    texts = {p.name[:3]: p.read_text() for p in (SEEDS.parent / "seeds").glob("*.txt")}
+    assert sorted(texts) == ["000", "001", "002", "003", "004"]
+    entries = [*refs.figures, *refs.speedups, *refs.parity]
+    missing = [e.id for e in entries if e.quoted not in texts[e.seed]]
+    assert missing == []
+    assert "| Multi-Item Packed | 52.19 |" not in texts["000"]  # the control
+
+
+def test_a_reference_file_must_say_where_each_entry_comes_from(tmp_path):
+    bad = tmp_path / "refs.yaml"
+    text = SEEDS.read_text()
+    cut = "    statistic: &unstated {said: null, read_as: unstated}\n"
+    assert cut in text
+    bad.write_text(text.replace(cut, "", 1).replace("statistic: *unstated",
+                                                    "statistic: {said: null, read_as: unstated}"))
+    with pytest.raises(ConfigError, match="seed000-single: a reference file states statistic"):
+        load_references(bad)
+    # an artifact's set is read without them (run/2 sets carried none)
+    from mibench.harness.records import ReferenceSet
+
+    plain = load_references(SEEDS).model_dump()
+    plain["figures"][0]["statistic"] = None
+    assert ReferenceSet.model_validate(plain).figures[0].statistic is None
 
 
 def test_a_missing_file_is_named_as_what_it_is(tmp_path):
@@ -85,7 +132,8 @@ def test_config_names_a_reference_file_relative_to_itself(tmp_path):
     assert out.exit_code == 2 and "s.yaml" in out.output and "hardware.chips" in out.output
 
 
-@pytest.mark.parametrize("name", ["v6e1.yaml", "v6e1-seeds.yaml", "v6e4.yaml"])
+@pytest.mark.parametrize("name", ["v6e1.yaml", "v6e1-seeds.yaml", "v6e4.yaml", "v6e8.yaml",
+                                  "model-matrix.yaml"])
 def test_tpu_configs_carry_the_seeds(name):
     assert Path(load_config(ROOT / "configs" / name).references) == SEEDS.resolve()
 
@@ -99,7 +147,7 @@ def test_artifact_keeps_the_set_as_an_optional_field(tmp_path):
     back = read_artifact(path)
     assert back.schema_ == "mibench.run/3" and back.references == rec.references
     text = render(build_context([back]))
-    assert "## Reference figures" in text and "| seed000-single | jax/single |" in text
+    assert "## Reference figures" in text and "| seed000-single | seed 000, " in text
 
 
 def _on_v6e1(rec: RunRecord) -> RunRecord:
@@ -120,9 +168,12 @@ def test_ratio_only_when_hardware_model_dtype_and_shape_match():
     t = ratio_table([refs], rows_of([rec]))
     col = t.header.index("Measured / reference")
     seg = next(c for c in rec.cases if c.case_id == "jax/packed/mask=segment/tp=1")
-    want = seg.metrics.throughput_items_per_s.median / 105.06
+    thr = seg.metrics.throughput_items_per_s
     row = _row(t, "seed002-packed-segment")
-    assert row[2] == seg.case_id and row[col].startswith(f"{want:.2f}x")
+    # the seed names no statistic: mibench's median and best run, both
+    assert row[3] == seg.case_id and row[2] == "median, best"
+    assert row[col].startswith(f"{thr.median / 105.06:.2f}x median, "
+                               f"{thr.max / 105.06:.2f}x best")
     assert "leans on dtype" in row[col] and row[-1] == ""
     # prefill_extend of new.json runs the segment mask (the default): not seed 000's dense
     assert _row(t, "seed000-prefill-extend")[-1].startswith("no case jax/prefill_extend")
@@ -147,8 +198,45 @@ def test_ratio_on_different_item_counts_says_so():
     single.workload = single.workload.model_copy(update={"num_items": 64})
     t = ratio_table([load_references(SEEDS)], rows_of([rec]))
     cell = _row(t, "seed000-single")[t.header.index("Measured / reference")]
-    want = single.metrics.throughput_items_per_s.median / 10.34
-    assert cell.startswith(f"{want:.2f}x (N 64 / 500)")
+    thr = single.metrics.throughput_items_per_s
+    assert cell.startswith(f"{thr.median / 10.34:.2f}x median, {thr.max / 10.34:.2f}x best "
+                           "(N 64 / 500)")
+
+
+def test_a_peak_is_set_beside_the_best_timed_run():
+    """Seed 001's figures are a "Peak Throughput": the ratio is of mibench's best run."""
+    rec = _on_v6e1(read_artifact(DATA / "new.json"))
+    dense = next(c for c in rec.cases if c.case_id == "jax/packed/mask=dense/tp=1")
+    t = ratio_table([load_references(SEEDS)], rows_of([rec]))
+    row = _row(t, "seed001-packed-tp1")
+    thr = dense.metrics.throughput_items_per_s
+    assert thr.max > thr.median  # so the two readings differ
+    assert row[2] == "best run" and row[3] == dense.case_id
+    assert row[t.header.index("Measured / reference")].startswith(
+        f"{thr.max / 52.17:.2f}x best, leans on model")
+
+
+def test_the_seeds_speedups_beside_mibench_ratios():
+    """seed 000's 5.05x (packed dense over single) beside mibench's ratio of its matching
+    cases; a side with no case says so."""
+    from mibench.harness.report.reference_pairs import speedup_table
+
+    rec = _on_v6e1(read_artifact(DATA / "new.json"))
+    t = speedup_table([load_references(SEEDS)], rows_of([rec]))
+    row = _row(t, "seed000-packed-vs-single")
+    dense = next(c for c in rec.cases if c.case_id == "jax/packed/mask=dense/tp=1")
+    single = next(c for c in rec.cases if c.case_id == "jax/single/tp=1")
+    a, b = dense.metrics.throughput_items_per_s, single.metrics.throughput_items_per_s
+    assert row[2] == "5.05x" and row[5] == f"{dense.case_id} over {single.case_id}"
+    assert row[6] == f"{a.median / b.median:.2f}x median, {a.max / b.max:.2f}x best"
+    assert row[-1] == "the seed's measurement (machine, model, lengths)"
+    bad = rec.model_copy(deep=True)
+    for c in bad.cases:
+        c.model.dtype = "float32"
+    assert "dtype float32, not bfloat16" in _row(speedup_table(
+        [load_references(SEEDS)], rows_of([bad])), "seed000-packed-vs-single")[-1]
+    assert _row(t, "seed000-prefill-extend-vs-packed")[-1].startswith(
+        "no case jax/prefill_extend (mask=dense")
 
 
 def test_report_option_overrides_the_artifacts_set():

@@ -75,9 +75,9 @@ def test_estimate_beside_the_peak_says_the_target_differs(tmp_path):
     assert out.exit_code == 0, out.output
     row = cells(out.stdout, CASE)
     assert row[4] == "2.3 GiB"  # measured
-    assert row[6].startswith("80.2 MiB on v6e-1 (not this run's hardware (TPU v6 lite x4)")
-    assert "another workload" in row[6] and "another model" in row[6]
-    assert row[7] == "-"  # no ratio of different measurements
+    assert row[7].startswith("80.2 MiB on v6e-1 (not this run's hardware (TPU v6 lite x4)")
+    assert "another workload" in row[7] and "another model" in row[7]
+    assert row[8] == "-"  # no ratio of different measurements
     assert "HBM estimate (mibench compile)" in section(out.stdout)
 
 
@@ -90,11 +90,25 @@ def test_estimate_on_the_same_hardware_gives_the_ratio(run):
         c.model, c.workload = est.model.model_copy(), est.workload.model_copy()
     text = render(build_context([rec], compiles=[compiled]))
     row = cells(text, CASE)
-    assert row[6] == "80.2 MiB on v6e-1"
-    assert row[7] == f"{2_500_000_000 / est.compile.hbm_peak_bytes:.2f}x"
+    assert row[7] == "80.2 MiB on v6e-1"
+    assert row[8] == f"{2_500_000_000 / est.compile.hbm_peak_bytes:.2f}x"
+    assert row[9] == row[10] == "-"  # the stored compile artifact predates the roofline
+    # the dense mask's host->device bytes per pass: 128 x 128 booleans, as compile counted
+    host = est.compile.host.to_device_by_argument["packed_dense_forward.mask_btt"]
+    assert row[6] == "16.0 KiB" and host == 128 * 128
+    assert cells(text, "jax/packed/mask=segment/tp=1")[6] == "-"
+    # with a roofline, the median run's share of it
+    from mibench.harness.stats.roofline import bound
+
+    target = compiled.target.model_copy(update={"peak_flops_per_chip": 918e12,
+                                                "hbm_bandwidth_per_chip": 1638e9})
+    est.compile.roofline = bound(1e9, 1638e9 * 0.01, 0.0, 6, target)  # 600 items/s, memory
+    row = cells(render(build_context([rec], compiles=[compiled])), CASE)
+    thr = next(c for c in rec.cases if c.case_id == CASE).metrics.throughput_items_per_s.median
+    assert row[9] == "600.00 (memory)" and row[10] == f"{thr / 600:.1%}"
     # a case the compile artifact lacks says so; a skipped one its status
-    assert cells(text, "jax/chunked/chunk_size=32/tp=1")[6] == "no estimate"
-    assert cells(text, "torch/single/tp=1")[6] == "skipped on v6e-1"
+    assert cells(text, "jax/chunked/chunk_size=32/tp=1")[7] == "no estimate"
+    assert cells(text, "torch/single/tp=1")[7] == "skipped on v6e-1"
 
 
 def test_compile_option_takes_only_compile_artifacts(tmp_path):

@@ -242,7 +242,7 @@ def test_rich_console_tables_show_the_same_figures(pair):
 def test_numpy_percentiles_are_the_nearest_rank_ones():
     import random
 
-    from mibench.harness.run.http_case import nearest_rank
+    from mibench.harness.stats.describe import nearest_rank
 
     rng = random.Random(7)
     for n in (1, 2, 3, 10, 99, 100, 101, 1000):

@@ -32,7 +32,8 @@ TOKEN_BYTES, ITEM_BYTES = 56, 160
 class Shape:
     """A request's shape: the prefix, the item count, the mean item length and the longest
     item (None: the mean); `model` (a ModelConfig: widths, heads, vocabulary) and `dtype`
-    when the device working set is to be counted too (module docstring)."""
+    when the device working set is to be counted too (module docstring); `head_cols` for
+    the work of the LM head (modes/work.py)."""
 
     prefix_len: int
     num_items: int
@@ -40,6 +41,7 @@ class Shape:
     longest: float | None = None
     model: object | None = None
     dtype: str = "float32"
+    head_cols: int | None = None  # LM-head columns per scored row (None: the vocabulary)
 
     @property
     def tokens(self) -> float:

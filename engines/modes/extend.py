@@ -18,6 +18,7 @@ count compile nothing new either.
 from __future__ import annotations
 
 import functools
+import time
 
 import jax
 import jax.numpy as jnp
@@ -109,23 +110,46 @@ def join_rows(hidden, batches) -> np.ndarray:
     return np.pad(h_nd, ((0, bucket_length(n) - n), (0, 0)))
 
 
+def _extend_plan(engine, req: ScoreRequest, options: dict):
+    """The prefix KV cache and the extend batches of one request, every batch size it pads
+    to compiled: (attn, mask, cache k, cache v, prefix length, batches)."""
+    attn = engine.attention(options)
+    mask = "dense" if options["mask"] == "dense" else "segment"
+    b, sizes = batch_sizes(options["extend_batch_size"], options["precompile_bs"])
+    tokens_1p, prefix_len = prefix_tokens(req)
+    k_cache, v_cache = prefill(engine.params, tokens_1p, prefix_len, cfg=engine.cfg, attn=attn)
+    batches = extend_batches(req, b, sizes)
+    if options["precompile_bs"] is not None:
+        for length in sorted({eb.tokens_bl.shape[1] for eb in batches}):
+            precompile(engine, attn, mask, k_cache, v_cache, length, sizes)
+    return attn, mask, k_cache, v_cache, prefix_len, batches
+
+
 def score_prefill_extend(engine, req: ScoreRequest, **options) -> np.ndarray:
     """Mode `prefill_extend`. Options: `extend_batch_size` (default EXTEND_BATCH_SIZE),
     `precompile_bs` (the batch sizes a short last batch may be padded to, all compiled on
     first use; default: powers of two below B and B, compiled when used), `mask` (segment,
     the default, dense or auto: the module doc) and `attention`."""
-    attn = engine.attention(options)
-    mask = "dense" if options["mask"] == "dense" else "segment"
-    b, sizes = batch_sizes(options["extend_batch_size"], options["precompile_bs"])
-    cfg, params = engine.cfg, engine.params
-    tokens_1p, prefix_len = prefix_tokens(req)
-    k_cache, v_cache = prefill(params, tokens_1p, prefix_len, cfg=cfg, attn=attn)
-    batches = extend_batches(req, b, sizes)
-    if options["precompile_bs"] is not None:
-        for length in sorted({eb.tokens_bl.shape[1] for eb in batches}):
-            precompile(engine, attn, mask, k_cache, v_cache, length, sizes)
+    attn, mask, k_cache, v_cache, prefix_len, batches = _extend_plan(engine, req, options)
     hidden = [run_extend(engine, attn, mask, k_cache, v_cache, prefix_len, eb)
               for eb in batches]
-    out = score_rows(params, join_rows(hidden, batches), np.asarray(req.labels, np.int32),
-                     apply_softmax=req.apply_softmax)
+    out = score_rows(engine.params, join_rows(hidden, batches),
+                     np.asarray(req.labels, np.int32), apply_softmax=req.apply_softmax)
     return to_host(out)[:len(req.items)]
+
+
+def extend_batch_times(engine, req: ScoreRequest, **options) -> list[float]:
+    """Wall seconds of each extend batch of one request, in order: each batch (its dense
+    mask built on the host and copied, with mask dense) runs and is synced
+    (`block_until_ready`) before the next starts, after the prefix is prefilled and synced.
+    The sync points change what is timed (the timed runs overlap the batches), so the
+    harness takes these in a pass of its own, outside the timed runs; a tail pause of one
+    batch shows here as a number. The LM head is not run."""
+    attn, mask, k_cache, v_cache, prefix_len, batches = _extend_plan(engine, req, options)
+    jax.block_until_ready((k_cache, v_cache))
+    times = []
+    for eb in batches:
+        start = time.perf_counter()
+        jax.block_until_ready(run_extend(engine, attn, mask, k_cache, v_cache, prefix_len, eb))
+        times.append(time.perf_counter() - start)
+    return times

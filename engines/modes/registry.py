@@ -18,6 +18,7 @@ import numbers
 from collections.abc import Callable, Sequence
 
 from mibench.engines.modes import accounting
+from mibench.engines.modes import work as costs
 from mibench.errors import MibenchError
 
 MASKS = ("dense", "segment", "auto")
@@ -128,6 +129,12 @@ class Mode:
     semantics: tuple[str, ...] = SEMANTICS
     needs_delimiter: bool = False
     examples: tuple[dict, ...] = ({},)
+    # `"module:function"` timing each of the mode's batches in one synced pass
+    # (`batch_times(engine, req, **options) -> list[float]`); None: no batches
+    batch_timer: str | None = None
+    # FLOPs and HBM bytes of one pass by mibench's formulas (modes/work.py), for the
+    # roofline bound; None: no formula
+    work: Callable[..., costs.Work | None] = costs.work_none
 
     resolve_semantics = staticmethod(resolve_semantics)  # for the harness (public: Mode)
 
@@ -172,8 +179,17 @@ class Mode:
     def _scorer(self) -> Callable:
         if callable(self.scorer):
             return self.scorer
-        module, _, attr = self.scorer.partition(":")
-        return getattr(importlib.import_module(f"mibench.engines.{module}"), attr)
+        return _load(self.scorer)
+
+    def batch_times(self, engine, req, **options) -> list[float] | None:
+        """Seconds of each of the mode's batches in one pass, each synced before the next
+        (None: the mode runs no batches); the options and semantics checked as for
+        `score`."""
+        if self.batch_timer is None:
+            return None
+        options = self.check(options)
+        self.check_semantics(req.semantics, req.delimiter)
+        return _load(self.batch_timer)(engine, req, **options)
 
     def num_tokens(self, prefix_len: int, item_lens: Sequence[int], options: dict,
                    semantics: str) -> int:
@@ -190,10 +206,21 @@ class Mode:
         return {"token lists": accounting.token_list_bytes(shape),
                 **self.memory(shape, self.with_defaults(options))}
 
+    def work_per_pass(self, shape: accounting.Shape, options: dict) -> costs.Work | None:
+        """FLOPs, HBM bytes and host->device mask bytes of one pass of `shape` (with its
+        `model` and `dtype`; modes/work.py), or None where the mode has no formula."""
+        return self.work(shape, self.with_defaults(options))
+
     def with_defaults(self, options: dict) -> dict:
         """The options this mode takes (others ignored), over its defaults."""
         return {**self.defaults, **{k: v for k, v in options.items()
                                     if k in self.defaults and v is not None}}
+
+
+def _load(target: str) -> Callable:
+    """The function `"module:function"` under `mibench.engines`."""
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(f"mibench.engines.{module}"), attr)
 
 
 # the seeds' tables' chunk size (seeds 001, 004: ~16 parallel chunks of ~32 items at TP 4;
@@ -214,11 +241,12 @@ MODES: dict[str, dict[str, Mode]] = {
     "jax": _modes(
         Mode(name="single", doc="one forward per item, batch 1, in order: the baseline",
              defaults={"attention": "auto"}, scorer="modes.single:score_single",
-             memory=accounting.memory_single),
+             memory=accounting.memory_single, work=costs.work_single),
         Mode(name="packed", doc="every item in one sequence after the query, items kept "
              "apart by the mask", defaults={"mask": "auto", "attention": "auto"},
              scorer="modes.packed:score_packed", tokens=accounting.tokens_packed,
              memory=functools.partial(accounting.memory_packed, dense_max_t=AUTO_DENSE_MAX_T),
+             work=functools.partial(costs.work_packed, dense_max_t=AUTO_DENSE_MAX_T),
              needs_delimiter=True,
              examples=({"mask": "dense"}, {"mask": "segment"}, {"mask": "auto"})),
         Mode(name="chunked", doc="items in chunks of chunk_size, each chunk a packed sequence "
@@ -228,6 +256,7 @@ MODES: dict[str, dict[str, Mode]] = {
              scorer="modes.packed:score_chunked", tokens=accounting.tokens_chunked,
              memory=functools.partial(accounting.memory_chunked,
                                       dense_max_t=AUTO_DENSE_MAX_T),
+             work=functools.partial(costs.work_chunked, dense_max_t=AUTO_DENSE_MAX_T),
              needs_delimiter=True,
              examples=({"chunk_size": 3}, {"chunk_size": 4, "mask": "dense"},
                        {"chunk_size": 3, "schedule": "sequential"},
@@ -237,7 +266,8 @@ MODES: dict[str, dict[str, Mode]] = {
              defaults={"extend_batch_size": EXTEND_BATCH_SIZE, "precompile_bs": None,
                        "mask": "segment", "attention": "auto"},
              scorer="modes.extend:score_prefill_extend", tokens=accounting.tokens_prefix_once,
-             memory=accounting.memory_extend,
+             memory=accounting.memory_extend, batch_timer="modes.extend:extend_batch_times",
+             work=lambda shape, options: costs.work_extend(shape, options, batch_sizes),
              examples=({"extend_batch_size": 3},
                        {"extend_batch_size": 4, "precompile_bs": [4]},
                        {"extend_batch_size": 3, "mask": "dense"})),

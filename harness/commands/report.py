@@ -55,7 +55,8 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
                                  "the cases to look at first, no plots.")] = False,
            references: Annotated[Path | None, typer.Option(
                help="Reference figures (YAML, e.g. configs/references/seeds.yaml) to set "
-                    "beside the runs, instead of the artifacts' own.")] = None,
+                    "beside the runs (or the compile artifacts' roofline), instead of the "
+                    "artifacts' own.")] = None,
            case: CaseGlobs = None):
     """Markdown report of ARTIFACTS: results, speedups, A/B, parity, commits, topology."""
     limit = parse_threshold(threshold)
@@ -64,8 +65,8 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
     if estimates and not kinds <= set(RUN):
         raise MibenchError("goes with run artifacts: it puts estimates beside their "
                            "measured peaks", field="--compile")
-    if references is not None and not kinds <= set(RUN):
-        raise MibenchError("reference figures are set beside run artifacts only",
+    if references is not None and not (kinds <= set(RUN) or kinds == {COMPILE}):
+        raise MibenchError("reference figures are set beside run or compile artifacts only",
                            field="--references")
     if len(artifacts) == 1 and baseline is None and kinds <= set(AB):
         if case:
@@ -76,17 +77,18 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
 
         write_text(out, render_markdown(read_ab(artifacts[0])))
         return
+    from mibench.harness.config.references import load_references
+
+    refs = load_references(references) if references is not None else None
     if baseline is None and kinds == {COMPILE}:
         from mibench.harness.records import read_compile_artifact
         from mibench.harness.report.compile import render_fit
 
         write_text(out, render_fit(select_records([read_compile_artifact(p)
-                                                   for p in artifacts], case)))
+                                                   for p in artifacts], case), refs))
         return
-    from mibench.harness.config.references import load_references
     from mibench.harness.report import write_report
 
-    refs = load_references(references) if references is not None else None
     comparing = baseline is not None or len(artifacts) > 1
     records = [(load_checked if comparing else load)(p) for p in artifacts]
     base = load_checked(baseline) if baseline is not None else None

@@ -11,14 +11,16 @@ from pydantic import ValidationError
 from mibench.harness.config.errors_format import format_validation_error
 from mibench.harness.config.yamlsource import ConfigError, parse_yaml, read_text
 from mibench.harness.records import ReferenceSet
+from mibench.harness.records.references import FILE_CONTEXT
 
 
 def load_references(path: str | Path) -> ReferenceSet:
-    """The reference set in `path`; every problem is one ConfigError naming the file."""
+    """The reference set in `path`; every problem is one ConfigError naming the file.
+    Each entry must say where it comes from in the seed's words (`FILE_CONTEXT`)."""
     shown = str(path)
     data, locs = parse_yaml(read_text(Path(path), shown, "reference-figures file"), shown)
     try:
-        return ReferenceSet.model_validate(data)
+        return ReferenceSet.model_validate(data, context=FILE_CONTEXT)
     except ValidationError as e:
         raise format_validation_error(e, data, locs, ReferenceSet) from None
 

@@ -242,10 +242,11 @@ class Parity(Strict):
     """Which parity checks to run, against what, on which (small) workload.
 
     `min_speedup`: the `speedup` check's gate, packed items/s over single items/s (a
-    positive finite number, default 3, the seeds' gate). `speedup_items`: the `num_items`
-    the gate applies at (default: every one; packing one item cannot be faster than
-    single). Both are harmless without `speedup` in `checks`, so `--set parity.checks=[]`
-    (the report's reproduce commands) still loads a config that sets them.
+    positive finite number, default 3: mibench's own gate, no seed states one).
+    `speedup_items`: the `num_items` the gate applies at (default: every one; packing one
+    item cannot be faster than single). Both are harmless without `speedup` in `checks`,
+    so `--set parity.checks=[]` (the report's reproduce commands) still loads a config that
+    sets them.
     """
 
     reference: Reference = Reference()

@@ -16,6 +16,7 @@ from pydantic import Field
 from mibench.harness.records.base import ErrorInfo, Header, Measured, Record
 from mibench.harness.records.case import ModelRef, TopologyRecord, WorkloadRecord
 from mibench.harness.records.io import read_json, schema_file
+from mibench.harness.records.references import ReferenceSet
 
 COMPILE_SCHEMA = "mibench.compile/1"
 COMPILE_SCHEMA_FILE = schema_file(COMPILE_SCHEMA)
@@ -72,6 +73,25 @@ class HostTraffic(Record):
     host_s_per_pass: float | None = None
 
 
+class Roofline(Record):
+    """A physical bound on one case on its target: one pass's FLOPs and HBM bytes by
+    mibench's formulas (`method`), spread over the chips at their peak bf16 FLOP/s and HBM
+    bandwidth; the pass cannot take less than the larger of the two times, so `items_per_s`
+    is an upper bound and `bound` names the resource that sets it. Communication between
+    chips and the host link are not counted."""
+
+    method: str  # how FLOPs and bytes were counted (every layer, not XLA's looped counts)
+    flops_per_pass: float
+    hbm_bytes_per_pass: float
+    mask_bytes_per_pass: float = 0.0  # host->device bytes of a host-built mask, per pass
+    chips: int
+    compute_s: float  # flops / (chips x peak FLOP/s)
+    memory_s: float  # bytes / (chips x HBM bandwidth)
+    items: int  # items one pass scores
+    items_per_s: float  # items / max(compute_s, memory_s)
+    bound: Literal["compute", "memory"]
+
+
 class CaseCompile(Record):
     """Everything compiled for one case."""
 
@@ -90,6 +110,7 @@ class CaseCompile(Record):
     compile_s: float  # all its programs
     wall_s: float  # the whole case: layouts, lowering, compiling
     host: HostTraffic | None = None
+    roofline: Roofline | None = None  # the case's bound on the target (artifacts before: none)
 
 
 class CompileCase(Record):
@@ -115,6 +136,11 @@ class CompileTarget(Record):
     hbm_per_chip_bytes: int
     hbm_source: str
     device_kind: str | None = None  # as the compiler names the chip, e.g. "TPU v6 lite"
+    # the chip's public peaks, for the roofline (artifacts before them: none)
+    peak_flops_per_chip: float | None = None  # bf16 (the MXU's), FLOP/s
+    peak_flops_source: str | None = None
+    hbm_bandwidth_per_chip: float | None = None  # bytes/s
+    hbm_bandwidth_source: str | None = None
 
 
 class LibTpu(Record):
@@ -129,6 +155,8 @@ class CompileRecord(Header):
     libtpu: LibTpu
     cost_loops: str  # how XLA's cost analysis counts loops
     cases: list[CompileCase] = []
+    # the config's reference figures (`references:`), set beside the roofline by `report`
+    references: ReferenceSet | None = None
 
 
 def read_compile_artifact(path: str | Path) -> CompileRecord:

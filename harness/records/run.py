@@ -40,6 +40,18 @@ class Summary(Record):
     n: int
 
 
+class Latency(Record):
+    """Latencies (nearest-rank percentiles), milliseconds: of an http case's answered
+    requests, or of a case's batches in its synced pass (`Metrics.batch_ms`)."""
+
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+    mean_ms: float
+    n: int
+
+
 class Metrics(Record):
     """Derived from the timed runs of one case."""
 
@@ -65,6 +77,8 @@ class Metrics(Record):
     timed_compiles: int | None = None  # XLA compilations during the timed runs (0 expected)
     first_call_compiles: int | None = None  # XLA compilations during the first call
     warmup_compiles: int | None = None  # XLA compilations during the warmup runs
+    # `batch_s` (the case's separate synced pass over its batches) in milliseconds
+    batch_ms: Latency | None = None
 
 
 class HttpRequest(Record):
@@ -78,17 +92,6 @@ class HttpRequest(Record):
     items: int
     lag_s: float | None = None  # open loop: how long after its Poisson arrival it was sent
     error: str | None = None  # a failure's answer or reason, truncated to 500 characters
-
-
-class Latency(Record):
-    """Latencies of the answered requests (nearest-rank percentiles), milliseconds."""
-
-    p50_ms: float
-    p90_ms: float
-    p99_ms: float
-    max_ms: float
-    mean_ms: float
-    n: int
 
 
 class HttpMetrics(Record):
@@ -159,6 +162,10 @@ class CaseRecord(Record):
     compile_s: float | None = None  # the first call: compilation plus one run
     warmup_s: list[float] = []
     timed_s: list[float] = []  # every timed run, in order
+    # after the timed runs, one more pass with a sync point after every batch of the mode
+    # (prefill_extend's extend batches, request by request): each batch's wall seconds, so a
+    # tail pause of one batch is a number; null where the mode runs no batches
+    batch_s: list[float] | None = None
     # the first call's scores: per request, one row per item, one column per label
     scores: list[list[list[float]]] | None = None
     # with runs.processes > 1: each worker process's timed runs (timed_s pools them)

@@ -5,6 +5,7 @@ per chip over the chip's HBM, and its status; then each artifact's per-case cost
 from __future__ import annotations
 
 from mibench.harness.records.compile import CompileCase, CompileRecord
+from mibench.harness.report.roofline import mask_bytes
 from mibench.harness.stats.compile_compare import fmt_num
 
 GIB = 1024**3
@@ -24,7 +25,20 @@ def fit_cell(case: CompileCase | None) -> str:
             f"({share:.1%}) {tail}")
 
 
-def render_fit(records: list[CompileRecord]) -> str:
+def render_fit(records: list[CompileRecord], refs=None) -> str:
+    """The fit table, each artifact's costs, the roofline bound and the seeds' figures
+    beside it (`refs`, else the artifacts' own reference sets)."""
+    from mibench.harness.report.references import reference_sets
+    from mibench.harness.report.roofline import roofline_table, seeds_table
+
+    out = [_fit(records)]
+    for table in (roofline_table(records), seeds_table(records, reference_sets(records, refs))):
+        if table is not None:
+            out += [f"## {table.title}", "", table.markdown(), "", f"_{table.note}_", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _fit(records: list[CompileRecord]) -> str:
     targets = list(dict.fromkeys(r.target.name for r in records))
     cells: dict[tuple[str, str], CompileCase] = {}
     rows: list[str] = []
@@ -48,13 +62,13 @@ def render_fit(records: list[CompileRecord]) -> str:
                     f"{t.device_kind or t.kind}; libtpu {r.libtpu.version}, jax "
                     f"{r.provenance.packages.get('jax')})", "",
                 "| case | status | peak HBM/chip | fits | FLOPs/pass | bytes/pass | "
-                "compiled/useful FLOPs | programs | compile s |",
-                "|---|---|---|---|---|---|---|---|---|"]
+                "compiled/useful FLOPs | mask host->device/pass | programs | compile s |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
         for case in r.cases:
             c = case.compile
             if c is None:
                 msg = case.error.message if case.error else ""
-                out.append(f"| {case.case_id} | {case.status} | - | - | - | - | - | - | - |"
+                out.append(f"| {case.case_id} | {case.status} | - | - | - | - | - | - | - | - |"
                            + (f" {msg[:120]}" if msg else ""))
                 continue
             ratio = c.flops_ratio
@@ -62,7 +76,8 @@ def render_fit(records: list[CompileRecord]) -> str:
                 f"| {case.case_id} | {case.status} | {fmt_num(c.hbm_peak_bytes, 'B')} | "
                 f"{ {True: 'yes', False: 'NO', None: '-'}[c.fits]} | "
                 f"{fmt_num(c.flops_per_pass)} | {fmt_num(c.bytes_accessed_per_pass, 'B')} | "
-                f"{'-' if ratio is None else f'{ratio:.2f}'} | {len(c.programs)} | "
-                f"{c.compile_s:.1f} |")
-        out += ["", f"FLOPs and bytes: {r.cost_loops}."]
+                f"{'-' if ratio is None else f'{ratio:.2f}'} | "
+                f"{fmt_num(mask_bytes(case), 'B')} | {len(c.programs)} | {c.compile_s:.1f} |")
+        out += ["", f"FLOPs and bytes: {r.cost_loops}. Mask host->device/pass: the bytes of "
+                    "the host-built mask (a dense mode's) copied to the chips every pass."]
     return "\n".join(out) + "\n"

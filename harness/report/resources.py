@@ -26,6 +26,9 @@ SOURCES = ("Peak memory: the case's own peak (harness/run/memory.py): device = t
            "worker peaked higher), rss-rise = the resident set's rise during the case (CPU), "
            "rss = the process's resident set (older artifacts). Compiles: not counted = the "
            "artifact has no count.")
+MASK_NOTE = (" Mask host->device/pass: the bytes of the mask a dense mode builds on the host "
+             "and copies to the device every pass (modes/work.py; `mibench compile` counts "
+             "the same at the program boundary), `-` where the mode copies none.")
 
 
 def timed_marked(case: CaseRecord) -> bool:
@@ -53,7 +56,8 @@ def other_hardware(record: RunRecord, compiled: CompileRecord) -> str | None:
 
 
 def estimate(case: CaseRecord, record: RunRecord, compiles: list[CompileRecord]) -> list[str]:
-    """[estimate cell, measured / estimate] of the first compile artifact with the case."""
+    """[estimate cell, measured / estimate, roofline bound, measured items/s / bound] of the
+    first compile artifact with the case."""
     for compiled in compiles:
         found = match(case, compiled)
         if found is None:
@@ -61,7 +65,7 @@ def estimate(case: CaseRecord, record: RunRecord, compiles: list[CompileRecord])
         t = compiled.target
         c = found.compile
         if c is None or c.hbm_peak_bytes is None:
-            return [f"{found.status} on {t.name}", "-"]
+            return [f"{found.status} on {t.name}", "-", "-", "-"]
         same_workload = found.workload.as_dict() == case.workload.as_dict()
         notes = [n for n in (other_hardware(record, compiled),
                              "another workload" if not same_workload else None,
@@ -72,8 +76,38 @@ def estimate(case: CaseRecord, record: RunRecord, compiles: list[CompileRecord])
         mine = m.peak_memory_bytes if m.peak_memory_source in ("device", "device-bound") \
             else None
         ratio = f"{mine / c.hbm_peak_bytes:.2f}x" if mine and not notes else "-"
-        return [cell, ratio]
-    return ["no estimate", "-"]
+        return [cell, ratio] + _bound(case, c.roofline, notes)
+    return ["no estimate", "-", "-", "-"]
+
+
+def _bound(case: CaseRecord, roofline, notes: list[str]) -> list[str]:
+    """[the roofline's items/s and resource, measured median items/s over it]."""
+    if roofline is None:
+        return ["-", "-"]
+    thr = case.metrics.throughput_items_per_s
+    share = f"{thr.median / roofline.items_per_s:.1%}" if thr and not notes else "-"
+    return [f"{fmt.num(roofline.items_per_s)} ({roofline.bound})", share]
+
+
+def mask_bytes(case: CaseRecord) -> float | None:
+    """Host->device bytes per pass of the mask the case's mode builds on the host (a dense
+    mask; modes/work.py, the same count as `mibench compile`'s), or None: no such mask, a
+    requests file, or a model whose shape this machine cannot read."""
+    from mibench.engines import MODES, MibenchError, Shape, model_facts
+
+    w, mode = case.workload, MODES.get(case.engine, {}).get(case.mode)
+    items = w.item_tokens
+    if mode is None or w.requests or not w.query_tokens or not w.num_items or \
+            not isinstance(items, int):
+        return None
+    try:
+        semantics = mode.resolve_semantics(w.semantics, w.delimiter)
+        shape = Shape(w.query_tokens + (semantics == "delimited"), w.num_items, items,
+                      model=model_facts(case.model.path), dtype=case.model.dtype)
+        work = mode.work_per_pass(shape, case.params)
+    except MibenchError:
+        return None
+    return work.mask_bytes if work is not None and work.mask_bytes else None
 
 
 def resources_table(rows, compiles: list[CompileRecord] | None = None) -> Table | None:
@@ -93,17 +127,23 @@ def resources_table(rows, compiles: list[CompileRecord] | None = None) -> Table 
             r.case.case_id, count(m.first_call_compiles), count(m.warmup_compiles),
             f"**{timed}** {TIMED_MARK}" if timed_marked(r.case) else timed,
             fmt.peak(m.peak_memory_bytes, m.peak_memory_source),
-            m.peak_memory_source or "-"]
+            m.peak_memory_source or "-", fmt.size(mask_bytes(r.case))]
         body.append(cells + (estimate(r.case, r.record, compiles) if compiles else []))
     header = (["Commit"] if many else []) + ["Case", "Compiles: first call", "warmup",
-                                             "timed", "Peak memory", "Kind"]
-    header += ["HBM estimate (mibench compile)", "Measured / estimate"] if compiles else []
-    align = ["l"] * (2 if many else 1) + ["r"] * 4 + ["l"] + (["l", "r"] if compiles else [])
-    note = SOURCES
+                                             "timed", "Peak memory", "Kind",
+                                             "Mask host->device/pass"]
+    header += ["HBM estimate (mibench compile)", "Measured / estimate", "Roofline items/s",
+               "Measured / roofline"] if compiles else []
+    align = (["l"] * (2 if many else 1) + ["r"] * 4 + ["l", "r"]
+             + (["l", "r", "r", "r"] if compiles else []))
+    note = SOURCES + MASK_NOTE
     if compiles:
         note += (" HBM estimate: the largest program's resident bytes per chip on the compile "
                  "target (XLA's memory analysis); measured / estimate only for a device peak "
-                 "on the same hardware, workload and model.")
+                 "on the same hardware, workload and model. Roofline: the items/s the "
+                 "target's peak FLOP/s and HBM bandwidth allow a pass (and which bounds it); "
+                 "measured / roofline, the median run's share of it, on the same hardware, "
+                 "workload and model only.")
     if any(timed_marked(r.case) for r in rows):
         note = f"{TIMED_NOTE} {note}"
     return Table(header, body, align, note=note)

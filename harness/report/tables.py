@@ -178,6 +178,36 @@ def spread_table(rows: list[Row]) -> tuple[Table | None, int]:
                  f"{TAIL_FACTOR}x the case's median."), pauses
 
 
+def batch_table(rows: list[Row]) -> Table | None:
+    """Per case with a synced batch pass (`batch_s`): its batches' p50, p99 and max wall
+    time, max over p50, and the batches slower than TAIL_FACTOR x the median batch."""
+    out = []
+    many = _distinct(rows, lambda r: r.run) > 1
+    for r in rows:
+        b, times = r.case.metrics.batch_ms, r.case.batch_s
+        if b is None or not times:
+            continue
+        slow = tail_pauses(times)
+        flagged = ", ".join(f"batch {i + 1}: {1000 * times[i]:.3g} ms" for i in slow[:5])
+        flagged += f" (+{len(slow) - 5} more)" if len(slow) > 5 else ""
+        out.append(([r.run] if many else []) + [
+            r.case.case_id, str(b.n), fmt.num(b.p50_ms, 3), fmt.num(b.p99_ms, 3),
+            fmt.num(b.max_ms, 3), f"{b.max_ms / b.p50_ms:.2f}x" if b.p50_ms else "-",
+            f"**{flagged}**" if flagged else "-"])
+    if not out:
+        return None
+    header = (["Commit"] if many else []) + ["Case", "Batches", "p50 (ms)", "p99 (ms)",
+                                             "Max (ms)", "Max/p50", "Slow batches"]
+    return Table(header, out, ["l"] * (2 if many else 1) + ["r"] * 5 + ["l"],
+                 title="Batches, one synced pass after the timed runs",
+                 note="Each batch of the mode (prefill_extend's extend batches, with a dense "
+                      "mask its host build and copy included) timed on its own, synced before "
+                      "the next starts, in one pass after the timed runs (the sync points would "
+                      f"change the timed runs). A slow batch takes over {TAIL_FACTOR}x the "
+                      "median batch: a tail pause as a number. The last batch of a request "
+                      "may be padded to a smaller size.")
+
+
 def case_commits(record: RunRecord) -> str:
     """The commits the cases were measured at, when a resumed run mixed them (else `-`)."""
     counts: dict[str, int] = {}

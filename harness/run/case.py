@@ -19,8 +19,15 @@ from mibench.harness.records import (
 )
 from mibench.harness.run import memory
 from mibench.harness.run.load import Window
-from mibench.harness.run.measure import Timings, measure
-from mibench.harness.run.pool import EnginePool, check_table, make_call, warm_runtime
+from mibench.harness.run.measure import Timings, deadline, frozen_heap, measure
+from mibench.harness.run.pool import (
+    EnginePool,
+    batch_pass,
+    check_table,
+    make_call,
+    warm_runtime,
+)
+from mibench.harness.stats.describe import latency_of
 from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
 from mibench.harness.util import now
 
@@ -128,6 +135,8 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
             _ready_for_rise(pool, engine, requests, case)
         with rss:
             measure(make_call(engine, requests, case), case.runs, timings, tick, counter)
+        with deadline(case.runs.timeout_s), frozen_heap():  # outside the timed runs
+            rec.batch_s = batch_pass(engine, requests, case)
     except Unavailable as e:
         return skipped_record(case, e)
     except Exception as e:
@@ -154,6 +163,7 @@ def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | Non
         rec.metrics.timed_compiles = timings.timed_compiles
         rec.metrics.first_call_compiles = timings.first_compiles
         rec.metrics.warmup_compiles = timings.warmup_compiles
+        rec.metrics.batch_ms = latency_of([1000.0 * t for t in rec.batch_s or []])
     after = memory.device_peak(case.engine, engine) if engine is not None else None
     rec.metrics.peak_memory_bytes, rec.metrics.peak_memory_source = memory.case_peak(
         case.engine, before, after, fresh, rss)

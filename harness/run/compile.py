@@ -49,6 +49,19 @@ HBM_PER_CHIP: dict[str, tuple[int, str]] = {
 }
 
 
+# HBM bandwidth per chip by TPU kind (bytes/s), from the same pages; the peak bf16 FLOP/s is
+# harness/run/peak.py's VENDOR table (the MXU's figure, which a float32 matmul also runs at)
+HBM_BANDWIDTH: dict[str, tuple[float, str]] = {
+    "v6e": (1638e9, "Google Cloud TPU v6e page: HBM bandwidth per chip 1638 GBps, peak "
+                    "compute per chip (bf16) 918 TFLOPs (https://cloud.google.com/tpu/docs/v6e)"),
+    "v5e": (819e9, "Google Cloud TPU v5e page: HBM2 capacity and bandwidth 16 GB, 819 GBps, "
+                   "peak compute per chip (bf16) 197 TFLOPs (https://cloud.google.com/tpu/docs/v5e)"),
+    "v5p": (2765e9, "Google Cloud TPU v5p page: HBM2e capacity and bandwidth 95 GB, 2765 GBps, "
+                    "peak compute per chip (bf16) 459 TFLOPs (https://cloud.google.com/tpu/docs/v5p)"),
+}
+PEAK_KIND = {"v6e": "tpu v6", "v5e": "tpu v5e", "v5p": "tpu v5p"}  # -> peak.VENDOR's key
+
+
 def resolve_target(flag: str | None, config) -> CompileTarget:
     """The target of `--target`, else of the config's `topology.target`; one is required."""
     from mibench.engines import tpu_target
@@ -62,9 +75,15 @@ def resolve_target(flag: str | None, config) -> CompileTarget:
         t = tpu_target(name)
     except MibenchError as e:
         raise MibenchError(str(e).removeprefix("target: "), field=field) from None
+    from mibench.harness.run.peak import VENDOR
+
     hbm, source = HBM_PER_CHIP[t.kind]
+    bandwidth, bw_source = HBM_BANDWIDTH[t.kind]
     return CompileTarget(name=t.name, kind=t.kind, chips=t.chips, topology=t.topology,
-                         hbm_per_chip_bytes=hbm, hbm_source=source)
+                         hbm_per_chip_bytes=hbm, hbm_source=source,
+                         peak_flops_per_chip=VENDOR[PEAK_KIND[t.kind]]["bfloat16"],
+                         peak_flops_source=bw_source, hbm_bandwidth_per_chip=bandwidth,
+                         hbm_bandwidth_source=bw_source)
 
 
 def new_record(config, target: CompileTarget, lib, argv: list[str]) -> CompileRecord:
@@ -74,11 +93,13 @@ def new_record(config, target: CompileTarget, lib, argv: list[str]) -> CompileRe
     provenance = collect(argv, devices=Devices(platform="tpu", count=target.chips))
     provenance.packages["libtpu"] = lib.version if lib else None
     from mibench.engines import COST_LOOPS
+    from mibench.harness.config.references import load_references
 
     return CompileRecord(
         run_id=f"{config.name}-{target.name}-{stamp}-{secrets.token_hex(2)}",
         started_at=now(), config=config.resolved(), config_sha256=config.sha256(),
         target=target, cost_loops=COST_LOOPS, provenance=provenance,
+        references=load_references(config.references) if config.references else None,
         libtpu=LibTpu(version=lib.version, path=str(lib.path), source=lib.source) if lib
         else LibTpu(path="", source="not needed (no JAX case)"))
 

@@ -37,8 +37,9 @@ def case_base(case: CaseSpec, status: str = "ok") -> CompileCase:
 
 def compile_one(case: CaseSpec, target: CompileTarget) -> CompileCase:
     """Compile one case in this process (a worker with libtpu): never raises."""
-    from mibench.engines import abstract_engine, compile_case
+    from mibench.engines import MODES, abstract_engine, compile_case
     from mibench.harness.stats.metrics import useful_flops
+    from mibench.harness.stats.roofline import case_bound
     from mibench.workloads import materialize
 
     rec = case_base(case)
@@ -74,6 +75,8 @@ def compile_one(case: CaseSpec, target: CompileTarget) -> CompileCase:
     if c.flops_unrolled_per_pass and c.useful_flops_per_pass:
         chips = len(rec.topology.devices or []) or case.tp
         c.flops_ratio = chips * c.flops_unrolled_per_pass / c.useful_flops_per_pass
+    c.roofline = case_bound(MODES["jax"][case.mode], case.params, requests, w,
+                            engine.model_config, case.dtype, target)
     if out["failed"]:
         f = out["failed"]
         rec.status = "failed"

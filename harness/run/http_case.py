@@ -53,12 +53,11 @@ from mibench.harness.records import (
     ErrorInfo,
     HttpMetrics,
     HttpRequest,
-    Latency,
     Metrics,
 )
 from mibench.harness.run.http_feed import Bodies, Built, Feed
 from mibench.harness.run.measure import deadline
-from mibench.harness.stats.describe import summarize
+from mibench.harness.stats.describe import latency_of, summarize
 from mibench.harness.stats.metrics import score_digest
 
 ERROR_CHARS = 500
@@ -214,14 +213,6 @@ def open_loop(load: Load, first: int, n: int, rate: float, seed: int,
         raise failures[0]
 
 
-def nearest_rank(values: list[float], p: float) -> float:
-    """The p-th percentile as an observed value: the ceil(p/100 * n)-th smallest (numpy's
-    `inverted_cdf` method, Hyndman & Fan's definition 1)."""
-    import numpy as np
-
-    return float(np.percentile(values, p, method="inverted_cdf"))
-
-
 def http_metrics(plan: HttpPlan, measured: list[HttpRequest],
                  warmup: list[HttpRequest]) -> HttpMetrics:
     """Counts, rates and latency percentiles of the measured requests."""
@@ -230,12 +221,7 @@ def http_metrics(plan: HttpPlan, measured: list[HttpRequest],
     duration = (max(r.sent_s + r.latency_s for r in measured)
                 - min(r.sent_s for r in measured)) if measured else None
     per_s = duration is not None and duration > 0
-    latency = None
-    if ok:
-        ms = [1000.0 * r.latency_s for r in ok]
-        latency = Latency(p50_ms=nearest_rank(ms, 50), p90_ms=nearest_rank(ms, 90),
-                          p99_ms=nearest_rank(ms, 99), max_ms=max(ms),
-                          mean_ms=sum(ms) / len(ms), n=len(ms))
+    latency = latency_of([1000.0 * r.latency_s for r in ok])
     first_error = f"{failed[0].status}: {failed[0].error}" if failed else None
     return HttpMetrics(
         load="closed" if plan.clients is not None else "open", sent=len(measured), ok=len(ok),

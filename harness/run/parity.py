@@ -27,7 +27,7 @@ bfloat16 with `apply_softmax: true` (probabilities near 0.5, where it means some
   names what moved.
 - `speedup`: every `packed` case (any options) against the `single` case of the same
   engine, model, dtype, tp and workload (the default `single` when several): its median
-  items/s over single's must be at least `parity.min_speedup` (3, the seeds' gate),
+  items/s over single's must be at least `parity.min_speedup` (3: mibench's own gate),
   at the `num_items` in `parity.speedup_items` (default every). A packed case with no such
   single case (none in the config, or it failed) records nothing: no pass is invented.
 

@@ -126,14 +126,37 @@ def semantics_kw(spec: WorkloadSpec) -> dict:
     return {} if spec.semantics is None else {"semantics": spec.semantics}
 
 
-def make_call(engine, requests: list[Request], case: CaseSpec) -> Callable[[], object]:
-    """The timed unit of a case: score the whole workload once. Token lists are prepared
-    here, outside the timed call."""
+def _call_args(requests: list[Request], case: CaseSpec) -> tuple[list, list, dict]:
+    """(token lists of each request, labels, the keyword arguments of a score call)."""
     prepared = [(list(r.query), [list(i) for i in r.items]) for r in requests]
-    labels = list(case.workload.label_token_ids)
     kwargs = dict(mode=case.mode, apply_softmax=case.workload.apply_softmax,
                   delimiter=case.workload.delimiter, **semantics_kw(case.workload),
                   **case.params)
+    return prepared, list(case.workload.label_token_ids), kwargs
+
+
+def batch_pass(engine, requests: list[Request], case: CaseSpec) -> list[float] | None:
+    """Each batch's wall seconds in one more pass over the workload, synced batch by batch
+    (the engine's `batch_times`; prefill_extend's extend batches), request by request.
+    None where the engine (torch, http, an older revision's) or the mode has no batches.
+    Sync points change what is timed: run it after the timed runs, never among them."""
+    timer = getattr(engine, "batch_times", None)
+    if timer is None:
+        return None
+    prepared, labels, kwargs = _call_args(requests, case)
+    out: list[float] = []
+    for q, items in prepared:
+        times = timer(q, items, labels, **kwargs)
+        if times is None:
+            return None
+        out += times
+    return out
+
+
+def make_call(engine, requests: list[Request], case: CaseSpec) -> Callable[[], object]:
+    """The timed unit of a case: score the whole workload once. Token lists are prepared
+    here, outside the timed call."""
+    prepared, labels, kwargs = _call_args(requests, case)
 
     def call():  # try/except, not `request_named`: free in the timed loop (Python 3.11+)
         out = []

@@ -4,8 +4,11 @@ exactly and the gate is a plain threshold.
 
 Cases are matched by case_id. The artifacts must come from the same compiler: the same
 target, libtpu version and jax version, else nothing is compared (exit 2). A case regresses
-when it stops compiling (ok -> failed), stops fitting (fits true -> false), or its peak HBM
-per chip, bytes accessed per pass or FLOPs per pass grow by more than the threshold.
+when it stops compiling (ok -> failed), stops fitting (fits true -> false), its peak HBM
+per chip, bytes accessed per pass or FLOPs per pass grow by more than the threshold, or its
+roofline bound (the items/s the target's peaks allow, `CaseCompile.roofline`) falls by more
+than the threshold: exactly as compiled costs are judged, since the bound is arithmetic
+over the compiled case, so a nightly without a TPU sees a change in what the TPU could do.
 Compile time and host seconds per pass are shown, never gated (they depend on the machine).
 """
 
@@ -16,11 +19,19 @@ from dataclasses import dataclass, field
 from mibench.errors import MibenchError
 from mibench.harness.records.compile import CompileCase, CompileRecord
 
-# (label, getter) of the gated costs; each is per chip (HBM) or per steady-state pass
+
+def _bound(c: CompileCase) -> float | None:
+    r = c.compile.roofline
+    return r.items_per_s if r is not None else None
+
+
+# (label, getter, unit, direction) of the gated quantities: per chip (HBM) or per
+# steady-state pass; direction +1: a rise is worse (a cost), -1: a fall is (the bound)
 GATED = (
-    ("peak HBM", lambda c: c.compile.hbm_peak_bytes),
-    ("bytes accessed", lambda c: c.compile.bytes_accessed_per_pass),
-    ("FLOPs", lambda c: c.compile.flops_per_pass),
+    ("peak HBM", lambda c: c.compile.hbm_peak_bytes, "B", 1),
+    ("bytes accessed", lambda c: c.compile.bytes_accessed_per_pass, "B", 1),
+    ("FLOPs", lambda c: c.compile.flops_per_pass, "", 1),
+    ("roofline items/s", _bound, "", -1),
 )
 
 
@@ -96,17 +107,17 @@ def diff_case(case_id: str, a: CompileCase | None, b: CompileCase | None,
             d.regressions.append("stopped fitting in HBM")
     if a.compile is None or b.compile is None:
         return d
-    for label, get in GATED:
+    for label, get, unit, direction in GATED:
         va, vb = get(a), get(b)
         if va == vb:
             continue
         rel = _rel(va, vb)
-        unit = "B" if label != "FLOPs" else ""
         text = f"{label} {fmt_num(va, unit)} -> {fmt_num(vb, unit)}" + \
             (f" ({rel:+.2%})" if rel is not None else "")
         d.changes.append(text)
-        if rel is not None and rel > threshold:
-            d.regressions.append(f"{text} > +{threshold:.0%}")
+        if rel is not None and direction * rel > threshold:
+            d.regressions.append(f"{text} {'>' if direction > 0 else '<'} "
+                                 f"{'+' if direction > 0 else '-'}{threshold:.0%}")
     na, nb = len(a.compile.programs), len(b.compile.programs)
     if na != nb:
         d.changes.append(f"programs {na} -> {nb}")
@@ -141,11 +152,12 @@ def compile_compare_markdown(r: CompileComparison) -> str:
     lines = [f"# Compile comparison: {r.new.run_id} vs {r.base.run_id}", "",
              f"Target {t.name} ({t.topology}), libtpu {r.base.libtpu.version}, jax "
              f"{r.base.provenance.packages.get('jax')}; gate: stops compiling, stops fitting, "
-             f"or peak HBM / bytes accessed / FLOPs up more than {r.threshold:.0%} "
-             "(exact compiled costs, no noise statistics; compile time informational).", "",
-             "| case | status | peak HBM/chip | FLOPs/pass | bytes/pass | programs | "
-             "compile s | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"peak HBM / bytes accessed / FLOPs up more than {r.threshold:.0%}, or the "
+             f"roofline bound down more than {r.threshold:.0%} (exact compiled costs and "
+             "bound, no noise statistics; compile time informational).", "",
+             "| case | status | peak HBM/chip | FLOPs/pass | bytes/pass | roofline items/s | "
+             "programs | compile s | verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for d in r.cases:
         def pair(get, unit="", d=d):
             return _pair(d, get, unit)
@@ -155,7 +167,7 @@ def compile_compare_markdown(r: CompileComparison) -> str:
         lines.append(
             f"| {d.case_id} | {status} | {pair(lambda c: c.compile.hbm_peak_bytes, 'B')} | "
             f"{pair(lambda c: c.compile.flops_per_pass)} | "
-            f"{pair(lambda c: c.compile.bytes_accessed_per_pass, 'B')} | "
+            f"{pair(lambda c: c.compile.bytes_accessed_per_pass, 'B')} | {pair(_bound)} | "
             f"{pair(lambda c: len(c.compile.programs))} | "
             f"{pair(lambda c: round(c.compile.compile_s, 1))} | {verdict} |")
     lines.append("")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from mibench.harness.records import CaseRecord, Summary
+from mibench.harness.records import CaseRecord, Latency, Summary
 
 
 def summarize(values: list[float]) -> Summary | None:
@@ -58,3 +58,20 @@ def ms_per_item(case: CaseRecord) -> float | None:
 def process_runs(case: CaseRecord) -> list[list[float]]:
     """The timed runs grouped by worker process (one group without `process_timed_s`)."""
     return [list(p) for p in case.process_timed_s if p] or [list(case.timed_s)]
+
+
+def nearest_rank(values: list[float], p: float) -> float:
+    """The p-th percentile as an observed value: the ceil(p/100 * n)-th smallest (numpy's
+    `inverted_cdf` method, Hyndman & Fan's definition 1)."""
+    import numpy as np
+
+    return float(np.percentile(values, p, method="inverted_cdf"))
+
+
+def latency_of(ms: list[float]) -> Latency | None:
+    """Nearest-rank p50, p90, p99, the max and the mean of `ms`; None for no values."""
+    if not ms:
+        return None
+    return Latency(p50_ms=nearest_rank(ms, 50), p90_ms=nearest_rank(ms, 90),
+                   p99_ms=nearest_rank(ms, 99), max_ms=max(ms), mean_ms=sum(ms) / len(ms),
+                   n=len(ms))
