@@ -63,7 +63,7 @@ def test_shipped_schemas_match_the_models():
     """Every artifact kind (run, A/B, compile) ships the JSON Schema its models generate."""
     from mibench.harness.records import schema_file, schemas
 
-    assert set(schemas()) == {"mibench.run/3", "mibench.ab/3", "mibench.compile/1"}
+    assert set(schemas()) == {"mibench.run/3", "mibench.ab/3", "mibench.compile/2"}
     for name, schema in schemas().items():
         assert json.loads(schema_file(name).read_text()) == json.loads(json.dumps(schema)), \
             f"{name}: run `python -m mibench.harness.records` to regenerate the schemas"
@@ -87,7 +87,7 @@ def test_every_artifact_reader_refuses_bad_files_in_one_line(tmp_path, reader):
     from mibench.harness.records.compile import read_compile_artifact
 
     read = {"run": read_artifact, "ab": read_ab, "compile": read_compile_artifact}[reader]
-    name = {"run": "mibench.run/3", "ab": "mibench.ab/3", "compile": "mibench.compile/1"}
+    name = {"run": "mibench.run/3", "ab": "mibench.ab/3", "compile": "mibench.compile/2"}
     other = "mibench.ab/3" if reader != "ab" else "mibench.run/3"
     cases = {"not JSON": "{", f"is not '{name[reader]}'": json.dumps({"schema": other}),
              f"invalid {name[reader]} artifact at": json.dumps({"schema": name[reader],

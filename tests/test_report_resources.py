@@ -114,7 +114,7 @@ def test_estimate_on_the_same_hardware_gives_the_ratio(run):
 def test_compile_option_takes_only_compile_artifacts(tmp_path):
     out = cli(str(RUN), "--compile", str(RUN))
     assert out.exit_code == 2 and out.stderr.count("\n") == 1
-    assert str(RUN) in out.stderr and "not a mibench.compile/1 artifact" in out.stderr
+    assert str(RUN) in out.stderr and "not a mibench.compile/2 artifact" in out.stderr
     out = cli(str(COMPILED), "--compile", str(COMPILED))
     assert out.exit_code == 2 and "--compile" in out.stderr
     missing = tmp_path / "missing.json"  # named as missing, not as another kind of artifact

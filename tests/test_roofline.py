@@ -12,7 +12,7 @@ import pytest
 
 from mibench.engines import MODES, Shape, model_facts
 from mibench.engines.modes.work import extend_batches
-from mibench.harness.records.compile import CompileRecord, CompileTarget
+from mibench.harness.records.compile import COMPILE_SCHEMA, CompileRecord, CompileTarget
 from mibench.harness.run.compile import resolve_target
 from mibench.harness.stats.compile_compare import compare_compile
 from mibench.harness.stats.roofline import bound
@@ -81,7 +81,9 @@ def test_bound_names_the_resource_and_is_items_over_the_slower_time():
 
 
 def with_roofline(data: dict, scale: float = 1.0) -> dict:
-    """The stored artifact with a roofline on every compiled case (it predates them)."""
+    """The stored compile/1 artifact with a roofline on every compiled case (it predates
+    them), as the compile/2 artifact it then is."""
+    data = {**data, "schema": COMPILE_SCHEMA}
     target = CompileTarget.model_validate(data["target"] | {
         "peak_flops_per_chip": 918e12, "hbm_bandwidth_per_chip": 1638e9})
     for c in data["cases"]:

@@ -25,7 +25,7 @@ from mibench.harness.commands.common import (
     select_records,
 )
 
-COMPILE = "mibench.compile/1"
+COMPILE = ("mibench.compile/1", "mibench.compile/2")
 
 
 @guarded
@@ -57,7 +57,7 @@ def compare(base: Annotated[Path, typer.Argument(help="Baseline artifact.")],
     from mibench.harness.stats.compare import compare as compare_records
 
     limit, kind = parse_threshold(threshold), parse_format(format)
-    if COMPILE in (schema_of(base), schema_of(new)):
+    if set(COMPILE) & {schema_of(base), schema_of(new)}:
         raise typer.Exit(compare_compile(base, new, cost_threshold, kind, case))
     memory = parse_threshold(memory_threshold, "--memory-threshold")
     old, fresh = select_records([load_checked(base), load_checked(new)], case)
@@ -118,8 +118,8 @@ def compare_compile(base: Path, new: Path, cost_threshold: str, kind: str,
         compile_compare_markdown,
     )
 
-    if not (schema_of(base) == COMPILE and schema_of(new) == COMPILE):
-        odd = new if schema_of(base) == COMPILE else base
+    if not (schema_of(base) in COMPILE and schema_of(new) in COMPILE):
+        odd = new if schema_of(base) in COMPILE else base
         raise MibenchError("is not a compile artifact; compare a compile artifact with "
                            "another", field=str(odd))
     limit = parse_threshold(cost_threshold, "--cost-threshold")

@@ -23,7 +23,8 @@ from mibench.harness.commands.common import (
 )
 
 # the schema names (harness/records: not imported here, so `--help` stays light)
-COMPILE, AB = "mibench.compile/1", ("mibench.ab/1", "mibench.ab/2", "mibench.ab/3")
+COMPILE = ("mibench.compile/1", "mibench.compile/2")
+AB = ("mibench.ab/1", "mibench.ab/2", "mibench.ab/3")
 RUN = ("mibench.run/1", "mibench.run/2", "mibench.run/3")
 
 
@@ -32,8 +33,8 @@ def compile_artifacts(paths: list[Path]) -> list:
     from mibench.harness.records import read_compile_artifact
 
     for p in paths:
-        if schema_of(p) not in (COMPILE, None):  # None: unreadable, and the reader says why
-            raise MibenchError(f"--compile: not a {COMPILE} artifact (write one with "
+        if schema_of(p) not in (*COMPILE, None):  # None: unreadable, and the reader says why
+            raise MibenchError(f"--compile: not a {COMPILE[-1]} artifact (write one with "
                                "`mibench compile CONFIG`)", field=str(p))
     return [read_compile_artifact(p) for p in paths]
 
@@ -65,7 +66,7 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
     if estimates and not kinds <= set(RUN):
         raise MibenchError("goes with run artifacts: it puts estimates beside their "
                            "measured peaks", field="--compile")
-    if references is not None and not (kinds <= set(RUN) or kinds == {COMPILE}):
+    if references is not None and not (kinds <= set(RUN) or kinds <= set(COMPILE)):
         raise MibenchError("reference figures are set beside run or compile artifacts only",
                            field="--references")
     if len(artifacts) == 1 and baseline is None and kinds <= set(AB):
@@ -80,7 +81,7 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
     from mibench.harness.config.references import load_references
 
     refs = load_references(references) if references is not None else None
-    if baseline is None and kinds == {COMPILE}:
+    if baseline is None and kinds <= set(COMPILE):
         from mibench.harness.records import read_compile_artifact
         from mibench.harness.report.compile import render_fit
 

@@ -1,5 +1,6 @@
-"""The compile artifact: schema `mibench.compile/1`, written by `mibench compile` (one file
-per config and target). Its JSON Schema, `harness/records/schemas/mibench.compile-1.schema.json`,
+"""The compile artifact: schema `mibench.compile/2` (compile/1 artifacts still read), written
+by `mibench compile` (one file per config and target). Its JSON Schema,
+`harness/records/schemas/mibench.compile-2.schema.json`,
 is generated from these models (`python -m mibench.harness.records`).
 
 Bytes are per chip (what one device of the mesh holds); FLOPs and bytes accessed are XLA's
@@ -18,7 +19,10 @@ from mibench.harness.records.case import ModelRef, TopologyRecord, WorkloadRecor
 from mibench.harness.records.io import read_json, schema_file
 from mibench.harness.records.references import ReferenceSet
 
-COMPILE_SCHEMA = "mibench.compile/1"
+# compile/2 adds, all optional: the target's peak FLOP/s and HBM bandwidth with their sources,
+# each case's roofline bound, the config's reference figures; compile/1 reads as compile/2
+COMPILE_SCHEMA = "mibench.compile/2"
+COMPILE_OLDER = ("mibench.compile/1",)
 COMPILE_SCHEMA_FILE = schema_file(COMPILE_SCHEMA)
 
 
@@ -150,7 +154,7 @@ class LibTpu(Record):
 
 
 class CompileRecord(Header):
-    schema_: Literal["mibench.compile/1"] = Field(default=COMPILE_SCHEMA, alias="schema")
+    schema_: Literal["mibench.compile/2"] = Field(default=COMPILE_SCHEMA, alias="schema")
     target: CompileTarget
     libtpu: LibTpu
     cost_loops: str  # how XLA's cost analysis counts loops
@@ -161,4 +165,4 @@ class CompileRecord(Header):
 
 def read_compile_artifact(path: str | Path) -> CompileRecord:
     """Read and validate a compile artifact; every unreadable input is one MibenchError."""
-    return read_json(path, CompileRecord, COMPILE_SCHEMA)
+    return read_json(path, CompileRecord, COMPILE_SCHEMA, older=COMPILE_OLDER)

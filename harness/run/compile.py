@@ -8,7 +8,7 @@ and compiles the engine's programs for the target's compile-only devices
 (`mibench.engines.compile_case`). A worker that dies (a compiler crash, a memory kill) or
 passes `runs.timeout_s` / `runs.max_rss` fails its case, and the next case gets a fresh
 worker. Torch cases are `skipped` (not a JAX program); so is a case whose tp exceeds the
-target's chips. The artifact (`mibench.compile/1`, `compile_records`) is rewritten after
+target's chips. The artifact (`mibench.compile/2`, `compile_records`) is rewritten after
 every case. Exit 0: every case ok or skipped; 3: a case failed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`mibench compare BASE.json NEW.json` on two compile artifacts (`mibench.compile/1`):
+"""`mibench compare BASE.json NEW.json` on two compile artifacts (`mibench.compile/2`, or /1):
 compiled costs are deterministic, so there are no noise statistics; every change is reported
 exactly and the gate is a plain threshold.
 
