@@ -159,6 +159,42 @@ def test_newly_failed_case_is_a_regression(new):
     assert "ValueError: do not evenly divide" in bad[0].reason
 
 
+def timed_out(rec: RunRecord, own: float | None, others: float | None,
+              message: str = "case exceeded runs.timeout_s=120") -> RunRecord:
+    """A copy whose chunked case failed with `message`, its own load `own`, the other
+    cases' `others` (None: not recorded)."""
+    out = rec.model_copy(deep=True)
+    for c in out.cases:
+        share = own if c.case_id == CHUNKED else others
+        c.load = None if share is None else CaseLoad(window_s=2.0, cpus=2, other_share=share,
+                                                     other_cpu_s=4 * share, source="/proc")
+        if c.case_id == CHUNKED:
+            c.status = "failed"
+            c.error = ErrorInfo(type="CaseTimeout", message=message, traceback="")
+    return out
+
+
+@pytest.mark.parametrize("own, others, message, verdict", [
+    (0.9, None, "case exceeded runs.timeout_s=120", "inconclusive"),  # its own load
+    (None, 0.9, "case exceeded runs.timeout_s=120 (the worker did not return to Python: "
+     "a hang in native code)", "inconclusive"),  # a killed worker: its run's other cases
+    (0.02, 0.9, "case exceeded runs.timeout_s=120", "failed"),  # quiet itself: a failure
+    (None, 0.02, "case exceeded runs.timeout_s=120", "failed"),  # a quiet machine
+    (0.9, 0.9, "do not evenly divide", "failed"),  # busy, but no timeout: a failure
+])
+def test_a_case_cut_short_on_a_busy_machine_is_inconclusive(new, own, others, message, verdict):
+    """The A/A matrix's lesson: beside busy loops a case ran past runs.timeout_s (each run
+    8x its quiet time) and compare exited 1 on `failed`; a deadline is a timing verdict,
+    and on a busy side no evidence of the code."""
+    result = compare(new, timed_out(new, own, others, message))
+    (case,) = [c for c in result.cases if c.case_id == CHUNKED]
+    assert case.verdict == verdict and case.regression == (verdict == "failed"), case.reason
+    assert result.regression == (verdict == "failed")
+    if verdict == "inconclusive":
+        assert "on a busy machine: new side: other processes held" in case.reason
+        assert "cut short by their deadline on a busy machine" in verdict_line(result)
+
+
 def test_cases_missing_from_an_unfinished_run_are_regressions(new):
     partial = new.model_copy(deep=True)
     partial.cases, partial.finished_at = partial.cases[:3], None

@@ -10,6 +10,7 @@ import dataclasses
 from mibench.harness.config.matrix import model_name, short
 from mibench.harness.records import CaseRecord, RunRecord
 from mibench.harness.stats.compare import DECIDE, MIN_RUNS
+from mibench.harness.stats.load import DECIDER
 from mibench.harness.stats.significance import Test
 from mibench.harness.verdicts import (
     IMPROVEMENT,
@@ -249,6 +250,17 @@ def tally(comp) -> str:
     return ", ".join(parts) or "nothing"
 
 
+def cut_short(comp) -> str:
+    """`; 1 case cut short by its deadline on a busy machine (inconclusive: ...)`: newly
+    failed cases that compare calls no evidence (stats/load.timeout_busy_reason)."""
+    cut = [c for c in comp.cases if c.verdict == INCONCLUSIVE and c not in comp.compared]
+    if not cut:
+        return ""
+    names = ", ".join(c.case_id for c in cut[:3]) + (", ..." if len(cut) > 3 else "")
+    return (f"; {len(cut)} case(s) cut short by their deadline on a busy machine "
+            f"(inconclusive: {names}; {DECIDER})")
+
+
 def verdict_line(comp) -> str:
     """The gate's outcome in one line: what was compared and what it came to (every
     verdict counted, improvements named, the sides measured on a busy machine), the
@@ -266,7 +278,7 @@ def verdict_line(comp) -> str:
     largest = (f"; worst change {worst.case_id}: {interval(worst)} ({how})" if worst
                else "")
     untested = comp.untested
-    counted = f"{len(compared)} case(s) compared: {tally(comp)}"
+    counted = f"{len(compared)} case(s) compared: {tally(comp)}" + cut_short(comp)
     if comp.outcome == UNTESTED:
         names = ", ".join(c.case_id for c in untested[:3]) + (", ..." if len(untested) > 3
                                                               else "")
@@ -293,4 +305,4 @@ def _regression_line(comp, how: str) -> str:
     kinds = ", ".join(f"{n} {w}" for w, n in words.items())
     head = f"{len(bad)} case(s) failed the gate ({kinds})" if bad else "no case failed"
     return (f"**REGRESSION** against {comp.base}: {head}: {'; '.join(parts)}{timing}. "
-            f"{len(comp.compared)} case(s) compared: {tally(comp)}")
+            f"{len(comp.compared)} case(s) compared: {tally(comp)}{cut_short(comp)}")

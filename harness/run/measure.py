@@ -103,28 +103,32 @@ def measure(call: Callable[[], object], plan: RunPlan, timings: Timings,
 
     window = window or Window()
     window.mark()  # outside the deadline: reading /proc is no part of the case
-    with deadline(plan.timeout_s), frozen_heap():
-        with counted() as compiles:
-            timings.compile_s, timings.first_result = _timed(call)
-        if compiles is not None:
-            timings.first_compiles = compiles()
-        tick("compile")
-        window.mark()
-        with counted() as compiles:
-            for k in range(plan.warmup):
-                timings.warmup_s.append(_timed(call)[0])
-                tick(f"warmup {k + 1}/{plan.warmup}")
-        if compiles is not None:
-            timings.warmup_compiles = compiles()
-        window.mark()
-        with counted() as compiles:
-            for k in range(plan.timed):
-                with PeakRss(interval=0.01) as rss:
-                    timings.timed_s.append(_timed(call)[0])
-                timings.peak_rise_bytes = max(timings.peak_rise_bytes or 0, rss.extra)
-                tick(f"run {k + 1}/{plan.timed}")
-        window.end()
-        if compiles is not None:
-            timings.timed_compiles = compiles()
-    timings.load = window.load()
+    try:
+        with deadline(plan.timeout_s), frozen_heap():
+            with counted() as compiles:
+                timings.compile_s, timings.first_result = _timed(call)
+            if compiles is not None:
+                timings.first_compiles = compiles()
+            tick("compile")
+            window.mark()
+            with counted() as compiles:
+                for k in range(plan.warmup):
+                    timings.warmup_s.append(_timed(call)[0])
+                    tick(f"warmup {k + 1}/{plan.warmup}")
+            if compiles is not None:
+                timings.warmup_compiles = compiles()
+            window.mark()
+            with counted() as compiles:
+                for k in range(plan.timed):
+                    with PeakRss(interval=0.01) as rss:
+                        timings.timed_s.append(_timed(call)[0])
+                    timings.peak_rise_bytes = max(timings.peak_rise_bytes or 0, rss.extra)
+                    tick(f"run {k + 1}/{plan.timed}")
+            window.end()
+            if compiles is not None:
+                timings.timed_compiles = compiles()
+    finally:  # also when the deadline cut the case short: how busy the machine was
+        if window.last is None:
+            window.end()
+        timings.load = window.load()
     return timings

@@ -69,7 +69,14 @@ from mibench.harness.stats.environment import (
     compare_parity,
     environment_warnings,
 )
-from mibench.harness.stats.load import BUSY_LEVEL, DECIDER, busy_line, busy_reason, share
+from mibench.harness.stats.load import (
+    BUSY_LEVEL,
+    DECIDER,
+    busy_line,
+    busy_reason,
+    share,
+    timeout_busy_reason,
+)
 from mibench.harness.stats.memory import DEFAULT_MEMORY_THRESHOLD, MemoryCheck, memory_check
 from mibench.harness.stats.scores import ScoreCheck, score_check
 from mibench.harness.stats.significance import (
@@ -325,6 +332,11 @@ def case_change(base_rec: RunRecord, base: CaseRecord, new_rec: RunRecord, new: 
     if base.status == "ok" and new.status == "failed":
         first = new.error.message.splitlines()[0] if new.error and new.error.message else ""
         why = f"newly failed: {new.error.type}: {first}" if new.error else "newly failed"
+        busy = timeout_busy_reason(first, new.load, [c.load for c in new_rec.cases if c
+                                                     is not new], gate.busy_level)
+        if busy is not None:  # a deadline on a busy machine: no evidence of the code
+            return CaseChange(**common, verdict=INCONCLUSIVE, reason=f"{why}, on a busy "
+                              f"machine: {busy}")
         return CaseChange(**common, verdict=FAILED, regression=True, reason=why)
     if base.status != "ok" and new.status == "ok":
         return CaseChange(**common, verdict=FIXED, reason=f"was {base.status}")

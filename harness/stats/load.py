@@ -42,3 +42,21 @@ def busy_reason(sides: dict[str, object], level: float = BUSY_LEVEL) -> str | No
     it` for the sides (name -> load) measured on a busy machine, None when none was."""
     lines = [busy_line(name, share(load)) for name, load in sides.items() if busy(load, level)]
     return "; ".join(lines + [DECIDER]) if lines else None
+
+
+TIMED_OUT = "exceeded runs.timeout_s"  # in the error of a case its deadline cut short
+
+
+def timeout_busy_reason(message: str, own, others, level: float = BUSY_LEVEL) -> str | None:
+    """Why a case cut short by its deadline (`message`: its error) is no evidence of the
+    code: its own recorded load, or where it recorded none (a killed worker) the busiest
+    of its run's other cases (`others`: their loads), past `level`. None when the failure
+    is no timeout or the machine was not busy: then it is a failure like any other."""
+    if TIMED_OUT not in message:
+        return None
+    if busy(own, level):
+        return f"{busy_line('new', share(own))}; {DECIDER}"
+    shares = [s for s in map(share, others) if s is not None]
+    if own is None and shares and max(shares) > level:
+        return f"{busy_line('new', max(shares), up_to=True)} (its run's other cases); {DECIDER}"
+    return None
