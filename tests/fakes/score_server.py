@@ -1,0 +1,86 @@
+"""A small stdlib scoring server speaking SGLang's `POST /v1/score` (and `GET /health`,
+`GET /get_server_info`), for the tests of servers under test. Scores are a hash of the
+request's tokens (softmax over the labels), so a request's scores are its own alone.
+
+    python tests/fakes/score_server.py PORT [--serial-ms S] [--inflight-shift X]
+                                            [--first-ms F]
+
+--serial-ms S      one request at a time, each S ms (a server of capacity 1000 / S req/s)
+--inflight-shift X the first label's logit moves by X per other request in flight: scores
+                   that depend on what else the server is doing (the `concurrency` check's
+                   negative control)
+--first-ms F       the first request after start takes F ms more (a cold start)
+"""
+
+import argparse
+import hashlib
+import http.server
+import json
+import math
+import threading
+import time
+
+ARGS = None
+LOCK = threading.Lock()
+STATE = {"in_flight": 0, "answered": 0}
+SERIAL = threading.Lock()
+
+
+def scores(req, others):
+    rows = []
+    for item in req["items"]:
+        keys = [repr((req["query"], item, lab)).encode() for lab in req["label_token_ids"]]
+        logits = [int(hashlib.sha256(k).hexdigest()[:6], 16) / 2**24 * 4 for k in keys]
+        logits[0] += ARGS.inflight_shift * others
+        z = sum(math.exp(x) for x in logits)
+        rows.append([math.exp(x) / z for x in logits])
+    return rows
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def _send(self, code, data):
+        body = json.dumps(data).encode()
+        head = (f"HTTP/1.1 {code} OK\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        self.wfile.write(head + body)
+
+    def do_GET(self):
+        self._send(200, {"version": "fake-score-server", "args": vars(ARGS)})
+
+    def do_POST(self):
+        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with LOCK:
+            STATE["in_flight"] += 1
+            first = STATE["answered"] == 0
+        try:
+            if first and ARGS.first_ms:
+                time.sleep(ARGS.first_ms / 1000)
+            if ARGS.serial_ms:
+                with SERIAL:
+                    time.sleep(ARGS.serial_ms / 1000)
+            elif ARGS.inflight_shift:
+                time.sleep(0.05)  # long enough for the others sent with it to arrive
+            with LOCK:
+                others = STATE["in_flight"] - 1
+            rows = scores(req, others)
+        finally:
+            with LOCK:
+                STATE["in_flight"] -= 1
+                STATE["answered"] += 1
+        self._send(200, {"scores": rows, "object": "scoring"})
+
+    def log_message(self, *a):
+        pass
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("port", type=int)
+    p.add_argument("--serial-ms", type=float, default=0.0)
+    p.add_argument("--inflight-shift", type=float, default=0.0)
+    p.add_argument("--first-ms", type=float, default=0.0)
+    p.add_argument("marker", nargs="?")
+    ARGS = p.parse_args()
+    http.server.ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler).serve_forever()
