@@ -104,9 +104,10 @@ def describe(done: list[HttpRequest], rate: float, seed: int, plan: HttpPlan,
 
 
 def search(case: CaseSpec, bodies: Bodies, base_url: str, record: SloRecord,
-           measured: list[HttpRequest | None], tick: Callable[[str], None]) -> None:
-    """The search and the repeats at the rate found, into `record`; `measured` gets the
-    first repeat's requests (the case's `http` record)."""
+           measured: list[HttpRequest | None], tick: Callable[[str], None],
+           repeats: bool = True) -> None:
+    """The search and (`repeats`) the repeats at the rate found, into `record`; `measured`
+    gets the first repeat's requests (the case's `http` record)."""
     plan, s = case.http, case.http.slo
     seed, n = case.workload.seed, s.requests
     finder = capacity.RateSearch(s.start_rate, s.min_rate, s.max_rate, s.precision,
@@ -120,7 +121,7 @@ def search(case: CaseSpec, bodies: Bodies, base_url: str, record: SloRecord,
         tick(f"slo {rate:.3g}/s {'met' if done.meets else 'missed'}")
     record.status = finder.status
     record.rate, record.bound = finder.result()
-    if record.rate is None:
+    if record.rate is None or not repeats:
         record.note = note(record)
         return
     first += len(record.steps) * n
