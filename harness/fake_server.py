@@ -1,9 +1,10 @@
 """A small stdlib scoring server speaking SGLang's `POST /v1/score` (and `GET /health`,
-`GET /get_server_info`), for the tests of servers under test. Scores are a hash of the
-request's tokens (softmax over the labels), so a request's scores are its own alone.
+`GET /get_server_info`), for the tests and negative controls of servers under test (not a
+benchmark subject). Scores are a hash of the request's tokens (softmax over the labels), so
+a request's scores are its own alone.
 
-    python tests/fakes/score_server.py PORT [--serial-ms S] [--inflight-shift X]
-                                            [--first-ms F]
+    python -m mibench.harness.fake_server PORT [--serial-ms S] [--inflight-shift X]
+                                               [--first-ms F]
 
 --serial-ms S      one request at a time, each S ms (a server of capacity 1000 / S req/s)
 --inflight-shift X the first label's logit moves by X per other request in flight: scores
@@ -11,6 +12,8 @@ request's tokens (softmax over the labels), so a request's scores are its own al
                    negative control)
 --first-ms F       the first request after start takes F ms more (a cold start)
 """
+
+from __future__ import annotations
 
 import argparse
 import hashlib
