@@ -86,4 +86,5 @@ if __name__ == "__main__":
     p.add_argument("--first-ms", type=float, default=0.0)
     p.add_argument("marker", nargs="?")
     ARGS = p.parse_args()
+    http.server.ThreadingHTTPServer.request_queue_size = 256  # 16 connect at once (default 5)
     http.server.ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler).serve_forever()
