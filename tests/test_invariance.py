@@ -37,18 +37,10 @@ def check(row: inv.Row) -> None:
     assert row.holds
 
 
-@pytest.mark.parametrize("name", ["jax-packed-mask=dense", "jax-prefill_extend-"
-                                  "extend_batch_size=4,precompile_bs=[1, 2, 4]"])
-def test_packed_and_prefill_extend_hold_and_their_leaks_are_caught(engines, name):
-    (v,) = [v for v, i in zip(inv.VARIANTS, IDS, strict=True) if i == name]
-    check(inv.measure(engines[v.engine], v))
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("v", inv.VARIANTS, ids=IDS)
-def test_every_mode_holds_its_stated_property_on_two_requests(engines, v):
-    for seed in (0, 1):
-        check(inv.measure(engines[v.engine], v, seed))
+def test_every_mode_holds_its_stated_property(engines, v):
+    check(inv.measure(engines[v.engine], v, seed=1))  # the job measures seed 0
 
 
 def test_a_leak_is_off_again_after_its_block(engines):

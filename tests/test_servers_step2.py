@@ -56,19 +56,19 @@ def case_body(launch: str, extra: str) -> str:
             + textwrap.indent(launch.strip() + "\n" + extra, "    ") + "\n")
 
 
-SERIAL_MS = 20.0  # the fake server's service time, one request at a time
+SERIAL_MS = 40.0  # the fake server's service time, one request at a time
 
 
 def test_capacity_of_a_serial_server_is_found_below_its_limit(tmp_path):
     record = run_config(tmp_path, case_body(
         fake("--serial-ms", str(SERIAL_MS)),
-        "slo: {p90_ms: 100, start_rate: 5, precision: 0.25, repeats: 3}"))
+        "slo: {p90_ms: 200, start_rate: 10, precision: 0.5, repeats: 3}"))
     (case,) = record.cases
     assert case.status == "ok", case.error
     s = case.slo
     assert s.status == "found", s.note
     assert s.requests_per_step == 36 and "36" in s.samples_why
-    assert s.rate < s.bound <= s.rate * 1.25  # the budget binds between them, within precision
+    assert s.rate < s.bound <= s.rate * 1.5  # the budget binds between them, within precision
     assert s.bound <= max(x.rate for x in s.steps)  # a rate tried above it missed
     # one request at a time, SERIAL_MS each: no rate above 1000 / SERIAL_MS is sustainable
     assert s.rate <= 1.25 * 1000 / SERIAL_MS
@@ -82,16 +82,17 @@ def test_capacity_of_a_serial_server_is_found_below_its_limit(tmp_path):
     assert CliRunner().invoke(app, ["report", str(next((tmp_path / "c").glob("*.json"))),
                                     "--out", str(out)]).exit_code == 0
     text = out.read_text()
-    assert "Capacity under a latency budget" in text and "p90 <= 100 ms" in text
+    assert "Capacity under a latency budget" in text and "p90 <= 200 ms" in text
     assert (tmp_path / "report-capacity.png").is_file()
 
 
 def test_a_budget_that_never_binds_claims_no_capacity(tmp_path):
     record = run_config(tmp_path, case_body(
-        fake(), "slo: {p90_ms: 60000, start_rate: 2, max_rate: 4, repeats: 1}"))
+        fake(), "slo: {p50_ms: 60000, start_rate: 10, max_rate: 20, repeats: 1}"))
     (case,) = record.cases
     assert case.slo.status == "not bound" and case.slo.rate is None
-    assert "never bound" in case.slo.note and [x.rate for x in case.slo.steps] == [2, 4]
+    assert "never bound" in case.slo.note and [x.rate for x in case.slo.steps] == [10, 20]
+    assert case.slo.requests_per_step == 6  # the least p50 needs
 
 
 def test_scores_that_move_with_what_is_in_flight_fail_concurrency_over_trials(tmp_path):
@@ -109,27 +110,19 @@ def test_scores_that_move_with_what_is_in_flight_fail_concurrency_over_trials(tm
         assert t.startup_s > 0 and t.when and t.moved  # a fresh launch each, when it moved
 
 
-def test_mibench_serve_passes_concurrency_on_fresh_launches_and_times_its_cold_starts(
-        tmp_path):
+def test_mibench_serve_passes_concurrency_on_fresh_launches(tmp_path):
     launch = f"launch:\n  name: serve\n  command: {SERVE}\n  ready: {{timeout_s: 300}}"
     record = run_config(tmp_path, case_body(
-        launch, "clients: 1\nrequests: 3\nconcurrency: {trials: 2}\n"
-                "cold_start: {launches: 2, warm_requests: 3}") +
+        launch, "clients: 1\nrequests: 1\nwarmup_requests: 0\nconcurrency: {trials: 2}") +
         "parity: {checks: [concurrency]}\n")
     (case,), (check,) = record.cases, record.parity.checks
     assert check.status == "passed" and (check.fails, len(check.trials)) == (0, 2)
     assert check.fail_high < 1.0 and all(t.max_log_diff == 0.0 for t in check.trials)
-    cold = case.cold_start
-    assert [x.error for x in cold.launches] == [None, None]
-    for x in cold.launches:
-        assert x.ready_s > 0 and x.first_ms > 0 and x.warm_p50_ms > 0
-        # the first request compiles: slower than the warm ones it precedes
-        assert x.first_ms > x.warm_p50_ms
-    assert cold.load is not None and "2 of 2 launches answered" in cold.note
+    assert case.status == "ok" and case.cold_start is None
 
 
 def test_a_first_request_that_waits_is_a_cold_start_compare_flags(tmp_path):
-    body = "clients: 1\nrequests: 2\ncold_start: {launches: 3, warm_requests: 3}"
+    body = "clients: 1\nrequests: 1\ncold_start: {launches: 3, warm_requests: 3}"
     quick = run_config(tmp_path, case_body(fake(), body), "quick.yaml")
     slow = run_config(tmp_path, case_body(fake("--first-ms", "400"), body), "quick.yaml")
     assert quick.cases[0].case_id == slow.cases[0].case_id
@@ -156,12 +149,12 @@ cases:
       ready: {path: /get_server_info, timeout_s: 60}
       stop: {grace_s: 2}
       repo_path: "."
-    slo: {p90_ms: 150, start_rate: 8, precision: 0.25, repeats: 3}
+    slo: {p90_ms: 400, start_rate: 8, max_rate: 64, precision: 0.5, repeats: 3}
     cold_start: {launches: 3, warm_requests: 2}
 """
 
 
-def test_ab_judges_a_server_revision_with_half_the_capacity_and_a_slow_first_answer(
+def test_ab_judges_a_server_revision_with_a_third_of_the_capacity_and_a_slow_first_answer(
         tmp_path, monkeypatch):
     from test_server_ab import git
 
@@ -175,16 +168,16 @@ def test_ab_judges_a_server_revision_with_half_the_capacity_and_a_slow_first_ans
     defaults = 'p.add_argument("--serial-ms", type=float, default=0.0)'
     first = 'p.add_argument("--first-ms", type=float, default=0.0)'
     assert defaults in source and first in source
-    (repo / "fakeserver.py").write_text(source.replace(defaults, defaults.replace("0.0", "15")))
+    (repo / "fakeserver.py").write_text(source.replace(defaults, defaults.replace("0.0", "40")))
     git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "15 ms a request")
-    (repo / "fakeserver.py").write_text(source.replace(defaults, defaults.replace("0.0", "30"))
+    git(repo, "commit", "-qm", "40 ms a request")
+    (repo / "fakeserver.py").write_text(source.replace(defaults, defaults.replace("0.0", "120"))
                                         .replace(first, first.replace("0.0", "400")))
-    git(repo, "commit", "-qam", "30 ms a request, the first 400 ms more")
+    git(repo, "commit", "-qam", "120 ms a request, the first 400 ms more")
     config = tmp_path / "ab.yaml"
     config.write_text(AB_CONFIG)
     result = CliRunner().invoke(app, ["ab", "HEAD~1", "HEAD", str(config), "--server-repo",
-                                      str(repo), "--rounds", "3", "--out",
+                                      str(repo), "--rounds", "4", "--out",
                                       str(tmp_path / "out")])
     assert result.exit_code == 1, result.output
     (record,) = [read_ab(p) for p in (tmp_path / "out").glob("ab-server-*.json")]
@@ -192,9 +185,9 @@ def test_ab_judges_a_server_revision_with_half_the_capacity_and_a_slow_first_ans
     base, new = case.slo["base"], case.slo["new"]
     assert base.status == new.status == "found" and new.rate < base.rate
     assert case.verdict == "regression" and case.timing.change > 0  # + = worse
-    assert "capacity at p90 <= 150 ms" in case.why
-    assert [s.status for s in case.base + case.new] == ["ok"] * 6
+    assert "capacity at p90 <= 400 ms" in case.why
+    assert [s.status for s in case.base + case.new] == ["ok"] * 8
     ready, firsts = case.cold_timing["launch to ready"], case.cold_timing["first request"]
     assert firsts.verdict == "regression" and firsts.change > 0
-    assert ready.rounds == 3
+    assert ready.rounds == 4
     assert all(x.first_ms >= 400 for x in case.cold_start["new"].launches)
