@@ -1,7 +1,7 @@
-"""A small stdlib scoring server speaking SGLang's `POST /v1/score` (and `GET /health`,
-`GET /get_server_info`), for the tests and negative controls of servers under test (not a
-benchmark subject). Scores are a hash of the request's tokens (softmax over the labels), so
-a request's scores are its own alone.
+"""A small scoring server (http.server; a Typer command line) speaking SGLang's
+`POST /v1/score` (and `GET /health`, `GET /get_server_info`), for the tests and negative
+controls of servers under test (not a benchmark subject). Scores are a hash of the
+request's tokens (softmax over the labels), so a request's scores are its own alone.
 
     python -m mibench.harness.fake_server PORT [--serial-ms S] [--inflight-shift X]
                                                [--first-ms F]
@@ -15,13 +15,13 @@ a request's scores are its own alone.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import http.server
 import json
 import math
 import threading
 import time
+import types
 
 ARGS = None
 LOCK = threading.Lock()
@@ -78,13 +78,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-if __name__ == "__main__":
-    p = argparse.ArgumentParser()
-    p.add_argument("port", type=int)
-    p.add_argument("--serial-ms", type=float, default=0.0)
-    p.add_argument("--inflight-shift", type=float, default=0.0)
-    p.add_argument("--first-ms", type=float, default=0.0)
-    p.add_argument("marker", nargs="?")
-    ARGS = p.parse_args()
+def main(port: int, serial_ms: float = 0.0, inflight_shift: float = 0.0,
+         first_ms: float = 0.0) -> None:
+    """Serve on 127.0.0.1:PORT until killed (the module docstring's flags)."""
+    global ARGS
+    ARGS = types.SimpleNamespace(port=port, serial_ms=serial_ms,
+                                 inflight_shift=inflight_shift, first_ms=first_ms)
     http.server.ThreadingHTTPServer.request_queue_size = 256  # 16 connect at once (default 5)
-    http.server.ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler).serve_forever()
+    http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+
+
+if __name__ == "__main__":
+    import typer
+
+    typer.run(main)

@@ -165,8 +165,8 @@ def test_ab_judges_a_server_revision_with_a_third_of_the_capacity_and_a_slow_fir
     repo.mkdir()
     git(repo, "init", "-q")
     source = (Path(__file__).parents[1] / "harness" / "fake_server.py").read_text()
-    defaults = 'p.add_argument("--serial-ms", type=float, default=0.0)'
-    first = 'p.add_argument("--first-ms", type=float, default=0.0)'
+    defaults = "serial_ms: float = 0.0"
+    first = "first_ms: float = 0.0"
     assert defaults in source and first in source
     (repo / "fakeserver.py").write_text(source.replace(defaults, defaults.replace("0.0", "40")))
     git(repo, "add", "-A")
