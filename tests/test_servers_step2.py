@@ -110,14 +110,15 @@ def test_scores_that_move_with_what_is_in_flight_fail_concurrency_over_trials(tm
         assert t.startup_s > 0 and t.when and t.moved  # a fresh launch each, when it moved
 
 
-def test_mibench_serve_passes_concurrency_on_fresh_launches(tmp_path):
+def test_mibench_serve_passes_concurrency_on_a_fresh_launch(tmp_path):
     launch = f"launch:\n  name: serve\n  command: {SERVE}\n  ready: {{timeout_s: 300}}"
     record = run_config(tmp_path, case_body(
-        launch, "clients: 1\nrequests: 1\nwarmup_requests: 0\nconcurrency: {trials: 2}") +
+        launch, "clients: 1\nrequests: 1\nwarmup_requests: 0\nconcurrency: {trials: 1}") +
         "parity: {checks: [concurrency]}\n")
     (case,), (check,) = record.cases, record.parity.checks
-    assert check.status == "passed" and (check.fails, len(check.trials)) == (0, 2)
-    assert check.fail_high < 1.0 and all(t.max_log_diff == 0.0 for t in check.trials)
+    # one trial keeps the check's one-outcome shape: no list of trials, its fail count
+    assert check.status == "passed" and (check.fails, check.trials) == (0, [])
+    assert check.fail_high < 1.0 and check.max_log_diff == 0.0
     assert case.status == "ok" and case.cold_start is None
 
 
