@@ -35,6 +35,7 @@ TIMING = {
 SCORES_MOVED = "scores moved"
 MEMORY_REGRESSION = "memory regression"
 TIMED_COMPILES = "timed compiles"
+COLD_START_REGRESSION = "cold start regression"
 FAILED = "failed"
 MISSING = "missing"
 ADDED = "added"
@@ -48,6 +49,9 @@ CASE = {
     MEMORY_REGRESSION: "the case's own peak memory grew beyond the memory threshold and its "
                        "kind's noise: a regression",
     TIMED_COMPILES: "XLA compiled during the new side's timed runs: a regression",
+    COLD_START_REGRESSION: "a launched server's launch to ready or first request grew "
+                           "beyond the threshold, the interval above 0, neither side busy "
+                           "(at least 3 launches a side): a regression",
     FAILED: "ok in the baseline, failed now: a regression",
     MISSING: "ok in the baseline, not measured by a new run that did not finish: a "
              "regression",
@@ -59,7 +63,8 @@ CASE = {
 }
 
 # the case verdicts that fail the gate
-FAILING = (REGRESSION, SCORES_MOVED, MEMORY_REGRESSION, TIMED_COMPILES, FAILED, MISSING)
+FAILING = (REGRESSION, SCORES_MOVED, MEMORY_REGRESSION, TIMED_COMPILES, FAILED, MISSING,
+           COLD_START_REGRESSION)
 
 # --- the whole comparison (`compare`, `ab`): its outcome and exit code ------------------
 PASS = "pass"

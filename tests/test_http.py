@@ -21,7 +21,7 @@ from mibench.harness.config.matrix import expand
 from mibench.harness.records import SCHEMA_FILE, read_artifact
 from mibench.harness.report import latency
 from mibench.harness.report.tables import results_matrix, rows_of
-from mibench.harness.run.http_case import arrivals
+from mibench.harness.run.http_send import arrivals
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import exit_code, run
 from mibench.harness.serve import Served

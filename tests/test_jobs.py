@@ -144,8 +144,12 @@ OTHER_LOOPS = {
     ("engines/profile.py", "_ms"): "the stage profile: sub-programs synced one by one",
     ("harness/jobs/overhead.py", "main"): "rounds: the wall time of `measure()` and of "
                                           "`runner.run` as wholes, around the one loop",
-    ("harness/run/http_case.py", "open_loop"): "a server's load: requests sent on a Poisson "
+    ("harness/run/http_send.py", "open_loop"): "a server's load: requests sent on a Poisson "
                                                "schedule, each one's latency (no engine call)",
+    ("harness/run/cold_start.py", "one_launch"): "a fresh server's first and warm requests, "
+                                                 "one at a time (no engine call)",
+    ("engines/modes/extend.py", "extend_batch_times"): "the per-batch synced pass, outside "
+                                                       "the timed runs (batch_s)",
     ("engines/compile.py", "compile_case"): "compile time of each TPU program (nothing runs)",
     ("harness/run/compile_worker.py", "serve"): "a compile worker's case wall time",
     ("harness/jobs/calibrate.py", "_burn"): "a busy loop: the calibration's background load",

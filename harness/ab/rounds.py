@@ -44,7 +44,14 @@ from mibench.harness.run.worker import WorkerPool, probe_env
 from mibench.harness.stats.paired import paired_test, round_log_ratio
 from mibench.harness.stats.scores import SCORE_TOL, max_log_diff
 from mibench.harness.util import now
-from mibench.harness.verdicts import EXIT_CODES, NOT_COMPARED, PASS, REGRESSION, UNTESTED
+from mibench.harness.verdicts import (
+    COLD_START_REGRESSION,
+    EXIT_CODES,
+    NOT_COMPARED,
+    PASS,
+    REGRESSION,
+    UNTESTED,
+)
 
 
 def _sample(rec: CaseRecord, r: int, first: bool) -> RoundSample:
@@ -247,7 +254,7 @@ def case_verdict(case: ABCase) -> str:
 def overall(record: ABRecord) -> str:
     """The run's outcome (harness/verdicts.py): regression, not compared or pass."""
     verdicts = [c.verdict for c in record.cases]
-    if any(v == REGRESSION for v in verdicts):
+    if any(v in (REGRESSION, COLD_START_REGRESSION) for v in verdicts):
         return REGRESSION
     costs = any(c.cost is not None and c.cost.base.status == c.cost.new.status == "ok"
                 for c in record.cases)

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mibench.errors import MibenchError
+from mibench.harness.ab import server_metrics
 from mibench.harness.ab.revisions import resolve, worktree
 from mibench.harness.ab.rounds import checkpoints, judge, overall
 from mibench.harness.config import CaseSpec, Config, expand
@@ -125,8 +126,14 @@ def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int =
             ab_case = ABCase(case_id=case.case_id, engine=case.engine, mode=case.mode,
                              params=dict(case.params), model=case.model, dtype=case.dtype,
                              tp=case.tp, workload=case.workload.as_dict())
-            scores = _measure(case, pools, record.order, interleave, ab_case, note)
-            judge(ab_case, scores, paired.ALPHA, paired.MIN_EFFECT, interleaved=True)
+            if case.http.slo is not None:  # capacity: ab/server_metrics.py
+                _capacity(case, pools, record.order, ab_case, note)
+            else:
+                scores = _measure(case, pools, record.order, interleave, ab_case, note)
+                judge(ab_case, scores, paired.ALPHA, paired.MIN_EFFECT, interleaved=True)
+            if case.http.cold_starts:
+                server_metrics.cold_rounds(case, pools, record.order, ab_case, paired.ALPHA,
+                                           paired.MIN_EFFECT, note)
             ab_case.servers = {name: pools[name].info(case.engine_key) for name in pools
                                if pools[name].info(case.engine_key) is not None}
             record.cases.append(ab_case)
@@ -156,7 +163,8 @@ class _Side:
         self.engine = load_engine("http", model=case.model, dtype=case.dtype, tp=case.tp,
                                   **server)
         self.bodies = Bodies(case, self.engine)  # request i's body, built when sent
-        self.client = HttpClient(server["base_url"], case.http.timeout_s)
+        self.url = server["base_url"]
+        self.client = HttpClient(self.url, case.http.timeout_s)
 
     def send(self, i: int) -> tuple[float, list[list[float]] | None, str | None]:
         """Request i: (latency s, scores or None, the failure or None)."""
@@ -185,6 +193,31 @@ def _side(case: CaseSpec, pool: ServerPool, failed: dict[str, str], name: str):
     except ServerFailed as e:
         failed[name] = f"the server did not start: {e}"
         return None
+
+
+def _capacity(case: CaseSpec, pools: dict[str, ServerPool], order: list[list[str]],
+              ab_case: ABCase, note: Note) -> None:
+    """Both sides' servers up; their capacities measured in rounds (ab/server_metrics.py).
+    A side whose server does not start fails its rounds (judged as in `_measure`)."""
+    from mibench.harness.stats import paired
+
+    failed: dict[str, str] = {}
+    sides = {name: _side(case, pool, failed, name) for name, pool in pools.items()}
+    try:
+        if not failed:
+            server_metrics.capacity_rounds(case, sides, order, ab_case, paired.ALPHA,
+                                           paired.MIN_EFFECT, note)
+            return
+        for r, names in enumerate(order):
+            for position, name in enumerate(names):
+                getattr(ab_case, name).append(RoundSample(
+                    round=r, first=position == 0, status="failed" if name in failed else "ok",
+                    error=failed.get(name)))
+        judge(ab_case, {}, paired.ALPHA, paired.MIN_EFFECT, interleaved=True)
+    finally:
+        for side in sides.values():
+            if side is not None:
+                side.close()
 
 
 def _measure(case: CaseSpec, pools: dict[str, ServerPool], order: list[list[str]],

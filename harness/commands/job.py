@@ -6,6 +6,7 @@ calls the job's plain function (imported on call, so `mibench --help` stays ligh
     mibench job calibrate --out DIR [--trials 20] [--rounds 5] [--no-load]
     mibench job verdicts --out DIR [--part level|aa|slow|memory ...] [--pairs 10]
     mibench job http-overhead [--calls 40]
+    mibench job invariance [--out DIR] [--no-serve]
 
 On a machine without the console script: `python -m mibench.harness.cli job ...`.
 """
@@ -111,3 +112,21 @@ def verdicts(out: Annotated[Path, typer.Option(help="Folder for the runs, the sc
         if p not in PARTS:
             raise MibenchError(f"unknown part {p!r} ({', '.join(PARTS)})", field="--part")
     job.main(out, list(part or PARTS), pairs, aa_runs, level_runs)
+
+
+@job_app.command("invariance")
+@guarded
+def invariance(out: Annotated[Path | None, typer.Option(help="Folder for invariance.json "
+                                                            "and invariance.md.")] = None,
+               model: Annotated[str, typer.Option(help="The model (float32).")]
+               = "embedded:tiny",
+               serve: Annotated[bool, typer.Option(help="Also the serve rows (launches "
+                                                        "mibench serve per mode).")] = True):
+    """Batch invariance of mibench's engines, every mode: an item alone against the same
+    item among others in the mode's batching, with its negative controls (docs/parity.md;
+    a few minutes on 2 cores). Exit 1 when a stated property does not hold."""
+    from mibench.harness.jobs import invariance as job
+    from mibench.harness.jobs import invariance_serve
+
+    result = job.main(out, model, invariance_serve.serve_rows if serve else None)
+    raise typer.Exit(0 if result["all_hold"] else 1)

@@ -84,6 +84,28 @@ class LaunchSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class SloPlan:
+    """An http case's latency budget and capacity search (config/server_measures.py `Slo`,
+    harness/run/slo.py): `percentile` of the answered requests within `budget_ms`,
+    `requests` per step."""
+
+    percentile: float
+    budget_ms: float
+    max_error_rate: float
+    start_rate: float
+    min_rate: float
+    max_rate: float
+    precision: float
+    requests: int
+    repeats: int
+    max_steps: int
+
+    def label(self) -> str:
+        """`p99:500ms`, the case id's part."""
+        return f"p{self.percentile:g}:{self.budget_ms:g}ms"
+
+
+@dataclasses.dataclass(frozen=True)
 class HttpPlan:
     """An `engine: http` case's server and load (docs/configs.md): `clients` requests in
     flight (closed loop) or Poisson arrivals at `rate` requests/s (open loop, seeded by the
@@ -102,6 +124,11 @@ class HttpPlan:
     same_query: bool = False
     wire: str = "sglang"  # engines/wires: how requests are put to the server
     launch: LaunchSpec | None = None  # how mibench starts the server, with its arguments
+    slo: SloPlan | None = None  # a capacity search instead of one load at clients or rate
+    trials: int = 1  # the concurrency check's trials (fresh launches)
+    max_fail_rate: float = 0.0  # the concurrency check's fail rate allowed
+    cold_starts: int = 0  # fresh launches timed to ready and to a first answer
+    warm_requests: int = 5  # after each cold start's first request, one at a time
 
     @property
     def server(self) -> tuple:
@@ -123,6 +150,8 @@ class HttpPlan:
         launched server's arguments as `server_args`, its name as `server`."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                if f.name != "launch" and getattr(self, f.name) != f.default}
+        if self.slo is not None:
+            out["slo"] = dataclasses.asdict(self.slo)
         if self.launch is not None:
             out.pop("base_url", None)
             if self.launch.name:

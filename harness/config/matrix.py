@@ -17,8 +17,9 @@ import fnmatch
 import itertools
 
 from mibench.engines import MODES, OPTIONS, WIRES, MibenchError, parse_base_url
-from mibench.harness.config.cases import CaseSpec, HttpPlan, LaunchSpec, RunPlan
+from mibench.harness.config.cases import CaseSpec, HttpPlan, LaunchSpec, RunPlan, SloPlan
 from mibench.harness.config.spec import HTTP_FIELDS, Case, Config, Workload
+from mibench.harness.stats.capacity import min_samples
 from mibench.workloads import WorkloadSpec
 
 WORKLOAD_AXES = {"query_tokens": "q", "num_items": "items", "item_tokens": "item_len"}
@@ -88,11 +89,21 @@ def check_http(config: Config, i: int, case: Case) -> None:
     if case.wire is not None and case.wire not in WIRES:
         raise config.error(("cases", i, "wire"), f"unknown wire {case.wire!r} (known: "
                            f"{', '.join(WIRES)})")
-    if (case.clients is None) == (case.rate is None):
+    if case.slo is not None:
+        given = [k for k in ("clients", "rate", "requests") if getattr(case, k) is not None]
+        if given:
+            raise config.error(("cases", i, given[0]), f"{given[0]} is not used with slo: "
+                               "the search picks the open-loop rates (slo.start_rate ... "
+                               "max_rate) and slo.requests per step")
+    elif (case.clients is None) == (case.rate is None):
         raise config.error(("cases", i, "rate" if case.rate is not None else "engine"),
                            "an http case takes clients: N (closed loop, N requests in "
-                           "flight) or rate: R (open loop, R requests/s), "
+                           "flight), rate: R (open loop, R requests/s) or slo (the highest "
+                           "rate that meets a latency budget), "
                            + ("not both" if case.rate is not None else "one of them"))
+    if case.cold_start is not None and case.launch is None:
+        raise config.error(("cases", i, "cold_start"), "cold starts are fresh launches of "
+                           "a server mibench starts: give launch too")
 
 
 def _workload(config: Config, case: Case, i: int) -> Workload:
@@ -155,15 +166,18 @@ def _expand_case(config: Config, i: int, case: Case, model: str, dtype: str,
                                                      extra),
                                     engine=case.engine, mode=case.mode, params=params,
                                     model=model, dtype=dtype, tp=tp, workload=spec,
-                                    runs=plan if http is None else _http_runs(plan), index=i,
+                                    runs=plan if http is None else _http_runs(plan, http),
+                                    index=i,
                                     http=http))
     return out
 
 
-def _http_runs(plan: RunPlan) -> RunPlan:
+def _http_runs(plan: RunPlan, http: HttpPlan) -> RunPlan:
     """An http case is one load (warmup_requests, requests), in one process; runs.warmup,
-    timed and processes do not apply to it, its timeout_s and max_rss do."""
-    return dataclasses.replace(plan, warmup=0, timed=1, processes=1)
+    timed and processes do not apply to it, its timeout_s and max_rss do. With `slo` its
+    timed runs are the repeats at the rate found."""
+    timed = http.slo.repeats if http.slo is not None else 1
+    return dataclasses.replace(plan, warmup=0, timed=timed, processes=1)
 
 
 def _http_plans(config: Config, i: int, case: Case,
@@ -173,7 +187,9 @@ def _http_plans(config: Config, i: int, case: Case,
     if case.engine != "http":
         return [(None, ())]
     set_ = {k: getattr(case, k) for k in HTTP_FIELDS if getattr(case, k) is not None
-            and k not in ("clients", "rate", "launch", "server_args")}
+            and k not in ("clients", "rate", "launch", "server_args", "slo", "concurrency",
+                          "cold_start")}
+    set_ |= _measures(case)
     if spec.tokens == "constant" and spec.requests is None and not case.same_query:
         raise config.error(("cases", i, "same_query") if case.same_query is not None else
                            ("cases", i, "engine"), "with tokens: constant every request is "
@@ -181,13 +197,41 @@ def _http_plans(config: Config, i: int, case: Case,
                            "tokens: random")
     tail = (("same_query=true",) if case.same_query else ()) + (
         (f"served={case.served_model}",) if case.served_model else ())
-    loads = ([({"clients": n}, f"clients={n}") for n in case.clients]
-             if case.clients is not None else [({"rate": r}, f"rate={r:g}") for r in case.rate])
+    if case.slo is not None:
+        slo = slo_plan(case.slo)
+        loads = [({"slo": slo, "requests": slo.requests}, f"slo={slo.label()}")]
+    elif case.clients is not None:
+        loads = [({"clients": n}, f"clients={n}") for n in case.clients]
+    else:
+        loads = [({"rate": r}, f"rate={r:g}") for r in case.rate]
     out = []
     for launch, server_parts in _launches(case):  # a server's cases together: started once
         for load, part in loads:
             out.append((HttpPlan(launch=launch, **load, **set_),
                         (*server_parts, part, *tail)))
+    return out
+
+
+def slo_plan(slo) -> SloPlan:
+    """The config's `slo` section as the runner's plan, defaults filled."""
+    percentile, budget = slo.budget()
+    low, high = slo.rates()
+    return SloPlan(percentile=percentile, budget_ms=budget, max_error_rate=slo.max_error_rate,
+                   start_rate=slo.start_rate, min_rate=low, max_rate=high,
+                   precision=slo.precision,
+                   requests=slo.requests or min_samples(percentile), repeats=slo.repeats,
+                   max_steps=slo.max_steps)
+
+
+def _measures(case: Case) -> dict:
+    """The HttpPlan fields of the case's `concurrency` and `cold_start` sections."""
+    out = {}
+    if case.concurrency is not None:
+        out |= dict(trials=case.concurrency.trials,
+                    max_fail_rate=case.concurrency.max_fail_rate)
+    if case.cold_start is not None:
+        out |= dict(cold_starts=case.cold_start.launches,
+                    warm_requests=case.cold_start.warm_requests)
     return out
 
 

@@ -32,6 +32,7 @@ from mibench.engines import OPTIONS, Option
 from mibench.harness.config.base import Axis, Dtype, Rate, Seconds, Strict, nest
 from mibench.harness.config.bounds import at_most
 from mibench.harness.config.server import Launch, ServerArg
+from mibench.harness.config.server_measures import ColdStart, Concurrency, Slo
 from mibench.harness.config.yamlsource import ConfigError, Locations
 
 __all__ = ["Config", "ConfigError", "Case", "Workload", "WorkloadFields"]
@@ -220,6 +221,12 @@ HTTP_FIELDS = {
     "server_args": (dict[str, Axis(ServerArg)] | None,
                     Field(None, description="the launched server's flags; a list is an "
                                             "axis")),
+    "slo": (Slo | None, Field(None, description="a latency budget: the highest open-loop "
+                              "rate that meets it (instead of clients or rate)")),
+    "concurrency": (Concurrency | None, Field(None, description="the concurrency check's "
+                                              "trials and the fail rate allowed")),
+    "cold_start": (ColdStart | None, Field(None, description="fresh launches timed to "
+                                           "ready and to a first answer")),
 }
 
 # One line of `cases`: engine, mode, the mode options of the registry (lists expand), and

@@ -63,6 +63,13 @@ from mibench.harness.records.run import (
     Summary,
     read_artifact,
 )
+from mibench.harness.records.servers import (
+    ColdStartLaunch,
+    ColdStartRecord,
+    ConcurrencyTrial,
+    SloRecord,
+    SloStep,
+)
 
 KINDS = {SCHEMA: RunRecord, AB_SCHEMA: ABRecord, COMPILE_SCHEMA: CompileRecord}
 
@@ -73,7 +80,8 @@ def schemas() -> dict[str, dict]:
 
 
 __all__ = ["ABCase", "ABRecord", "AB_SCHEMA", "Artifact", "COMPILE_SCHEMA", "CaseCompile",
-           "CaseLoad", "CaseRecord", "Checkpoints", "CompileCase", "CompileRecord", "CompileTarget",
+           "CaseLoad", "ColdStartLaunch", "ColdStartRecord", "ConcurrencyTrial", "SloRecord",
+           "SloStep", "CaseRecord", "Checkpoints", "CompileCase", "CompileRecord", "CompileTarget",
            "DeviceRef", "Devices", "ErrorInfo", "GitInfo", "Header", "HttpMetrics", "HttpRequest",
            "Invocation", "ItemRange", "KINDS", "Latency", "LibTpu", "Metrics", "ModelRef",
            "ParityCheck", "ParityRecord", "Provenance", "Record", "ReferenceFigure",

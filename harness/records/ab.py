@@ -15,6 +15,7 @@ from mibench.harness.records.case import WorkloadRecord
 from mibench.harness.records.compile import CompileCase, CompileTarget, LibTpu
 from mibench.harness.records.io import read_json, schema_file
 from mibench.harness.records.run import CaseLoad, ServerInfo
+from mibench.harness.records.servers import ColdStartRecord, SloRecord
 from mibench.harness.verdicts import legacy_verdict
 
 # ab/2 adds `servers` (an A/B of server versions); ab/3 stores the verdict words of
@@ -25,7 +26,8 @@ from mibench.harness.verdicts import legacy_verdict
 AB_SCHEMA = "mibench.ab/3"
 AB_OLDER = ("mibench.ab/1", "mibench.ab/2")
 OLD_RUN_VERDICTS = {"no regression": "pass", "nothing compared": "not compared"}
-CaseVerdict = Literal["regression", "improvement", "unchanged", "inconclusive", "untested"]
+CaseVerdict = Literal["regression", "improvement", "unchanged", "inconclusive", "untested",
+                      "cold start regression"]
 
 
 def _legacy_timing(timing: dict) -> dict:
@@ -117,6 +119,12 @@ class ABCase(Record):
     cost: CostCheck | None = None  # compiled for the record's compile_target (JAX cases)
     # a server A/B (mibench ab --server-repo): each side's launched server
     servers: dict[str, ServerInfo] = {}
+    # an slo case: each side's capacity search (its rounds are measured at its rate found)
+    slo: dict[str, SloRecord] = {}
+    # a case with cold starts: each side's launches (one a round) and the paired tests of
+    # `launch to ready` and `first request`
+    cold_start: dict[str, ColdStartRecord] = {}
+    cold_timing: dict[str, Timing] = {}
     # regression (slower, moved scores, or new fails where base runs), improvement,
     # unchanged, inconclusive, untested (base failed or too few rounds)
     verdict: CaseVerdict | None = None

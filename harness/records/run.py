@@ -14,11 +14,15 @@ from mibench.errors import MibenchError
 from mibench.harness.records.base import ErrorInfo, Header, Measured, Record
 from mibench.harness.records.case import ModelRef, RunsRecord, TopologyRecord, WorkloadRecord
 from mibench.harness.records.io import read_json, schema_file
+from mibench.harness.records.load import CaseLoad
 from mibench.harness.records.references import ReferenceSet
+from mibench.harness.records.servers import ColdStartRecord, ConcurrencyTrial, SloRecord
 
 # run/2 adds, all optional: the run's invocation, a launched server's record, the parity
 # check `concurrency` and what it saw move; run/3 adds each case's `load` (how busy the
-# machine was while it was measured); run/1 and run/2 artifacts read as run/3
+# machine was while it was measured), and optionally an http case's capacity under a
+# latency budget (`slo`), its cold starts (`cold_start`) and the concurrency check's trials;
+# run/1 and run/2 artifacts read as run/3
 SCHEMA = "mibench.run/3"
 OLDER = ("mibench.run/1", "mibench.run/2")
 SCHEMA_FILE = schema_file(SCHEMA)
@@ -127,18 +131,6 @@ class ServerInfo(Record):
     source: dict | None = None  # git path, commit and dirty flag of launch.source
 
 
-class CaseLoad(Record):
-    """How busy the machine was while the case was measured (harness/run/load.py): the CPU
-    time of processes outside mibench's own process tree."""
-
-    window_s: float  # from the timed runs', warmup's or first call's start to their end
-    cpus: int  # CPUs the machine's clock ticks came from
-    other_share: float  # other processes' CPU time / the machine's (window x cpus), 0..1
-    other_cpu_s: float  # their CPU seconds in the window
-    own_cpu_s: float | None = None  # mibench's own process tree's (None: faked)
-    source: str  # "/proc", or "fake: MIBENCH_FAKE_OTHER_LOAD=..." (tests, demos)
-
-
 class CaseRecord(Record):
     """One expanded case and everything measured for it."""
 
@@ -174,6 +166,10 @@ class CaseRecord(Record):
     http: HttpMetrics | None = None  # an `engine: http` case's load and latencies
     server: ServerInfo | None = None  # the server mibench launched for an http case
     load: CaseLoad | None = None  # how busy the machine was (None: not recorded, before run/3)
+    # an http case with `slo:`: its capacity search (records/servers.py)
+    slo: SloRecord | None = None
+    # an http case with `cold_start:`: its fresh launches
+    cold_start: ColdStartRecord | None = None
 
 
 class ParityCheck(Record):
@@ -202,6 +198,15 @@ class ParityCheck(Record):
     error: str | None = None
     # concurrency: the requests' items whose scores moved under load, largest first
     moved: list[str] = []
+    # concurrency with trials: each trial (a fresh launch), the fails out of them, the
+    # observed fail rate with its 95% interval (`interval`: its method) and the bound
+    trials: list[ConcurrencyTrial] = []
+    fails: int | None = None
+    fail_rate: Measured = None
+    fail_low: Measured = None
+    fail_high: Measured = None
+    interval: str | None = None
+    max_fail_rate: Measured = None
 
 
 class ParityRecord(Record):

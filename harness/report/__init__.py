@@ -22,6 +22,7 @@ from mibench.harness.report import (
     reference_pairs,
     references,
     resources,
+    servers,
     tables,
 )
 from mibench.harness.report.figures import Pair
@@ -178,6 +179,9 @@ def build_context(records: list[RunRecord], baseline: RunRecord | None = None,
         "batches": tables.batch_table(rows),
         "latency": latency.latency_table(rows),
         "servers": latency.servers_table(rows),
+        "capacity": servers.capacity_table(rows),
+        "trials": servers.trials_table(records),
+        "cold_starts": servers.cold_start_table(rows),
         "environment": tables.environment_table(([baseline] if baseline else []) + records),
         "repro": tables.repro_table(rows),
         "plots": {},
@@ -267,6 +271,7 @@ def draw_plots(context: dict, out: Path) -> dict[str, str]:
         "topology": plots.scaling_chart(groups.topology_lines(rows),
                                         Path(f"{stem}-topology.png")),
         "latency": latency.cdf_chart(rows, Path(f"{stem}-latency.png")),
+        "capacity": servers.capacity_chart(rows, Path(f"{stem}-capacity.png")),
         "commits": figures.comparison_plot(pairs, names, Path(f"{stem}-commits.png")),
     }
     return {k: p.name for k, p in made.items() if p is not None}

@@ -23,6 +23,9 @@ def http_rows(rows: list[Row]) -> list[Row]:
 
 def _load(row: Row) -> str:
     p = row.case.params
+    if row.case.slo is not None:
+        return f"slo: repeats at {fmt.num(row.case.slo.rate)}/s" if row.case.slo.rate \
+            else f"slo: {row.case.slo.status}"
     if row.case.http.load == "closed":
         n = p.get("clients")
         return f"{n} client{'s' * (n != 1)}"

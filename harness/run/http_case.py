@@ -37,17 +37,11 @@ work happens on a machine the harness does not see.
 from __future__ import annotations
 
 import collections
-import concurrent.futures
-import threading
-import time
 import traceback
 from collections.abc import Callable
 
-import numpy as np
-
-from mibench.engines import HttpClient, MibenchError, fact_problem
+from mibench.engines import MibenchError, fact_problem
 from mibench.harness.config.cases import CaseSpec, HttpPlan
-from mibench.harness.config.http_load import MAX_IN_FLIGHT
 from mibench.harness.records import (
     CaseRecord,
     ErrorInfo,
@@ -55,13 +49,12 @@ from mibench.harness.records import (
     HttpRequest,
     Metrics,
 )
-from mibench.harness.run.http_feed import Bodies, Built, Feed
+from mibench.harness.run import slo
+from mibench.harness.run.http_feed import Bodies
+from mibench.harness.run.http_send import INVALID, Load, closed_loop, open_loop, warm_up
 from mibench.harness.run.measure import deadline
 from mibench.harness.stats.describe import latency_of, summarize
 from mibench.harness.stats.metrics import score_digest
-
-ERROR_CHARS = 500
-INVALID = "invalid"  # a 200 whose scores are not the request's (wire.decode)
 
 
 def server_mismatch(facts: dict, case: CaseSpec) -> MibenchError | None:
@@ -88,129 +81,6 @@ def server_mismatch(facts: dict, case: CaseSpec) -> MibenchError | None:
                             "set model.dtype to the server's (parity tolerances follow it)",
                             field="model.dtype")
     return None
-
-
-class Load:
-    """The case's bodies as they are built (`feed`) and what came back for each; `tokens`
-    keeps each sent request's token count (for tokens/s)."""
-
-    def __init__(self, plan: HttpPlan, bodies: Bodies, base_url: str):
-        self.plan, self.bodies, self.base_url = plan, bodies, base_url
-        self.feed = Feed(bodies, 0, plan.warmup_requests + plan.requests)
-        self.tokens = [0] * (plan.warmup_requests + plan.requests)
-        self.first_scores: list[list[float]] | None = None
-        self.stop = threading.Event()
-        self._clients: list[HttpClient] = []
-        self._lock = threading.Lock()
-
-    def client(self) -> HttpClient:
-        c = HttpClient(self.base_url, self.plan.timeout_s)
-        with self._lock:
-            self._clients.append(c)
-        return c
-
-    def close(self) -> None:
-        self.feed.close()
-        with self._lock:
-            for c in self._clients:
-                c.close()
-
-    def send(self, client: HttpClient, built: Built, start: float,
-             scheduled: float | None = None) -> HttpRequest:
-        """Send a built request; its record (times relative to `start`)."""
-        b, i = self.bodies, built.index
-        self.tokens[i] = built.tokens
-        t0 = time.perf_counter()
-        reply = b.wire.send(client, built.body)
-        t1 = time.perf_counter()
-        status, error = reply.status, None
-        if reply.ok:
-            try:
-                scores = b.wire.decode(reply, built.items, b.labels, b.softmax, b.dtype)
-                if i == 0:
-                    self.first_scores = scores
-            except ValueError as e:  # names the item
-                status, error = INVALID, f"request {i}: {e}"
-        else:
-            error = reply.text(ERROR_CHARS)
-        return HttpRequest(sent_s=t0 - start, latency_s=t1 - t0, status=status,
-                           items=built.items,
-                           lag_s=None if scheduled is None else max(0.0, t0 - scheduled),
-                           error=error[:ERROR_CHARS + 3] if error else None)
-
-
-def closed_loop(load: Load, first: int, n: int, clients: int,
-                out: list[HttpRequest | None]) -> None:
-    """`clients` threads, each sending the next request when its last one is answered."""
-    failures = []
-
-    def worker(start: float) -> None:
-        c = load.client()
-        try:
-            while not load.stop.is_set() and (built := load.feed.take()) is not None:
-                out[built.index - first] = load.send(c, built, start)
-        except BaseException as e:  # a bug here, not a failed request: re-raised below
-            failures.append(e)
-
-    start = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(start,), daemon=True,
-                                name=f"mibench-http-{k}") for k in range(min(clients, n))]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        load.stop.set()
-    if failures:
-        raise failures[0]
-
-
-def arrivals(n: int, rate: float, seed: int) -> np.ndarray:
-    """Poisson arrival times (seconds from the first, which is at 0)."""
-    gaps = np.random.default_rng(seed).exponential(1.0 / rate, max(n - 1, 0))
-    return np.concatenate([[0.0], np.cumsum(gaps)])
-
-
-def open_loop(load: Load, first: int, n: int, rate: float, seed: int,
-              out: list[HttpRequest | None]) -> None:
-    """Requests sent at Poisson arrivals of `rate` per second, whatever is in flight (at
-    most MAX_IN_FLIGHT: a later arrival waits for one to end, and records its lag)."""
-    local, failures = threading.local(), []
-    slots = threading.BoundedSemaphore(min(n, MAX_IN_FLIGHT))
-
-    def task(built: Built, start: float, scheduled: float) -> None:
-        try:
-            if getattr(local, "client", None) is None:
-                local.client = load.client()
-            out[built.index - first] = load.send(local.client, built, start, scheduled)
-        except BaseException as e:  # a bug here, not a failed request: re-raised below
-            failures.append(e)
-        finally:
-            slots.release()
-
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(n, MAX_IN_FLIGHT),
-                                                 thread_name_prefix="mibench-http")
-    times = arrivals(n, rate, seed)
-    try:
-        start = time.perf_counter()
-        for k in range(n):
-            when = start + float(times[k])
-            delay = when - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-            slots.acquire()
-            built = load.feed.take()
-            if built is None or failures:
-                slots.release()
-                break
-            pool.submit(task, built, start, when)
-        pool.shutdown(wait=True)
-    finally:
-        load.stop.set()
-        pool.shutdown(wait=False, cancel_futures=True)
-    if failures:
-        raise failures[0]
 
 
 def http_metrics(plan: HttpPlan, measured: list[HttpRequest],
@@ -249,15 +119,7 @@ def _send_all(case: CaseSpec, load: Load, warm: list[HttpRequest],
               measured: list[HttpRequest | None], tick: Callable[[str], None]) -> None:
     """The warmup requests one at a time, then the measured load (module docstring)."""
     plan = case.http
-    client = load.client()
-    start = time.perf_counter()
-    for _ in range(plan.warmup_requests):
-        warm.append(load.send(client, load.feed.take(), start))
-    tick("warmup")
-    if warm and all(r.status != 200 for r in warm):
-        raise MibenchError(f"all {len(warm)} warmup request(s) failed (first: "
-                           f"{warm[0].status}: {warm[0].error}); the load was not "
-                           "sent", field="base_url")
+    warm_up(load, plan.warmup_requests, warm, tick)
     first, n = plan.warmup_requests, plan.requests
     if plan.clients is not None:
         closed_loop(load, first, n, plan.clients, measured)
@@ -284,9 +146,16 @@ def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], No
             problem = server_mismatch(rec.resolved.get("server") or {}, case)
             if problem is not None:
                 raise problem
-            load = Load(plan, Bodies(case, engine), engine.base_url)
+            bodies = Bodies(case, engine)
             measuring()
-            _send_all(case, load, warm, measured, tick)
+            if plan.slo is not None:  # the capacity search (run/slo.py)
+                load = Load(plan, bodies, engine.base_url, count=plan.warmup_requests)
+                warm_up(load, plan.warmup_requests, warm, tick)
+                rec.slo = slo.new_record(plan)
+                slo.search(case, bodies, engine.base_url, rec.slo, measured, tick)
+            else:
+                load = Load(plan, bodies, engine.base_url)
+                _send_all(case, load, warm, measured, tick)
     except Exception as e:
         rec.status = "failed"
         rec.error = ErrorInfo(type=type(e).__name__, message=str(e),
@@ -297,7 +166,8 @@ def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], No
     rec.warmup_s = [r.latency_s for r in warm]
     done = [(r, i) for i, r in enumerate(measured) if r is not None]
     offset = plan.warmup_requests
-    tokens = [load.tokens[offset + i] for _, i in done] if load is not None else []
+    tokens = [load.tokens[offset + i] for _, i in done] \
+        if load is not None and rec.slo is None else []
     m = http_metrics(plan, [r for r, _ in done], warm)
     rec.http = m
     first = (warm or [r for r, _ in done] or [None])[0]
@@ -305,15 +175,18 @@ def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], No
     if load is not None and load.first_scores is not None:
         rec.scores = [load.first_scores]
         rec.metrics.score_digest = score_digest(rec.scores)
-    case_numbers(rec, m, sum(t for (r, _), t in zip(done, tokens, strict=True)
-                             if r.status == 200))
+    if rec.slo is not None:  # timed: the repeats at the rate found
+        slo.case_numbers(rec)
+    else:
+        case_numbers(rec, m, sum(t for (r, _), t in zip(done, tokens, strict=True)
+                                 if r.status == 200))
     invalid = next((r for r in [*warm, *(r for r, _ in done)] if r.status == INVALID), None)
     if rec.status == "ok" and invalid is not None:  # wrong scores are never within a rate
         rec.status = "failed"
         rec.error = ErrorInfo(type="InvalidScores", traceback="",
                               message=f"the server answered 200 with scores that are not the "
                                       f"request's: {invalid.error}")
-    if rec.status == "ok" and m.error_rate > plan.max_error_rate:
+    if rec.status == "ok" and rec.slo is None and m.error_rate > plan.max_error_rate:
         rec.status = "failed"
         rec.error = ErrorInfo(
             type="HttpErrors", traceback="",

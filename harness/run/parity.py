@@ -254,40 +254,49 @@ def engine_label(case: CaseSpec) -> str:
 
 
 def concurrency_check(g: GroupParity, case: CaseSpec) -> ParityCheck:
-    """The `concurrency` check of one server (harness/run/concurrency.py)."""
-    from mibench.engines import load_engine
-    from mibench.harness.run import concurrency
+    """The `concurrency` check of one server: its trials, each on a fresh launch when
+    mibench launches it (harness/run/concurrency.py)."""
+    from mibench.harness.run import concurrency as cc
 
     tol, _ = tolerances("concurrency", case.dtype, g.spec.apply_softmax)
-    label = engine_label(case)
-    k = concurrency.REQUESTS
-    launched = case.http.launch is not None and g.servers is not None
+    label, k, plan = engine_label(case), cc.REQUESTS, case.http
+    launched = plan.launch is not None and g.servers is not None
     against = (f"the same {k} requests alone, first on a fresh server" if launched
                else f"the same {k} requests alone")
+    if plan.trials > 1:
+        against += f", {plan.trials} {'fresh launches' if launched else 'trials'}"
     try:
         facts = g.pool.get(case.engine_key)
         vocab, exclude = facts.model_config.vocab_size, facts.special_ids
-        reqs = concurrency.requests_of(g.spec, vocab, exclude, k, g.spec.seed)
-        others = concurrency.requests_of(g.spec, vocab, exclude, k, g.spec.seed + k)
+        reqs = cc.requests_of(g.spec, vocab, exclude, k, g.spec.seed)
+        others = cc.requests_of(g.spec, vocab, exclude, k, g.spec.seed + k)
         key = g.pool.bind(case.engine_key)
-        fresh = g.servers.fresh(case.engine_key) if launched else \
-            contextlib.nullcontext(dict(key[4])["base_url"])
-        with fresh as url:
-            local = load_engine("http", model=case.model, dtype=case.dtype, tp=case.tp,
-                                **{**dict(key[4]), "base_url": url})
-            alone = concurrency.score_alone(local, g.spec, reqs)
-            together = concurrency.score_together(local, g.spec, reqs, others)
-        found = concurrency.moved(alone, together, tol)
     except Exception as e:  # a server error is a parity error, not a crash
         return ParityCheck(check="concurrency", case_id=label, tolerance=tol, status="error",
                            against=against, error=f"{type(e).__name__}: {e}")
-    d = diff([r for t in together for r in t.tolist()], [r for a in alone for r in a.tolist()])
-    check = judge("concurrency", label, against, d, tol)
-    check.moved = [m.line() for m in found[:concurrency.SHOWN]]
-    if found:
-        check.error = (f"{len(found)} item(s) of {len({m.request for m in found})} of {k} "
-                       f"requests moved under load; largest: {found[0].line()}")
-    return check
+    trials = [_trial(g, case, key, launched, (reqs, others), tol, t)
+              for t in range(plan.trials)]
+    return cc.judge_trials(label, against, tol, trials, plan.max_fail_rate)
+
+
+def _trial(g: GroupParity, case: CaseSpec, key: EngineKey, launched: bool, requests,
+           tol: float, t: int):
+    """Trial `t` of the concurrency check: its record (an error is a trial's, not a
+    crash)."""
+    from mibench.engines import load_engine
+    from mibench.harness.records import ConcurrencyTrial
+    from mibench.harness.run import concurrency as cc
+
+    fresh = g.servers.fresh(case.engine_key, f"-fresh{t + 1}") if launched else \
+        contextlib.nullcontext((dict(key[4])["base_url"], None))
+    try:
+        with fresh as (url, startup_s):
+            local = load_engine("http", model=case.model, dtype=case.dtype, tp=case.tp,
+                                **{**dict(key[4]), "base_url": url})
+            trial = cc.run_trial(local, g.spec, *requests)
+        return cc.trial_record(t, trial, tol, startup_s)
+    except Exception as e:  # a server that did not start, or an answer that was not scores
+        return ConcurrencyTrial(trial=t, status="error", error=f"{type(e).__name__}: {e}")
 
 
 def _coarser(a: str, b: str) -> str:

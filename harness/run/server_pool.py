@@ -84,16 +84,17 @@ class ServerPool:
                       python=self.python, extra_env=self.env)
 
     @contextlib.contextmanager
-    def fresh(self, key: EngineKey):
+    def fresh(self, key: EngineKey, tag: str = "-fresh"):
         """A new server of `key`'s launch, started now and stopped at the end of the
-        block (the `concurrency` check scores on a server that has answered nothing yet):
-        yields its base_url, or the running server's for a key that is not launched."""
+        block (the `concurrency` check scores on a server that has answered nothing yet;
+        a cold start times it): yields its base_url and start-up seconds, or the running
+        server's base_url and None for a key that is not launched."""
         ident = server_id(key)
         if ident is None:
-            yield dict(key[4]).get("base_url") if len(key) > 4 else None
+            yield (dict(key[4]).get("base_url") if len(key) > 4 else None), None
             return
-        with self._server(ident, "-fresh") as started:
-            yield started.base_url
+        with self._server(ident, tag) as started:
+            yield started.base_url, started.startup_s
 
     def _start(self, ident: tuple) -> None:
         server = self._server(ident)

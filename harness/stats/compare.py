@@ -79,6 +79,12 @@ from mibench.harness.stats.load import (
 )
 from mibench.harness.stats.memory import DEFAULT_MEMORY_THRESHOLD, MemoryCheck, memory_check
 from mibench.harness.stats.scores import ScoreCheck, score_check
+from mibench.harness.stats.server_compare import (
+    MetricChange,
+    capacity_change,
+    capacity_timing,
+    cold_start_changes,
+)
 from mibench.harness.stats.significance import (
     DEFAULT_ALPHA,
     METHOD,
@@ -89,6 +95,7 @@ from mibench.harness.stats.significance import (
 )
 from mibench.harness.verdicts import (
     ADDED,
+    COLD_START_REGRESSION,
     FAILED,
     FAILING,
     FIXED,
@@ -147,6 +154,10 @@ class CaseChange:
     # recorded, an artifact before mibench.run/3); past the busy level: inconclusive
     base_other_load: float | None = None
     new_other_load: float | None = None
+    # an slo case: its capacity (the change above is its time per item at the budget);
+    # a case with cold starts: launch to ready and first request (stats/server_compare.py)
+    capacity: MetricChange | None = None
+    cold_start: tuple[MetricChange, ...] = ()
     # a word of harness/verdicts.py: TIMING, CASE
     verdict: str = UNCHANGED
     regression: bool = False
@@ -347,15 +358,21 @@ def case_change(base_rec: RunRecord, base: CaseRecord, new_rec: RunRecord, new: 
                           reason=f"{base.status} -> {new.status}, nothing to compare")
     scores = score_check(base, new)
     memory = memory_check(base, new, gate.memory_threshold)
-    timing = _timing(base, new, gate)
+    capacity = capacity_change(base, new, gate, timing_verdict)
+    timing = _timing(base, new, gate) if capacity is None else capacity_timing(capacity)
+    colds = tuple(cold_start_changes(base, new, gate, timing_verdict))
+    if timing["verdict"] not in FAILING and any(c.verdict == REGRESSION for c in colds):
+        worst = next(c for c in colds if c.verdict == REGRESSION)
+        timing |= dict(verdict=COLD_START_REGRESSION, reason=f"{worst.name} "
+                       f"{worst.change:+.1%}: {worst.reason}; {timing['reason']}")
     if scores.moved:
         timing |= dict(verdict=SCORES_MOVED, reason=f"{scores.note}; {timing['reason']}")
     if memory.regression:
         slower = timing["verdict"] in (REGRESSION, SCORES_MOVED)
         timing |= dict(verdict=timing["verdict"] if slower else MEMORY_REGRESSION,
                        reason=f"{memory.note}; {timing['reason']}")
-    return CaseChange(**common, **timing, scores=scores, memory=memory,
-                      regression=timing["verdict"] in FAILING)
+    return CaseChange(**common, **timing, scores=scores, memory=memory, capacity=capacity,
+                      cold_start=colds, regression=timing["verdict"] in FAILING)
 
 
 def compiled_in_timed_runs(change: CaseChange, new: CaseRecord) -> CaseChange:

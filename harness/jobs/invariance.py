@@ -1,0 +1,252 @@
+"""Batch invariance of mibench's own engines, measured (docs/parity.md, "Batch
+invariance"): for every mode, an item scored alone against the same item among others in
+the mode's own batching, and a request scored alone against the same request while
+`mibench serve` handles others; each with two negative controls that show the measurement
+can fail.
+
+    mibench job invariance [--out DIR]
+
+For each variant (a mode with options, `VARIANTS`) the target item x (3 tokens) is scored
+alone, then at each placement (n items, x at position k; the others 2 to 6 tokens long, so
+packed layouts, chunk shapes, extend batches and their padding buckets all change with
+the placement). `alone_vs_among` is the largest |ln a - ln b| over those placements. The
+stated property of each variant (`CLAIMS`) is `bitwise` (0 exactly) or `<= 1e-5` (the
+float32 modes tolerance); the job and its test (tests/test_invariance.py) check it.
+
+Controls, at the largest placement:
+- `neighbour_same`: one neighbour of x replaced by other tokens of the same length: x's
+  scores must not change at all (0: nothing of a neighbour reaches x); `neighbour_len`:
+  the neighbour one token longer: within the tolerance;
+- `leak`: the same alone-versus-among measurement with a deliberate leak switched on,
+  which must exceed the tolerance (caught): for the packed and chunked modes a leaking mask
+  (dense: item rows see every earlier token; segment: every item's segment starts at the
+  item region's start), for prefill_extend a leak across the items' rows (each item's last
+  hidden state moved by 1% of the mean over the rows its LM head pass joins), for the modes
+  without a mask or batch (single, torch) scores that move with the other items.
+
+The serve rows launch `mibench serve --mode M` and run the `concurrency` check's passes
+(harness/run/concurrency.py: alone, under load twice, alone again) with two different sets
+of other requests; their leak control is a server whose scores move with the requests in
+flight (`python -m mibench.harness.fake_server --inflight-shift`), which must fail the same check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+TOL = 1e-5  # the float32 `modes` tolerance on log scores (docs/parity.md)
+DELIM, LABELS = 151643, [198, 9834]
+QUERY_LEN, X_LEN = 24, 3
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    engine: str
+    mode: str
+    options: dict
+    placements: tuple[tuple[int, int], ...]  # (items, position of x)
+    batching: str  # what the placements vary, in words
+    leak: str  # the leak control's kind (LEAKS)
+
+
+EXTEND = ((4, 0), (4, 3), (9, 4), (9, 8), (13, 12))
+CHUNKS = ((4, 0), (4, 3), (9, 5), (9, 8))
+VARIANTS = (
+    Variant("jax", "single", {}, ((5, 0), (5, 4)), "other items in the request", "scores"),
+    Variant("jax", "packed", {"mask": "dense"}, ((4, 0), (4, 3), (9, 4)),
+            "packed with 3 or 8 neighbours, first, middle, last", "dense mask"),
+    Variant("jax", "packed", {"mask": "segment"}, ((4, 0), (4, 3), (9, 4)),
+            "packed with 3 or 8 neighbours, first, middle, last", "segment mask"),
+    Variant("jax", "chunked", {"chunk_size": 4, "mask": "segment"}, CHUNKS,
+            "chunks of 4 in one batch: first and last in the first chunk, inside a middle "
+            "one, a last chunk alone", "segment mask"),
+    Variant("jax", "chunked", {"chunk_size": 4, "mask": "dense", "schedule": "sequential"},
+            CHUNKS, "chunks of 4 one after another (padded alike), as above", "dense mask"),
+    Variant("jax", "prefill_extend", {"extend_batch_size": 4, "precompile_bs": [1, 2, 4]},
+            EXTEND, "extend batches of 4: positions 0 and 3, a later batch, a last batch "
+            "padded to bucket 1", "LM head rows"),
+    Variant("jax", "prefill_extend", {"extend_batch_size": 4, "mask": "dense"}, EXTEND,
+            "as above, the dense extend mask", "LM head rows"),
+    Variant("jax", "prefill_extend", {"extend_batch_size": 1}, ((4, 0), (9, 8)),
+            "one item per extend batch", "LM head rows"),
+    Variant("torch", "single", {}, ((5, 0), (5, 4)), "other items in the request", "scores"),
+    Variant("torch", "prefill_extend", {"extend_batch_size": 4}, EXTEND,
+            "extend batches of 4 (the reference's prefix-cached batches)", "scores"),
+)
+# the stated property of each variant: bitwise, or within TOL (measured: docs/parity.md)
+CLAIMS = {
+    ("jax", "single", ""): "bitwise",
+    ("jax", "packed", "mask=dense"): "tolerance",
+    ("jax", "packed", "mask=segment"): "tolerance",
+    ("jax", "chunked", "chunk_size=4,mask=segment"): "tolerance",
+    ("jax", "chunked", "chunk_size=4,mask=dense,schedule=sequential"): "tolerance",
+    ("jax", "prefill_extend", "extend_batch_size=4,precompile_bs=[1, 2, 4]"): "tolerance",
+    ("jax", "prefill_extend", "extend_batch_size=4,mask=dense"): "tolerance",
+    ("jax", "prefill_extend", "extend_batch_size=1"): "tolerance",
+    ("torch", "single", ""): "bitwise",
+    ("torch", "prefill_extend", "extend_batch_size=4"): "tolerance",
+}
+
+
+def options_label(options: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in options.items())
+
+
+@dataclasses.dataclass
+class Row:
+    engine: str
+    mode: str
+    options: str
+    batching: str
+    claim: str  # bitwise | tolerance
+    alone_vs_among: float  # max |d ln score| over the placements
+    neighbour_same: float
+    neighbour_len: float
+    leak_kind: str
+    leak: float
+    holds: bool  # the claim held, the neighbour controls held and the leak was caught
+
+    def verdict(self) -> str:
+        return "holds" if self.holds else "DOES NOT HOLD"
+
+
+def request(seed: int = 0, n: int = 13) -> tuple[list[int], list[int], list[list[int]]]:
+    """(query, x, neighbours): random token ids below the delimiter."""
+    rng = np.random.default_rng(seed)
+    query = rng.integers(0, 150000, QUERY_LEN).tolist()
+    x = rng.integers(0, 150000, X_LEN).tolist()
+    others = [rng.integers(0, 150000, int(rng.integers(2, 7))).tolist() for _ in range(n)]
+    return query, x, others
+
+
+def placed(x: list[int], others: list[list[int]], n: int, k: int) -> list[list[int]]:
+    """n items with x at position k, the rest from `others` in order."""
+    rest = others[:n - 1]
+    return rest[:k] + [x] + rest[k:]
+
+
+def log_diff(a, b) -> float:
+    tiny = np.finfo(np.float64).tiny
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.abs(np.log(np.maximum(a, tiny)) - np.log(np.maximum(b, tiny))).max())
+
+
+def scorer(engine, v: Variant) -> Callable[[list[int], list[list[int]]], np.ndarray]:
+    def score(query, items):
+        out = engine.score(query, items, LABELS, mode=v.mode, apply_softmax=False,
+                           delimiter=DELIM, semantics="delimited", **v.options)
+        return np.asarray(out.scores, np.float64)
+    return score
+
+
+def alone_vs_among(score, query, x, others, placements) -> float:
+    alone = score(query, [x])[0]
+    return max(log_diff(alone, score(query, placed(x, others, n, k))[k])
+               for n, k in placements)
+
+
+def measure(engine, v: Variant, seed: int = 0) -> Row:
+    """One variant's row (module docstring)."""
+    query, x, others = request(seed)
+    score = scorer(engine, v)
+    among = alone_vs_among(score, query, x, others, v.placements)
+    n, k = max(v.placements)
+    items = placed(x, others, n, k)
+    j = k - 1 if k > 0 else k + 1  # a neighbour of x
+    same = [list(i) for i in items]
+    same[j] = [(t + 1) % 150000 for t in items[j]]
+    longer = [list(i) for i in items]
+    longer[j] = items[j] + items[j][:1]
+    base = score(query, items)[k]
+    neighbour_same = log_diff(base, score(query, same)[k])
+    neighbour_len = log_diff(base, score(query, longer)[k])
+    with leaking(v.leak, engine):
+        leak = alone_vs_among(score, query, x, others, v.placements)
+    claim = CLAIMS[(v.engine, v.mode, options_label(v.options))]
+    bound = 0.0 if claim == "bitwise" else TOL
+    holds = among <= bound and neighbour_same == 0.0 and neighbour_len <= TOL and leak > TOL
+    return Row(v.engine, v.mode, options_label(v.options), v.batching, claim, among,
+               neighbour_same, neighbour_len, v.leak, leak, holds)
+
+
+@contextlib.contextmanager
+def leaking(kind: str, engine) -> Iterator[None]:
+    """The leak control `kind` switched on for the block (module docstring)."""
+    from unittest import mock
+
+    from mibench.engines.modes import extend, packed
+    from mibench.engines.modes.layout import PackedBatch
+
+    if kind == "dense mask":
+        dense = PackedBatch.dense_mask
+
+        def leaky_mask(self):
+            mask = dense(self)
+            t = mask.shape[-1]
+            return mask | np.tril(np.ones((t, t), bool))[None]
+        patch = mock.patch.object(PackedBatch, "dense_mask", leaky_mask)
+    elif kind == "segment mask":
+        pack = packed.pack
+
+        def leaky_pack(*a, **kw):
+            b = pack(*a, **kw)
+            return dataclasses.replace(b, seg_start_bi=np.zeros_like(b.seg_start_bi))
+        patch = mock.patch.object(packed, "pack", leaky_pack)
+    elif kind == "LM head rows":
+        join = extend.join_rows
+
+        def leaky_rows(*a, **kw):
+            h = join(*a, **kw)
+            return h + 0.01 * h.mean(axis=0, keepdims=True)
+        patch = mock.patch.object(extend, "join_rows", leaky_rows)
+    else:  # "scores": each item's scores move with the request's other items
+        score = engine.score
+
+        def leaky_score(query, items, *a, **kw):
+            out = score(query, items, *a, **kw)
+            shift = np.exp(1e-3 * (len(items) - 1))
+            return dataclasses.replace(out, scores=[[s * shift for s in row]
+                                                    for row in out.scores])
+        patch = mock.patch.object(engine, "score", leaky_score)
+    with patch:
+        yield
+
+
+def engines(model: str = "embedded:tiny") -> dict:
+    from mibench.engines import load_engine
+
+    return {name: load_engine(name, model=model, dtype="float32") for name in ("jax", "torch")}
+
+
+def main(out: Path | None = None, model: str = "embedded:tiny",
+         more: Callable[[str], list[Row]] | None = None) -> dict:
+    """Every variant's row and `more(model)`'s (the serve rows: jobs/invariance_serve.py),
+    as JSON and a Markdown table in `out`."""
+    built = engines(model)
+    rows = [measure(built[v.engine], v) for v in VARIANTS]
+    rows += more(model) if more is not None else []
+    result = {"model": model, "tolerance": TOL, "rows": [dataclasses.asdict(r) for r in rows],
+              "all_hold": all(r.holds for r in rows)}
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "invariance.json").write_text(json.dumps(result, indent=1) + "\n")
+        (out / "invariance.md").write_text(markdown(rows) + "\n")
+    print(markdown(rows))
+    return result
+
+
+def markdown(rows: list[Row]) -> str:
+    head = ("| engine | mode | options | batching varied | stated | alone vs among | "
+            "neighbour changed (same length) | neighbour one longer | leak control | "
+            "leak caught | verdict |\n|---|---|---|---|---|---:|---:|---:|---|---:|---|")
+    body = [f"| {r.engine} | {r.mode} | {r.options or '-'} | {r.batching} | "
+            f"{'bitwise' if r.claim == 'bitwise' else f'<= {TOL:g}'} | {r.alone_vs_among:.2g} | "
+            f"{r.neighbour_same:.2g} | {r.neighbour_len:.2g} | {r.leak_kind} | {r.leak:.2g} | "
+            f"{r.verdict()} |" for r in rows]
+    return "\n".join([head, *body])

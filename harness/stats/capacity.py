@@ -1,0 +1,174 @@
+"""Capacity under a latency budget (pure: numbers in, numbers out): how many samples a
+percentile needs, its distribution-free interval, when a load step has certainly missed
+its budget, when the client rather than the server fell behind, and the bounded search
+over the open-loop rate (harness/run/slo.py measures; this module decides).
+
+**Samples per step.** The p-th percentile of n latencies is the ceil(q n)-th smallest
+(nearest rank, q = p / 100). Its distribution-free 95% interval is a pair of order
+statistics (the number of samples below the true percentile is Binomial(n, q)); its upper
+end lies inside the sample only when P(all n below the percentile) = q^n <= 2.5%, i.e.
+n >= ln(0.025) / ln(q): 368 for p99, 72 for p95, 36 for p90, 6 for p50. With fewer samples
+the sample cannot bound the percentile from above, so a step that "meets" the budget would
+prove nothing: `min_samples` is the default and the least a config may ask for.
+
+**The search.** Rates grow by FACTOR from `start` until one misses the budget (or `max`
+meets it: the budget never binds, no capacity is claimed), or shrink by FACTOR until one
+meets it (or `min` misses: not met); then the bracket [highest met, lowest missed] is cut
+at its geometric middle until missed / met <= 1 + precision. The capacity is the highest
+rate that met the budget, always below a rate tried that missed it. A step whose client
+fell behind its schedule stops the search: that rate says nothing of the server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+CONFIDENCE = 0.95
+FACTOR = 2.0  # the search's step while it brackets the budget
+LATE_MIN_S = 0.010  # a send this late after its arrival is late whatever the rate
+LATE_GAP_SHARE = 0.5  # ... or half the mean gap between arrivals, if larger
+MAX_LATE_SHARE = 0.05  # more late sends than this: the client could not offer the rate
+
+
+def min_samples(percentile: float, confidence: float = CONFIDENCE) -> int:
+    """The fewest samples whose order statistics hold a two-sided `confidence` interval of
+    the `percentile` (module docstring): ceil(ln((1 - c) / 2) / ln(q))."""
+    q = percentile / 100
+    return max(1, math.ceil(math.log((1 - confidence) / 2) / math.log(q) - 1e-9))
+
+
+def samples_why(percentile: float, n: int) -> str:
+    """Why `n` samples per step: the sentence a record and the docs carry."""
+    need = min_samples(percentile)
+    return (f"{n} requests per step; the p{percentile:g}'s distribution-free 95% interval "
+            f"(order statistics) has its upper end inside the sample only from {need} on "
+            f"({percentile / 100:g}^n <= 2.5%)")
+
+
+def nearest_rank(sorted_ms: list[float], percentile: float) -> float:
+    """The nearest-rank percentile of sorted values (as stats/describe.py's)."""
+    k = max(1, math.ceil(percentile / 100 * len(sorted_ms) - 1e-9))
+    return sorted_ms[k - 1]
+
+
+def percentile_interval(sorted_ms: list[float], percentile: float,
+                        confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
+    """The distribution-free interval of the percentile: the order statistics l and u with
+    P(l <= rank < u) >= confidence for rank ~ Binomial(n, q); an end beyond the sample is
+    None."""
+    from scipy.stats import binom
+
+    n, q = len(sorted_ms), percentile / 100
+    if n == 0:
+        return None, None
+    alpha = (1 - confidence) / 2
+    lo = int(binom.ppf(alpha, n, q))  # samples below the percentile, at least lo
+    hi = int(binom.ppf(1 - alpha, n, q)) + 1
+    return (sorted_ms[lo - 1] if lo >= 1 else None, sorted_ms[hi - 1] if hi <= n else None)
+
+
+def certain_miss(over_budget: int, n: int, percentile: float) -> bool:
+    """Whether `over_budget` of a step's `n` requests over the budget already put its
+    nearest-rank percentile over it, whatever the others do."""
+    rank = max(1, math.ceil(percentile / 100 * n - 1e-9))
+    return over_budget >= n - rank + 1
+
+
+def late_after(rate: float) -> float:
+    """Seconds after its arrival a send counts as late at `rate`."""
+    return max(LATE_MIN_S, LATE_GAP_SHARE / rate)
+
+
+@dataclasses.dataclass(frozen=True)
+class Judged:
+    """A step against the budget: `meets`, whether its client fell behind, and why."""
+
+    meets: bool
+    saturated: bool
+    why: str
+
+
+def judge_step(latencies_ms: list[float], sent: int, failed: int, late: int,
+               percentile: float, budget_ms: float, max_error_rate: float,
+               stopped_early: bool = False) -> Judged:
+    """A step meets the budget when the percentile of its answered requests is within it,
+    its failed share within `max_error_rate`, and its client kept to the schedule."""
+    saturated = sent > 0 and late / sent > MAX_LATE_SHARE
+    p = f"p{percentile:g}"
+    if saturated:
+        return Judged(False, True, f"the client sent {late} of {sent} requests late "
+                                   f"(more than {MAX_LATE_SHARE:.0%}): it could not offer "
+                                   "the rate, so the step says nothing of the server")
+    rate = failed / sent if sent else 1.0
+    over = sum(1 for x in latencies_ms if x > budget_ms)
+    if stopped_early:
+        return Judged(False, False, f"stopped after {sent} requests: {over} answered over "
+                                    f"{budget_ms:g} ms and {failed} failed already decide "
+                                    f"the p{percentile:g} against the budget")
+    if rate > max_error_rate:
+        return Judged(False, False, f"{failed} of {sent} requests failed ({rate:.1%} > "
+                                    f"{max_error_rate:.1%})")
+    if not latencies_ms:
+        return Judged(False, False, "no request was answered")
+    value = nearest_rank(sorted(latencies_ms), percentile)
+    if value > budget_ms:
+        return Judged(False, False, f"{p} {value:.0f} ms > {budget_ms:g} ms")
+    return Judged(True, False, f"{p} {value:.0f} ms <= {budget_ms:g} ms, {failed} failed")
+
+
+@dataclasses.dataclass
+class RateSearch:
+    """The bounded search (module docstring): `next_rate()` says what to measure (None:
+    done), `observe(rate, judged)` takes its outcome; `status` and `rate`/`bound` say what
+    was found."""
+
+    start: float
+    low: float  # min_rate
+    high: float  # max_rate
+    precision: float
+    max_steps: int
+    met: float | None = None  # the highest rate that met the budget
+    missed: float | None = None  # the lowest rate above it that missed it
+    steps: int = 0
+    status: str | None = None  # set when the search ends
+
+    def next_rate(self) -> float | None:
+        if self.status is not None:
+            return None
+        if self.steps >= self.max_steps:
+            self.status = "imprecise"
+            return None
+        if self.steps == 0:
+            return min(max(self.start, self.low), self.high)
+        if self.met is not None and self.missed is not None:
+            if self.missed / self.met <= 1 + self.precision:
+                self.status = "found"
+                return None
+            return math.sqrt(self.met * self.missed)
+        if self.missed is None:  # everything met so far: go up
+            if self.met >= self.high:
+                self.status = "not bound"
+                return None
+            return min(self.met * FACTOR, self.high)
+        if self.missed <= self.low:  # everything missed so far, down to the floor
+            self.status = "not met"
+            return None
+        return max(self.missed / FACTOR, self.low)
+
+    def observe(self, rate: float, judged: Judged) -> None:
+        self.steps += 1
+        if judged.saturated:
+            self.status = "client saturated"
+        elif judged.meets:  # every rate proposed lies above `met` and below `missed`
+            self.met = rate
+        else:
+            self.missed = rate
+
+    def result(self) -> tuple[float | None, float | None]:
+        """(capacity, bound): the highest rate met and the lowest missed above it, when
+        the budget binds between them ("found", or "imprecise" with a bracket)."""
+        if self.status in ("found", "imprecise") and self.met is not None \
+                and self.missed is not None:
+            return self.met, self.missed
+        return None, None

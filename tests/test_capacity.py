@@ -1,0 +1,163 @@
+"""Capacity under a latency budget, the pure parts (harness/stats/capacity.py): how many
+samples a percentile needs and why, its distribution-free interval, when a step has
+certainly missed, the bounded search over the rate against a model server, and the
+config's checks. The search against launched servers: tests/test_servers_step2.py."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import textwrap
+
+import numpy as np
+import pytest
+
+from mibench.harness.config import ConfigError, load_config
+from mibench.harness.config.matrix import expand
+from mibench.harness.stats import capacity
+from mibench.harness.stats.capacity import Judged, RateSearch
+
+
+@pytest.mark.parametrize("p, n", [(99, 368), (95, 72), (90, 36), (50, 6), (99.9, 3688)])
+def test_samples_per_step_are_the_fewest_whose_interval_bounds_the_percentile(p, n):
+    assert capacity.min_samples(p) == n
+    q = p / 100
+    assert q ** n <= 0.025 < q ** (n - 1)  # the upper end inside the sample from n on
+    values = sorted(range(n))
+    assert capacity.percentile_interval(values, p)[1] is not None
+    assert capacity.percentile_interval(values[:-1], p)[1] is None
+    assert str(n) in capacity.samples_why(p, n)
+
+
+def test_the_percentile_interval_covers_the_true_percentile_95_percent_of_the_time():
+    rng = np.random.default_rng(0)
+    true = -math.log(1 - 0.9)  # the p90 of Exp(1)
+    hits = 0
+    for _ in range(400):
+        low, high = capacity.percentile_interval(sorted(rng.exponential(1, 100)), 90)
+        hits += low <= true <= high
+    assert 0.93 <= hits / 400 <= 1.0
+
+
+@pytest.mark.parametrize("n, p", [(6, 50), (10, 90), (12, 99)])
+def test_a_certain_miss_is_certain_and_nothing_earlier_is(n, p):
+    budget = 1.0
+    for over, under in itertools.product(range(n + 1), range(n + 1)):
+        if over + under > n:
+            continue
+        rest = n - over - under
+        best = sorted([2.0] * over + [0.5] * (under + rest))  # the rest all fast
+        worst = sorted([2.0] * (over + rest) + [0.5] * under)
+        if capacity.certain_miss(over, n, p):
+            assert capacity.nearest_rank(best, p) > budget
+        elif under == n - over:  # all answered: the miss is not certain, so it did not miss
+            assert capacity.nearest_rank(best, p) <= budget
+        assert capacity.nearest_rank(worst, p) >= capacity.nearest_rank(best, p)
+
+
+def served(capacity_rate: float, saturate_above: float = math.inf):
+    """A model server: meets the budget at rates up to `capacity_rate`; its client falls
+    behind above `saturate_above`."""
+    def judge(rate: float) -> Judged:
+        return Judged(rate <= capacity_rate and rate <= saturate_above,
+                      rate > saturate_above, "")
+    return judge
+
+
+def walk(search: RateSearch, judge) -> list[float]:
+    rates = []
+    while (rate := search.next_rate()) is not None:
+        rates.append(rate)
+        search.observe(rate, judge(rate))
+    return rates
+
+
+@pytest.mark.parametrize("true, start", [(3.3, 1.0), (0.2, 4.0), (17.0, 17.0), (1.0, 1.0)])
+def test_the_search_finds_the_rate_below_the_first_that_misses_within_its_precision(
+        true, start):
+    s = RateSearch(start=start, low=0.01, high=100, precision=0.1, max_steps=30)
+    rates = walk(s, served(true))
+    rate, bound = s.result()
+    assert s.status == "found"
+    assert rate <= true < bound <= rate * 1.1  # the budget binds between them
+    assert bound in rates and rate in rates and bound <= max(rates)  # both were measured
+    assert len(rates) <= 2 + math.ceil(math.log2(100 / 0.01)) + math.ceil(
+        math.log2(math.log(2) / math.log(1.1)))
+
+
+def test_the_search_says_when_the_budget_never_binds_or_is_never_met():
+    s = RateSearch(start=1, low=0.25, high=8, precision=0.1, max_steps=30)
+    assert walk(s, served(100)) == [1, 2, 4, 8] and s.status == "not bound"
+    assert s.result() == (None, None)  # no capacity claimed
+    s = RateSearch(start=1, low=0.25, high=8, precision=0.1, max_steps=30)
+    assert walk(s, served(0.1)) == [1, 0.5, 0.25] and s.status == "not met"
+
+
+def test_a_saturated_client_stops_the_search_and_an_imprecise_one_keeps_its_bracket():
+    s = RateSearch(start=1, low=0.01, high=100, precision=0.1, max_steps=30)
+    walk(s, served(50, saturate_above=6))
+    assert s.status == "client saturated" and s.result() == (None, None)
+    s = RateSearch(start=1, low=0.01, high=100, precision=0.01, max_steps=5)
+    walk(s, served(3.3))
+    rate, bound = s.result()
+    assert s.status == "imprecise" and rate <= 3.3 < bound
+
+
+def test_a_step_is_judged_on_its_percentile_errors_and_client():
+    ms = [10.0] * 35 + [300.0]
+    ok = capacity.judge_step(ms, 36, 0, 0, 90, 100, 0.0)
+    assert ok.meets and "p90 10 ms <= 100 ms" in ok.why
+    miss = capacity.judge_step([10.0] * 30 + [300.0] * 6, 36, 0, 0, 90, 100, 0.0)
+    assert not miss.meets and "p90 300 ms > 100 ms" in miss.why
+    errors = capacity.judge_step(ms, 37, 1, 0, 90, 100, 0.0)
+    assert not errors.meets and "1 of 37 requests failed" in errors.why
+    assert capacity.judge_step(ms, 37, 1, 0, 90, 100, 0.05).meets
+    late = capacity.judge_step(ms, 36, 0, 3, 90, 100, 0.0)
+    assert late.saturated and not late.meets and "client" in late.why
+    early = capacity.judge_step([300.0] * 4, 4, 0, 0, 90, 100, 0.0, stopped_early=True)
+    assert not early.meets and "stopped after 4 requests" in early.why
+
+
+HEAD = """name: t
+model: {path: "embedded:tiny", dtype: float32}
+workload: {query_tokens: 8, num_items: 2, item_tokens: 2, label_token_ids: [10],
+           apply_softmax: true}
+"""
+
+
+def cases_of(tmp_path, body: str):
+    path = tmp_path / "c.yaml"
+    path.write_text(HEAD + textwrap.dedent(body))
+    return expand(load_config(path))
+
+
+def test_an_slo_case_is_one_case_with_its_budget_in_the_id(tmp_path):
+    (case,) = cases_of(tmp_path, """
+        cases:
+          - {engine: http, base_url: "http://127.0.0.1:9", slo: {p99_ms: 500}}
+        """)
+    assert case.case_id == "http/single/slo=p99:500ms/tp=1"
+    s = case.http.slo
+    assert (s.percentile, s.budget_ms, s.requests, s.start_rate) == (99, 500, 368, 1.0)
+    assert (s.min_rate, s.max_rate, s.repeats) == (1 / 64, 64, 3)
+    assert case.runs.timed == 3  # the repeats are its timed runs
+
+
+@pytest.mark.parametrize("body, field, words", [
+    ("slo: {p99_ms: 500, p90_ms: 100}", "cases.0.slo", "exactly one budget"),
+    ("slo: {}", "cases.0.slo", "exactly one budget"),
+    ("slo: {p99_ms: 500, requests: 100}", "cases.0.slo", "needs at least 368"),
+    ("slo: {p90_ms: 50, start_rate: 100, max_rate: 10}", "cases.0.slo", "outside"),
+    ("slo: {p90_ms: 50}, rate: 5", "cases.0.rate", "not used with slo"),
+    ("slo: {p90_ms: 50}, requests: 5", "cases.0.requests", "not used with slo"),
+    ("clients: 1, cold_start: {launches: 3}", "cases.0.cold_start", "give launch"),
+    ("clients: 1, concurrency: {trials: 0}", "cases.0.concurrency.trials", ""),
+    ("clients: 1, concurrency: {max_fail_rate: 2}", "cases.0.concurrency.max_fail_rate", ""),
+])
+def test_bad_server_measures_name_their_field(tmp_path, body, field, words):
+    with pytest.raises(ConfigError) as e:
+        cases_of(tmp_path, f"""
+        cases:
+          - {{engine: http, base_url: "http://127.0.0.1:9", {body}}}
+        """)
+    assert field in str(e.value) and words in str(e.value)
