@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from nightly_fakes import BUSY, EXTEND, PACKED, FakeSteps, sha
 from typer.testing import CliRunner
 
 from mibench.errors import MibenchError
@@ -17,7 +18,6 @@ from mibench.harness.nightly.index import Folder, accept
 from mibench.harness.nightly.loop import NightlyOptions, nightly
 from mibench.harness.nightly.summary import MAX_LINES, render
 from mibench.harness.records.nightly import NightSummary, SummaryCase, read_index, read_summary
-from tests.nightly_fakes import BUSY, EXTEND, PACKED, FakeSteps, sha
 
 
 @pytest.fixture

@@ -12,7 +12,9 @@ harness/verdicts.py, in this order:
    unless the run is slower than the confirmed-bad level beyond the threshold and the
    noise (a further change: `suspected regression`, confirmed against the confirming
    night's commit) or faster (`ab` against that commit says whether it is fixed);
-3. not the same measurement as the baseline's, not in it, or too few timed runs:
+3. too few timed runs for an interval (an http case is one load, one timed run):
+   `inconclusive` for `ab` to decide when the run is slower than the threshold, else
+   `insufficient data`; not the same measurement as the baseline's, or not in it:
    `insufficient data`;
 4. a side measured on a busy machine: `inconclusive`, for `ab` to decide;
 5. fewer than `NEED_QUIET` quiet runs of one commit of the measurement in the folder:
@@ -145,11 +147,17 @@ def judge_case(e: Evidence, c: CaseChange, case: CaseRecord | None, mid: str, qu
               and k.measurement == mid] or [None])[-1]  # the latest: the level it is at now
     if known is not None:
         return judge_known(e, known, case, common)
-    if c.verdict in (NOT_COMPARABLE, ADDED, UNTESTED):
+    slower = (c.latency_change or 0.0) > e.threshold
+    if c.verdict == UNTESTED and slower:  # e.g. an http case: one load, one timed run
+        return Judgement(**common, verdict=INCONCLUSIVE, confirm=e.baseline_commit,
+                         suspected=True, reason=f"{c.reason}; it shows "
+                                                f"{c.latency_change:+.1%}: `ab` decides it")
+    if c.verdict == UNTESTED:
+        return Judgement(**common, verdict=INSUFFICIENT_DATA, reason=c.reason)
+    if c.verdict in (NOT_COMPARABLE, ADDED):
         return Judgement(**common, verdict=INSUFFICIENT_DATA,
                          reason=f"{c.verdict}: {c.reason}; `mibench nightly --reseed` "
                                 "starts a baseline of this config")
-    slower = (c.latency_change or 0.0) > e.threshold
     if busy(c.base_other_load, e.busy_level) or busy(c.new_other_load, e.busy_level):
         return Judgement(**common, verdict=INCONCLUSIVE, reason=c.reason,
                          confirm=e.baseline_commit, suspected=slower)
