@@ -6,7 +6,6 @@ Exit 0 pass, insufficient data or inconclusive; 1 a confirmed or known regressio
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated
 
@@ -21,17 +20,6 @@ from mibench.harness.commands.common import (
     parse_threshold,
     writable_folder,
 )
-
-UNITS = {"s": 1, "m": 60, "h": 3600}
-
-
-def parse_duration(text: str, field: str = "--budget") -> float:
-    """`90m`, `2h`, `45s` or seconds (`3600`) -> seconds; else a MibenchError naming
-    `field`."""
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
-    if not found:
-        raise MibenchError(f"not a duration: {text!r} (e.g. 90m, 2h, 600s)", field=field)
-    return float(found.group(1)) * UNITS[found.group(2) or "s"]
 
 
 @guarded
@@ -77,6 +65,7 @@ def nightly(config: Path,
     from mibench.harness.nightly.loop import NightlyOptions
     from mibench.harness.nightly.loop import nightly as one_night
     from mibench.harness.nightly.steps import RealSteps
+    from mibench.harness.util import parse_duration
 
     limit = parse_threshold(threshold)
     folder = checked_options(history, rounds, max_rounds, max_commits, seed_runs)

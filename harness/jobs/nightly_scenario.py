@@ -160,8 +160,8 @@ def checks(nights: dict, shas: list[str], noise: dict | None) -> list[tuple[str,
 
 def main(out: Path, seed_runs: int = 5, rounds: int = 5, max_rounds: int = 20,
          budget: str = "30m", noise: bool = True) -> int:
-    from mibench.harness.commands.nightly import parse_duration
     from mibench.harness.jobs.calibrate import _cpu
+    from mibench.harness.util import parse_duration
 
     out = Path(out).resolve()
     if out.exists():

@@ -148,10 +148,10 @@ def nightly(o: NightlyOptions, steps, clock: Callable[[], float] = time.monotoni
 
 
 def _runs(folder: Folder) -> list[RunRecord]:
-    from mibench.harness.commands.common import load
+    """Every run of the history (other kinds of file there are skipped)."""
     from mibench.harness.stats.history import load_dir
 
-    return load_dir(folder.runs, load).records
+    return load_dir(folder.runs).records
 
 
 def _to_confirm(js: list[Judgement]) -> dict[str, list[str]]:
