@@ -182,6 +182,8 @@ def test_an_undecided_ab_is_measured_again_then_left_open_and_not_marked(world):
     assert [c[4] for c in calls(steps, "ab")] == [5, 10]
     (case,) = [c for c in result.summary.cases if c.case_id == EXTEND]
     assert case.verdict == "suspected regression" and "left open, not marked" in case.reason
+    (left,) = result.summary.undecided
+    assert "`ab` left it inconclusive at 10 rounds" in left and "--rounds 40" in left
     assert result.exit_code == 0 and not result.summary.promoted
     assert not index(history).disproved and not index(history).known
 

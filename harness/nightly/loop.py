@@ -55,6 +55,7 @@ from mibench.harness.verdicts import (
     CONFIRMED_REGRESSION,
     DISPROVED,
     FAILED,
+    INCONCLUSIVE,
     INSUFFICIENT_DATA,
     KNOWN_REGRESSION,
     NOT_COMPARED,
@@ -62,10 +63,12 @@ from mibench.harness.verdicts import (
     REGRESSION,
     REMOVED,
     SKIPPED,
+    SUSPECTED_REGRESSION,
 )
 
 FAILS = (CONFIRMED_REGRESSION, KNOWN_REGRESSION, *UNTIMED_FAILS)
 PROMOTES = (PASS, DISPROVED, SKIPPED, REMOVED)  # every case one of these: a confirmed pass
+OPEN = (SUSPECTED_REGRESSION, INCONCLUSIVE, KNOWN_REGRESSION)  # words `ab` may leave open
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,19 +199,34 @@ def finish(o: NightlyOptions, steps, folder: Folder, index: NightlyIndex, night:
         index.baseline = Baseline(commit=commit, subject=subject, run_id=new.run_id,
                                   artifact=folder.relative(path), since=now(), reason="pass")
     links = steps.reports(path, folder.root / previous.artifact, folder.runs, night)
-    reproduce = [steps.ab_command(j.confirm, commit, [j.case_id], o.most_rounds)
-                 for j in js if j.verdict == CONFIRMED_REGRESSION][:1]
+    reproduce = [k_repro(steps, k, o) for k in known][:1]
     reproduce += [k_repro(steps, k, o) for k in index.open_known() if k not in known][:1]
-    undecided = [f"`{j.case_id}`: {j.reason.rsplit('not decided: ', 1)[-1]}; decide with "
-                 f"`{steps.ab_command(j.confirm, commit, [j.case_id], o.most_rounds * 2)}`"
-                 for j in js if j.confirm is not None and j.case_id not in found.cases]
     summary = NightSummary(
         config=o.config, commit=commit, subject=subject, baseline=previous.commit,
         verdict=word, exit_code=code, promoted=promote,
         cases=[_summary_case(j) for j in js], culprits=_culprits(index, js, known),
-        undecided=undecided, reproduce=[r for r in reproduce if r],
+        undecided=left_open(steps, js, found, commit, o), reproduce=[r for r in reproduce if r],
         noise=_noise(_runs(folder), new, folder), seconds=took)
     return write_night(o, folder, index, night, summary, [new.run_id], links)
+
+
+def left_open(steps, js: list[Judgement], found: Measured, commit: str,
+              o: NightlyOptions) -> list[str]:
+    """A line for each case `ab` was to decide and did not: why, and the command that
+    decides it (more rounds, on a quiet machine)."""
+    out = []
+    for j in js:
+        measured = j.case_id in found.cases
+        if j.confirm is None or j.verdict not in OPEN or (measured and j.purpose == "fix"):
+            continue
+        if measured:
+            rounds = found.cases[j.case_id][1].rounds
+            why = f"`ab` left it {found.cases[j.case_id][0].verdict} at {rounds} rounds"
+        else:
+            rounds, why = o.most_rounds, found.stopped.get(j.case_id, "not measured")
+        out.append(f"`{j.case_id}`: {why}; decide with "
+                   f"`{steps.ab_command(j.confirm, commit, [j.case_id], rounds * 4)}`")
+    return out
 
 
 def k_repro(steps, k, o: NightlyOptions) -> str:
