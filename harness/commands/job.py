@@ -6,7 +6,7 @@ calls the job's plain function (imported on call, so `mibench --help` stays ligh
     mibench job calibrate --out DIR [--trials 20] [--rounds 5] [--no-load]
     mibench job verdicts --out DIR [--part level|aa|slow|memory ...] [--pairs 10]
     mibench job http-overhead [--calls 40]
-    mibench job nightly-scenario --out DIR [--seed-runs 5] [--rounds 5] [--no-noise]
+    mibench job nightly-scenario --out DIR [--seed-runs 5] [--rounds 5] [--threshold 10%]
 
 On a machine without the console script: `python -m mibench.harness.cli job ...`.
 """
@@ -128,10 +128,15 @@ def nightly_scenario(out: Annotated[Path, typer.Option(help="Folder for the scra
                                                               "ab and bisect.")] = "30m",
                      noise: Annotated[bool, typer.Option(help="Also the noise night (busy "
                                                               "loops beside its run).")]
-                     = True):
+                     = True,
+                     threshold: Annotated[str, typer.Option(help="The nights' threshold (and "
+                                                                 "ab's minimum effect).")]
+                     = "10%"):
     """The nightly loop on a scratch clone: eight commits, commit 4 makes prefill_extend
     2x slower; nights at commits 0 (seed), 2, 5 and 8, and a night beside busy loops
     (OUT/scenario.md; not part of CI; minutes on 2 cores). Exit 1 when a check fails."""
+    from mibench.harness.commands.common import parse_threshold
     from mibench.harness.jobs import nightly_scenario as job
 
-    raise typer.Exit(job.main(out, seed_runs, rounds, max_rounds, budget, noise))
+    raise typer.Exit(job.main(out, seed_runs, rounds, max_rounds, budget, noise,
+                              parse_threshold(threshold)))

@@ -5,7 +5,10 @@ A scratch clone of the project's engines (harness/ab/scratch.py) gets eight comm
 top of `main` (its commit 0): commit 4 makes every prefill_extend call about 2x as long,
 the others change a note. `mibench nightly` runs as a user runs it (a subprocess, its
 exit code shown) on a small config (`CONFIG`: packed with the segment mask and
-prefill_extend on the tiny model), with one history folder:
+prefill_extend on the tiny model, 15 timed calls a run: an `ab` round pairs 15 calls a
+side), with one history folder, at a threshold of 10% (`--threshold`): a 2x slowdown is
+ten times that, and on the shared 2-core machine `ab`'s interval for a commit that changes
+nothing was still +-5 to 7% after 20 rounds, which a 5% threshold leaves open:
 
 - at commit 0: the history is empty, the night seeds it (`--seed-runs` runs);
 - after commit 2: expected to pass (exit 0) and become the baseline;
@@ -52,7 +55,7 @@ workload:
   delimiter: 151643
   apply_softmax: true
   seed: 0
-runs: {warmup: 1, timed: 5, timeout_s: 120}
+runs: {warmup: 1, timed: 15, timeout_s: 120}
 cases:
   - {engine: jax, mode: packed, mask: segment}
   - {engine: jax, mode: prefill_extend, extend_batch_size: 4, precompile_bs: [1, 2, 4]}
@@ -120,10 +123,10 @@ def noisy_night(out: Path, history: Path, flags: dict, cores: int) -> dict:
                 return super().run(where)
 
     steps = BusyRun(config=config, config_path=str(out / "config.yaml"), repo=repo,
-                    cache=cache_dir())
+                    cache=cache_dir(), threshold=flags["threshold"])
     options = NightlyOptions(history=out / "history-noise", config=config.name,
-                             rounds=flags["rounds"], max_rounds=flags["max_rounds"],
-                             budget_s=flags["budget_s"])
+                             threshold=flags["threshold"], rounds=flags["rounds"],
+                             max_rounds=flags["max_rounds"], budget_s=flags["budget_s"])
     t0 = time.perf_counter()
     result = one_night(options, steps, note=note)
     return {"exit": result.exit_code, "seconds": time.perf_counter() - t0,
@@ -159,7 +162,7 @@ def checks(nights: dict, shas: list[str], noise: dict | None) -> list[tuple[str,
 
 
 def main(out: Path, seed_runs: int = 5, rounds: int = 5, max_rounds: int = 20,
-         budget: str = "30m", noise: bool = True) -> int:
+         budget: str = "30m", noise: bool = True, threshold: float = 0.10) -> int:
     from mibench.harness.jobs.calibrate import _cpu
     from mibench.harness.util import parse_duration
 
@@ -173,7 +176,7 @@ def main(out: Path, seed_runs: int = 5, rounds: int = 5, max_rounds: int = 20,
     copy_project(PROJECT, repo)
     shas = [commit(repo, "commit 0: main")]
     flags = ["--seed-runs", str(seed_runs), "--rounds", str(rounds), "--max-rounds",
-             str(max_rounds), "--budget", budget]
+             str(max_rounds), "--budget", budget, "--threshold", f"{threshold * 100:g}%"]
     result: dict = {"cpu": _cpu(), "cores": os.cpu_count(), "flags": flags, "nights": {}}
     t0 = time.perf_counter()
     for upto, start in ((0, 1), (2, 1), (5, 3), (8, 6)):
@@ -191,7 +194,8 @@ def main(out: Path, seed_runs: int = 5, rounds: int = 5, max_rounds: int = 20,
         shutil.rmtree(out / "history-after-2" / "logs", ignore_errors=True)
         result["noise"] = noisy_night(out, out / "history-after-2", {
             "at": shas[2], "rounds": rounds, "max_rounds": max_rounds,
-            "budget_s": parse_duration(budget)}, os.cpu_count() or 1)
+            "budget_s": parse_duration(budget), "threshold": threshold},
+            os.cpu_count() or 1)
     result["seconds"] = time.perf_counter() - t0
     result["checks"] = checks(result["nights"], shas, result.get("noise"))
     (out / "scenario.json").write_text(json.dumps(result, indent=1, default=str))

@@ -114,13 +114,14 @@ def settle(j: Judgement, found: Measured) -> Judgement:
             return dataclasses.replace(j, **ab, verdict=PASS,
                                        reason=f"fixed: faster than the confirmed-bad commit "
                                               f"{j.confirm[:12]}: {line}")
-        return dataclasses.replace(j, **ab, reason=f"{j.reason}; {line}")
+        return dataclasses.replace(j, **ab, reason=f"{line}; still present ({j.reason})")
     if case.verdict == REGRESSION:
         return dataclasses.replace(j, **ab, verdict=CONFIRMED_REGRESSION, reason=line)
     if case.verdict in (UNCHANGED, IMPROVEMENT):
         return dataclasses.replace(j, **ab, verdict=DISPROVED if j.suspected else PASS,
                                    reason=f"{line} (the run showed {_pct(j.change)})")
-    return dataclasses.replace(j, **ab, reason=f"{j.reason}; {line}; left open, not marked")
+    return dataclasses.replace(j, **ab, reason=f"{line}; left open, not marked (the run: "
+                                               f"{j.reason})")
 
 
 def culprits(js: list[Judgement], found: Measured, steps, head: str, *, rounds: int,
