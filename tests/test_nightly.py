@@ -208,6 +208,8 @@ def test_more_commits_than_max_commits_are_not_bisected(world):
     (known,) = index(history).known
     assert known.culprit is None and "more than --max-commits 2" in known.bisect
     assert "mibench bisect" in known.bisect
+    first, last = sha(0)[:12], sha(5)[:12]  # the range it lies in, never GOOD as culprit
+    assert f"**Culprit**: not named, between `{first}..{last}`" in result.markdown
 
 
 @pytest.mark.parametrize("what", ["failed", "scores", "parity"])

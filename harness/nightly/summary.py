@@ -73,8 +73,10 @@ def _headline(s: NightSummary) -> str:
 
 def _culprit_line(c) -> str:
     what = ("**Known regression**, still present" if c.known else "**Culprit**")
-    return (f"{what}: `{c.commit[:12]}` {c.subject!r} ({c.bisect}); "
-            f"{', '.join(f'`{x}`' for x in c.cases)}")
+    cases = ", ".join(f"`{x}`" for x in c.cases)
+    if ".." in c.commit:  # no commit named: the range GOOD..BAD it lies in
+        return f"{what}: not named, between `{c.commit}` ({c.bisect}); {cases}"
+    return f"{what}: `{c.commit[:12]}` {c.subject!r} ({c.bisect}); {cases}"
 
 
 def _row(c: SummaryCase) -> str:
