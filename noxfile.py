@@ -1,6 +1,7 @@
 """Developer sessions: `nox -s tests`, `nox -s fast`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
-`nox -s overhead`, `nox -s calibrate`, `nox -s verdicts`, `nox -s nightly`, `nox -s compile`,
-`nox -s serve_smoke`, `nox -s sglang_jax`, `nox -s seeds_cpu`."""
+`nox -s overhead`, `nox -s calibrate`, `nox -s verdicts`, `nox -s nightly`,
+`nox -s nightly_scenario`, `nox -s compile`, `nox -s serve_smoke`, `nox -s sglang_jax`,
+`nox -s seeds_cpu`."""
 
 import nox
 
@@ -159,61 +160,27 @@ def _run_and_report(session, config: str, folder: str) -> None:
 
 @nox.session(python="3.11")
 def nightly(session):
-    """The nightly workflow's steps on CPU (.github/workflows/nightly.yml, configs/cpu-smoke.yaml):
-    run, report and history, then the gate: `mibench compare` of the new artifact against
-    the baseline (out/nightly/baseline.json, or `nox -s nightly -- BASE.json`).
-
-    The baseline changes only when the gate passes (exit 0), when there was none (the first
-    run becomes it if it passes the gate against itself: valid, something measured), or on
-    purpose: `nox -s nightly -- --rebaseline` (for a baseline that is not comparable, or a
-    change accepted on purpose). Exit 1 (a regression, untested cases) or 2 (nothing
-    comparable, everything skipped, an invalid artifact) fails the session and promotes
-    nothing. Every change of the baseline is a line of out/nightly/baselines.jsonl."""
-    import datetime as dt
-    import json
-    import os
-    import shutil
-    import subprocess
-    from pathlib import Path
-
+    """The nightly workflow's command on CPU (.github/workflows/nightly.yml runs the same on a
+    TPU VM): `mibench nightly configs/cpu-smoke.yaml --history out/nightly/history` runs the
+    config at HEAD, judges it against the history, confirms suspicions with `ab`, bisects a
+    confirmed one and prints the summary (docs/nightly.md); the first night seeds the
+    history (5 runs). Exit 1 (a confirmed or known regression, a failed case, parity, ...)
+    fails the session. Extra arguments go to the command, e.g. `-- --budget 20m`."""
     _install(session)
-    out = Path("out/nightly")
-    runs = out / "runs"
-    rebaseline = "--rebaseline" in session.posargs
-    paths = [a for a in session.posargs if a != "--rebaseline"]
-    baseline = Path(paths[0]) if paths else out / "baseline.json"
-    before = set(runs.glob("*.json"))
-    # exit 3 (a case or parity check failed) is recorded in the artifact; compare judges it
-    session.run("mibench", "run", "configs/cpu-smoke.yaml", "--out", str(runs), env=ENV,
-                success_codes=[0, 3])
-    new = max(set(runs.glob("*.json")) - before, key=lambda p: p.stat().st_mtime)
-    base_args = ["--baseline", str(baseline)] if baseline.exists() else []
-    session.run("mibench", "report", str(new), *base_args, "--out", str(out / "report.md"),
-                env=ENV)
-    session.run("mibench", "report", str(new), *base_args, "--summary", "--out",
-                str(out / "summary.md"), env=ENV)  # the job-summary variant: no images
-    session.run("mibench", "history", str(runs), "--out", str(out / "history.md"), env=ENV)
-    first = not baseline.exists()
-    flags = ["--rebaseline"] if rebaseline and not first else []
-    # the gate; its return code decides (session.run cannot return it)
-    gate = subprocess.run([shutil.which("mibench", path=session.bin) or "mibench", "compare",
-                           str(new if first else baseline), str(new), "--threshold", "5%",
-                           *flags], env={**os.environ, **ENV}, capture_output=True, text=True)
-    (out / "compare.md").write_text(gate.stdout)
-    print(gate.stdout + gate.stderr, end="")
-    if gate.returncode != 0:
-        session.error(f"the gate exited {gate.returncode}: {baseline} stays the baseline"
-                      + ("" if first else "; if the baseline is not comparable or the change "
-                         "is intended: nox -s nightly -- --rebaseline"))
-    reason = "first baseline" if first else "rebaselined on request" if rebaseline else \
-        "the gate passed"
-    replaced = None if first else json.loads(baseline.read_text()).get("run_id")
-    shutil.copyfile(new, baseline)
-    with open(out / "baselines.jsonl", "a") as ledger:
-        at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        ledger.write(json.dumps({"at": at, "baseline": str(baseline), "artifact": str(new),
-                                 "replaced": replaced, "reason": reason}) + "\n")
-    session.log(f"{baseline} is now {new.name} ({reason})")
+    session.run("mibench", "nightly", "configs/cpu-smoke.yaml", "--history",
+                "out/nightly/history", *session.posargs, env=ENV)
+
+
+@nox.session(python="3.11")
+def nightly_scenario(session):
+    """The nightly loop shown on a scratch clone (`mibench job nightly-scenario`,
+    docs/nightly.md): eight commits on top of main, commit 4 makes prefill_extend 2x as
+    long; nights at commits 0 (seeding), 2, 5 and 8, and a night whose run has busy loops
+    beside it; checks and every summary in out/nightly-scenario/scenario.md. About 25
+    minutes on a quiet 2-core CPU. Extra arguments go to the job, e.g. `-- --rounds 3`."""
+    _install(session)
+    session.run("mibench", "job", "nightly-scenario", "--out", "out/nightly-scenario",
+                *session.posargs, env=ENV)
 
 
 @nox.session(python="3.11")

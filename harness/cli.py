@@ -2,7 +2,7 @@
 each parsing its arguments and calling a plain function. Any expected failure is one
 `error: ...` line on stderr and exit 2 (harness/commands/common.py).
 
-Exit codes: 0 ok; 1 a regression (compare, ab); 2 bad input or nothing that could be
+Exit codes: 0 ok; 1 a regression (compare, ab, nightly); 2 bad input or nothing that could be
 judged; 3 a case or a parity check failed (run, compile); 4 the environment failed mid-run
 (a full disk, a file-size limit); 130 interrupted.
 """
@@ -23,6 +23,7 @@ from mibench.harness.commands import (
     history,
     job,
     model,
+    nightly,
     report,
     run,
     score,
@@ -62,6 +63,8 @@ app.command()(bisect.bisect)
 app.command()(report.report)
 app.command()(compare.compare)
 app.command()(history.history)
+app.command()(nightly.nightly)
+app.command()(nightly.accept)
 app.command()(export.export)
 app.add_typer(model.model_app, name="model")
 app.add_typer(job.job_app, name="job")

@@ -1,9 +1,11 @@
 """Small helpers every layer of the harness may use (they import nothing of it): git, the
-time stamp of records, byte sizes for people, the tail of a log."""
+time stamp of records, a duration from the command line, byte sizes for people, the tail
+of a log."""
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 import subprocess
 from pathlib import Path
 
@@ -29,6 +31,18 @@ def git(repo: str | Path, *args: str) -> str:
         raise MibenchError(out.stderr.strip().splitlines()[-1] if out.stderr.strip() else
                            f"git {' '.join(args)} failed", field="git")
     return out.stdout.strip()
+
+
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def parse_duration(text: str, field: str = "--budget") -> float:
+    """`90m`, `2h`, `45s` or seconds (`3600`) -> seconds; else a MibenchError naming
+    `field`."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if not found:
+        raise MibenchError(f"not a duration: {text!r} (e.g. 90m, 2h, 600s)", field=field)
+    return float(found.group(1)) * DURATION_UNITS[found.group(2) or "s"]
 
 
 def now() -> str:

@@ -98,14 +98,17 @@ KNOWN_REGRESSION = "known regression"
 DISPROVED = "disproved"
 
 NIGHTLY = {
-    PASS: "nothing to confirm: the night passes",
-    SUSPECTED_REGRESSION: "the history says slower beyond its noise; `ab` is to confirm it",
-    INSUFFICIENT_DATA: "too few runs in the history to learn its noise",
+    PASS: "nothing to confirm (or `ab` cleared a busy run): the night passes",
+    SUSPECTED_REGRESSION: "the history says slower beyond the threshold and its noise (or a "
+                          "change point after the baseline); `ab` is to confirm it",
+    INSUFFICIENT_DATA: "too few quiet runs of one commit in the history to learn its noise "
+                       "(or no interval, or a new measurement): not judged on timing",
     CONFIRMED_REGRESSION: "`ab` between the last passing commit and HEAD confirmed it: the "
                           "night fails",
     KNOWN_REGRESSION: "a confirmed regression not yet fixed or accepted: failing, not "
                       "re-bisected",
-    DISPROVED: "`ab` found no regression where the history suspected one",
+    DISPROVED: "`ab` found no regression where the history suspected one: marked, not "
+               "chased again",
 }
 
 GROUPS = {"timing": TIMING, "case": CASE, "outcome": OUTCOME, "history": HISTORY,

@@ -60,10 +60,12 @@ def test_vendor_peaks():
 
 
 def test_shipped_schemas_match_the_models():
-    """Every artifact kind (run, A/B, compile) ships the JSON Schema its models generate."""
+    """Every artifact kind (run, A/B, compile, the nightly's index and summary) ships the
+    JSON Schema its models generate."""
     from mibench.harness.records import schema_file, schemas
 
-    assert set(schemas()) == {"mibench.run/3", "mibench.ab/3", "mibench.compile/2"}
+    assert set(schemas()) == {"mibench.run/3", "mibench.ab/3", "mibench.compile/2",
+                              "mibench.nightly/1", "mibench.nightly-summary/1"}
     for name, schema in schemas().items():
         assert json.loads(schema_file(name).read_text()) == json.loads(json.dumps(schema)), \
             f"{name}: run `python -m mibench.harness.records` to regenerate the schemas"

@@ -159,6 +159,8 @@ OTHER_LOOPS = {
         "synced before the next, in a pass of its own outside the timed runs (per-batch times)",
     ("harness/jobs/http_overhead.py", "main"): "two kinds of call alternating pairwise (in "
                                                "process, over http): the one loop repeats one",
+    ("harness/jobs/nightly_scenario.py", "main"): "the wall time of each night of the "
+                                                  "scenario, around whole `mibench nightly`s",
 }
 
 

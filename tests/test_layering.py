@@ -184,7 +184,7 @@ def test_every_package_folder_is_installed():
 # the harness's own layers, lowest first: a module imports only its own layer and those
 # below it (a lazy import inside a function counts), so the folders show the flow
 HARNESS_LAYERS = ("util", "verdicts", "records", "stats", "config", "run", "serve", "report",
-                  "ab", "jobs", "testing", "commands", "cli")
+                  "ab", "nightly", "jobs", "testing", "commands", "cli")
 
 
 def harness_layer(module: str) -> int | None:

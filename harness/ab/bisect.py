@@ -8,6 +8,11 @@ the minimum effect is `inconclusive`; too few rounds or a failing base is `untes
 undecided step is measured again with twice the rounds while that stays within
 `max_rounds`; one still undecided ends the search without naming a commit, saying what
 would decide it: a search on undecided evidence can name the wrong commit.
+
+The nightly (harness/nightly/) bisects within a time budget: `afford(rounds)` says why an
+A/B of that many rounds may not start (None: it may), and a step it stops ends the search
+like an undecided one; `bad_step` is BAD's A/B against GOOD already measured (the night's
+confirmation), so BAD is not measured again.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ class Search:
     rounds: int = 5
     max_rounds: int | None = None
     servers: bool = False
+    afford: Callable[[int], str | None] | None = None  # why an A/B may not start, or None
 
     @property
     def budget(self) -> int:
@@ -74,9 +80,15 @@ class Search:
 
     def step(self, commit: str, note: Callable[[str], None]) -> dict:
         """A/B runs of `commit` against GOOD until decided or out of rounds: the last one's
-        {commit, subject, verdict, rounds, evidence: {case_id: 'verdict: why'}}."""
+        {commit, subject, verdict, rounds, evidence: {case_id: 'verdict: why'}, stopped}
+        (`stopped`: why the budget stopped it before it was decided, else None)."""
         rounds, limit = self.rounds, self.budget
+        subject = git(self.repo, "log", "-1", "--format=%s", commit)
+        record, stopped = None, None
         while True:
+            stopped = self.afford(rounds) if self.afford is not None else None
+            if stopped is not None:
+                break
             record = self.ab(commit, rounds)
             verdicts = {c.case_id: case_verdict(c) for c in record.cases}
             verdict = step_verdict(list(verdicts.values()))
@@ -84,15 +96,19 @@ class Search:
                 break
             note(f"    {commit[:12]}: {verdict} at {rounds} rounds; again with {rounds * 2}")
             rounds *= 2
-        return {"commit": commit, "subject": git(self.repo, "log", "-1", "--format=%s", commit),
-                "verdict": verdict, "rounds": rounds,
+        if record is None:
+            return {"commit": commit, "subject": subject, "verdict": UNDECIDED, "rounds": 0,
+                    "evidence": {}, "stopped": stopped}
+        return {"commit": commit, "subject": subject, "verdict": verdict,
+                "rounds": rounds, "stopped": stopped,
                 "evidence": {c.case_id: f"{verdicts[c.case_id]}: {c.why}"
                              for c in record.cases}}
 
 
 def bisect(config: Config, repo: Path, good: str, bad: str, cache: Path, *,
            case_glob: list[str] | str | None, rounds: int = 5, max_rounds: int | None = None,
-           servers: bool = False,
+           servers: bool = False, afford: Callable[[int], str | None] | None = None,
+           bad_step: dict | None = None,
            note: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> dict:
     """{verdict, first_bad, subject, evidence, steps, candidates, undecided, decide}.
 
@@ -101,16 +117,19 @@ def bisect(config: Config, repo: Path, good: str, bad: str, cache: Path, *,
     undecided within `max_rounds`, and `decide` says what would decide it). Each of `steps`
     is {commit, subject, verdict, rounds, evidence}. A MibenchError when BAD is clearly no
     regression against GOOD (nothing to search). `servers`: `repo` is a server's repository
-    and each step is an A/B of its launched servers (ab/servers.py)."""
+    and each step is an A/B of its launched servers (ab/servers.py). `afford` and
+    `bad_step`: see the module docstring (a search the budget stopped has `stopped`, the
+    reason, and `decide`)."""
     commits = first_parent(repo, good, bad)
     if not commits:
         raise MibenchError(f"has no commits after {good} on its first-parent line",
                            field="BAD_REV")
-    search = Search(config, repo, good, cache, case_glob, rounds, max_rounds, servers)
+    search = Search(config, repo, good, cache, case_glob, rounds, max_rounds, servers, afford)
     steps: list[dict] = []
 
     def verdict_of(commit: str) -> str:
-        step = search.step(commit, note)
+        known = bad_step if bad_step is not None and commit == commits[-1] else None
+        step = known or search.step(commit, note)
         steps.append(step)
         note(f"step {len(steps)}: {commit[:12]} {step['subject']!r}: {step['verdict']} "
              f"({step['rounds']} rounds)")
@@ -119,7 +138,8 @@ def bisect(config: Config, repo: Path, good: str, bad: str, cache: Path, *,
         return step["verdict"]
 
     result = {"verdict": UNDECIDED, "first_bad": None, "subject": None, "evidence": {},
-              "steps": steps, "candidates": len(commits), "undecided": None, "decide": None}
+              "steps": steps, "candidates": len(commits), "undecided": None, "decide": None,
+              "stopped": None}
     first = verdict_of(commits[-1])
     if first == GOOD:
         raise MibenchError(f"shows no regression against {good} in the selected cases: "
@@ -133,6 +153,7 @@ def bisect(config: Config, repo: Path, good: str, bad: str, cache: Path, *,
         hi, lo = (mid, lo) if found == BAD else (hi, mid + 1)
     if steps[-1]["verdict"] == UNDECIDED:
         result["undecided"] = steps[-1]
+        result["stopped"] = steps[-1].get("stopped")
         result["decide"] = what_decides(search, steps[-1], bad)
         return result
     named = next(s for s in steps if s["commit"] == commits[lo])

@@ -7,6 +7,7 @@ calls the job's plain function (imported on call, so `mibench --help` stays ligh
     mibench job verdicts --out DIR [--part level|aa|slow|memory ...] [--pairs 10]
     mibench job http-overhead [--calls 40]
     mibench job invariance [--out DIR] [--no-serve]
+    mibench job nightly-scenario --out DIR [--seed-runs 5] [--rounds 5] [--threshold 10%]
 
 On a machine without the console script: `python -m mibench.harness.cli job ...`.
 """
@@ -130,3 +131,31 @@ def invariance(out: Annotated[Path | None, typer.Option(help="Folder for invaria
 
     result = job.main(out, model, invariance_serve.serve_rows if serve else None)
     raise typer.Exit(0 if result["all_hold"] else 1)
+
+
+@job_app.command("nightly-scenario")
+@guarded
+def nightly_scenario(out: Annotated[Path, typer.Option(help="Folder for the scratch "
+                                                           "repository, the history, "
+                                                           "scenario.md and .json.")],
+                     seed_runs: Annotated[int, typer.Option(help="Runs of the seeding "
+                                                                 "night.")] = 5,
+                     rounds: Annotated[int, typer.Option(help="Rounds of each A/B.")] = 5,
+                     max_rounds: Annotated[int, typer.Option(help="The most rounds of one "
+                                                                  "A/B.")] = 20,
+                     budget: Annotated[str, typer.Option(help="Each night's budget for "
+                                                              "ab and bisect.")] = "30m",
+                     noise: Annotated[bool, typer.Option(help="Also the noise night (busy "
+                                                              "loops beside its run).")]
+                     = True,
+                     threshold: Annotated[str, typer.Option(help="The nights' threshold (and "
+                                                                 "ab's minimum effect).")]
+                     = "10%"):
+    """The nightly loop on a scratch clone: eight commits, commit 4 makes prefill_extend
+    2x slower; nights at commits 0 (seed), 2, 5 and 8, and a night beside busy loops
+    (OUT/scenario.md; not part of CI; minutes on 2 cores). Exit 1 when a check fails."""
+    from mibench.harness.commands.common import parse_threshold
+    from mibench.harness.jobs import nightly_scenario as job
+
+    raise typer.Exit(job.main(out, seed_runs, rounds, max_rounds, budget, noise,
+                              parse_threshold(threshold)))

@@ -1,7 +1,8 @@
 """Every artifact mibench writes, as versioned pydantic records (docs/artifacts.md): the
 run (`run`), the A/B run (`ab`) and the compile run (`compile`), all starting with one
 header (`base`), their cases sharing typed sub-records (`case`: model, topology, workload,
-runs), read and written by `io`. Their JSON Schemas are shipped in `schemas/`;
+runs), and the nightly loop's history index and night summary (`nightly`), read and
+written by `io`. Their JSON Schemas are shipped in `schemas/`;
 `python -m mibench.harness.records` rewrites them from the models, and a test checks the
 shipped files match.
 """
@@ -46,6 +47,12 @@ from mibench.harness.records.io import (
     write_artifact,
     write_failed,
 )
+from mibench.harness.records.nightly import (
+    NIGHTLY_SCHEMA,
+    SUMMARY_SCHEMA,
+    NightlyIndex,
+    NightSummary,
+)
 from mibench.harness.records.references import ReferenceFigure, ReferenceSet
 from mibench.harness.records.run import (
     SCHEMA,
@@ -71,7 +78,8 @@ from mibench.harness.records.servers import (
     SloStep,
 )
 
-KINDS = {SCHEMA: RunRecord, AB_SCHEMA: ABRecord, COMPILE_SCHEMA: CompileRecord}
+KINDS = {SCHEMA: RunRecord, AB_SCHEMA: ABRecord, COMPILE_SCHEMA: CompileRecord,
+         NIGHTLY_SCHEMA: NightlyIndex, SUMMARY_SCHEMA: NightSummary}
 
 
 def schemas() -> dict[str, dict]:
@@ -83,7 +91,8 @@ __all__ = ["ABCase", "ABRecord", "AB_SCHEMA", "Artifact", "COMPILE_SCHEMA", "Cas
            "CaseLoad", "ColdStartLaunch", "ColdStartRecord", "ConcurrencyTrial", "SloRecord",
            "SloStep", "CaseRecord", "Checkpoints", "CompileCase", "CompileRecord", "CompileTarget",
            "DeviceRef", "Devices", "ErrorInfo", "GitInfo", "Header", "HttpMetrics", "HttpRequest",
-           "Invocation", "ItemRange", "KINDS", "Latency", "LibTpu", "Metrics", "ModelRef",
+           "Invocation", "ItemRange", "KINDS", "NIGHTLY_SCHEMA", "NightSummary", "NightlyIndex",
+           "SUMMARY_SCHEMA", "Latency", "LibTpu", "Metrics", "ModelRef",
            "ParityCheck", "ParityRecord", "Provenance", "Record", "ReferenceFigure",
            "ReferenceSet", "RunRecord", "RunsRecord", "SCHEMA", "SCHEMA_FILE", "ServerInfo",
            "Sparse", "Summary", "TopologyRecord", "WorkloadRecord", "json_schema", "locked",

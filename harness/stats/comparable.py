@@ -22,9 +22,19 @@ from mibench.harness.stats.describe import per_unit_ms, rates, summarize
 SUMMARY_RTOL = 1e-6  # how closely stored summaries must match the recomputed ones
 
 
+def code_git(record: RunRecord):
+    """The checkout whose code a run measured: `provenance.engine_repo` where the run
+    recorded one with a commit (its engines, or the server under test, came from there:
+    `run --engine-repo`, the nightly's runs of a revision), else the run's own checkout.
+    What history, the noise floor and labels call a run's commit."""
+    other = record.provenance.engine_repo
+    return other if other is not None and other.commit else record.provenance.git
+
+
 def label(record: RunRecord) -> str:
-    """Short commit (with `+` when the checkout was dirty), else the run id."""
-    git = record.provenance.git
+    """Short commit of the code measured (`code_git`; with `+` when its checkout was
+    dirty), else the run id."""
+    git = code_git(record)
     if git.commit:
         return git.commit[:8] + ("+" if git.dirty else "")
     return record.run_id

@@ -29,7 +29,7 @@ from pathlib import Path
 from mibench.errors import MibenchError
 from mibench.harness.records import CaseRecord, RunRecord, read_artifact
 from mibench.harness.stats.changepoint import DEFAULT, METHOD, Params
-from mibench.harness.stats.comparable import differences, label, measurement
+from mibench.harness.stats.comparable import code_git, differences, label, measurement
 from mibench.harness.stats.describe import items_of, median, process_runs
 from mibench.harness.stats.load import BUSY_LEVEL, busy, share
 from mibench.harness.stats.memory import own
@@ -163,14 +163,14 @@ def _schema(path: Path):
 
 def commit_time(record: RunRecord) -> str | None:
     """ISO commit time from git, trying the recorded checkout then the current folder."""
-    git = record.provenance.git
+    git = code_git(record)
     return _git(git.path, "show", "-s", "--format=%cI", git.commit) if git.commit else None
 
 
 def commit_depth(record: RunRecord) -> int:
     """How many commits lead to the recorded one (-1 where unknown): orders commits made
     within the same second, which their times cannot."""
-    git = record.provenance.git
+    git = code_git(record)
     depth = _git(git.path, "rev-list", "--count", git.commit) if git.commit else None
     return int(depth) if depth and depth.isdigit() else -1
 
@@ -188,7 +188,7 @@ def ordered(records: list[RunRecord]) -> list[tuple[str, RunRecord]]:
     known: dict[tuple, tuple[str | None, int]] = {}  # git asked once per commit, this call
 
     def commit(r: RunRecord) -> tuple[str | None, int]:
-        where = (r.provenance.git.path, r.provenance.git.commit)
+        where = (code_git(r).path, code_git(r).commit)
         if where not in known:
             known[where] = (commit_time(r), commit_depth(r))
         return known[where]
@@ -287,7 +287,7 @@ def _series_of(config: str, case_id: str, timeline: list[tuple[str, RunRecord]],
 
 def _point(time: str, r: RunRecord, c: CaseRecord | None) -> Point:
     """The artifact's point of a series (`c` None: the case is missing from it)."""
-    common = dict(label=label(r), commit=r.provenance.git.commit, time=time, run_id=r.run_id)
+    common = dict(label=label(r), commit=code_git(r).commit, time=time, run_id=r.run_id)
     if c is None:
         return Point(**common, status="missing", items_per_s=None)
     thr = c.metrics.throughput_items_per_s if c.status == "ok" else None

@@ -24,7 +24,7 @@ from collections import defaultdict
 
 from mibench.errors import MibenchError
 from mibench.harness.records import RunRecord
-from mibench.harness.stats.comparable import measurement_id
+from mibench.harness.stats.comparable import code_git, measurement_id
 from mibench.harness.stats.load import BUSY_LEVEL, busy
 from mibench.harness.stats.significance import NoiseFloor, default_floor
 
@@ -44,7 +44,8 @@ def aa_noise(records: list[RunRecord], where: str, leave_out: frozenset[str] = f
         if r.run_id in leave_out:
             left["judged"] += 1
             continue
-        if not r.provenance.git.commit:
+        commit = code_git(r).commit
+        if not commit:
             continue
         for c in r.cases:
             if c.status != "ok" or not c.timed_s or not all(t > 0 for t in c.timed_s):
@@ -52,7 +53,7 @@ def aa_noise(records: list[RunRecord], where: str, leave_out: frozenset[str] = f
             if busy(c.load, busy_level):
                 left["busy"] += 1
                 continue
-            key = (r.provenance.git.commit, c.case_id, measurement_id(r, c))
+            key = (commit, c.case_id, measurement_id(r, c))
             groups[key].append(math.log(statistics.median(c.timed_s)))
     used = [g for g in groups.values() if len(g) > 1]
     df = sum(len(g) - 1 for g in used)

@@ -1,0 +1,146 @@
+"""The nightly's seam to the world: the repository's commits, one run of the config at
+HEAD, an A/B of two commits, a bisect, the night's report and history. `RealSteps` does
+them with mibench's own machinery; the tests of the loop's decisions pass a fake with the
+same methods (harness/nightly/loop.py calls nothing else that measures or asks git).
+
+A commit is a commit of `repo`: mibench's own engines by default (each revision's engines
+run through the same per-revision bootstrap `ab` uses, from a cached worktree, so a
+scratch clone's commits can be run without installing them), or a server's repository
+(`server`: `--server-repo`; the config's launched servers run it, as `ab --server-repo`
+does). The run records that checkout as its `engine_repo`, which history and the noise
+floor take as the run's commit (harness.stats.comparable.code_git).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from mibench.harness.config import Config
+from mibench.harness.records import ABRecord
+from mibench.harness.util import git, git_output
+
+
+def globs_of(case_ids: list[str]) -> list[str]:
+    """Globs that match exactly these case ids (`*`, `?`, `[` escaped)."""
+    return [glob.escape(c) for c in case_ids]
+
+
+@dataclasses.dataclass(frozen=True)
+class RealSteps:
+    """The nightly's steps on this machine. `config_path` and `sets` are what the config
+    was loaded from (for the commands that reproduce a finding); `cases`: the run's
+    `--case` globs; `progress`: the run's progress style (stderr)."""
+
+    config: Config
+    config_path: str
+    repo: Path
+    cache: Path
+    server: bool = False
+    sets: tuple[str, ...] = ()
+    cases: tuple[str, ...] = ()
+    progress: str = "lines"
+    threshold: float = 0.05
+    note: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
+
+    # --- the repository ---------------------------------------------------------------
+    def head(self) -> tuple[str, str]:
+        from mibench.harness.ab.revisions import resolve
+
+        commit = resolve(self.repo, "HEAD")
+        return commit, self.subject(commit)
+
+    def subject(self, commit: str) -> str:
+        return git(self.repo, "log", "-1", "--format=%s", commit)
+
+    def reaches(self, commit: str) -> bool:
+        return git_output(self.repo, "cat-file", "-e", f"{commit}^{{commit}}") is not None
+
+    def commits(self, good: str, bad: str) -> list[str]:
+        from mibench.harness.ab.revisions import first_parent
+
+        return first_parent(self.repo, good, bad)
+
+    # --- measuring --------------------------------------------------------------------
+    def run(self, out: Path) -> Path:
+        """One run of the config at HEAD into `out`; the artifact's path."""
+        from mibench.harness.ab.revisions import checkout
+        from mibench.harness.run.plan import RunOptions, make_plan
+        from mibench.harness.run.runner import artifact_path, run
+
+        root = None if self.server else checkout(self.repo, "HEAD", self.cache).root
+        options = RunOptions(out=out, sets=self.sets, cases=self.cases, argv=sys.argv,
+                             progress=self.progress, engine_repo=root or self.repo)
+        plan = make_plan(self.config, options, self.config_path, engine_root=root)
+        return artifact_path(run(plan), out)
+
+    def ab(self, base: str, new: str, case_ids: list[str], rounds: int, out: Path
+           ) -> ABRecord:
+        """`ab` of the cases (exact ids) between two commits, its artifact under `out`."""
+        from mibench.harness.ab.rounds import run_ab
+        from mibench.harness.ab.servers import revision_side, run_server_ab
+
+        if self.server:
+            sides = {"base": revision_side(self.repo, base, self.cache),
+                     "new": revision_side(self.repo, new, self.cache)}
+            record, _ = run_server_ab(self.config, sides, rounds=rounds,
+                                      case_globs=globs_of(case_ids), out=out, argv=sys.argv,
+                                      note=self.note)
+            return record
+        record, _ = run_ab(self.config, self.repo, base, new, self.cache, rounds=rounds,
+                           case_glob=globs_of(case_ids), out=out, argv=sys.argv,
+                           min_effect=self.threshold, note=self.note)
+        return record
+
+    def bisect(self, good: str, bad: str, case_ids: list[str], *, rounds: int,
+               max_rounds: int, afford: Callable[[int], str | None], bad_step: dict) -> dict:
+        from mibench.harness.ab.bisect import bisect
+
+        return bisect(self.config, self.repo, good, bad, self.cache,
+                      case_glob=globs_of(case_ids), rounds=rounds, max_rounds=max_rounds,
+                      servers=self.server, afford=afford, bad_step=bad_step, note=self.note)
+
+    # --- what a person runs to see it again --------------------------------------------
+    def ab_command(self, base: str, new: str, case_ids: list[str], rounds: int) -> str:
+        return shlex.join(["mibench", "ab", base[:12], new[:12], self.config_path,
+                           *self._common(case_ids), "--rounds", str(rounds)])
+
+    def bisect_command(self, good: str, bad: str, case_ids: list[str],
+                       max_rounds: int) -> str:
+        return shlex.join(["mibench", "bisect", good[:12], bad[:12], self.config_path,
+                           *self._common(case_ids), "--max-rounds", str(max_rounds)])
+
+    def _common(self, case_ids: list[str]) -> list[str]:
+        sets = [w for s in self.sets for w in ("--set", s)]
+        server = ["--server-repo", str(self.repo)] if self.server else []
+        return [*sets, *server, *[w for c in globs_of(case_ids) for w in ("--case", c)]]
+
+    # --- the night's report and history ------------------------------------------------
+    def reports(self, new: Path, baseline: Path | None, runs: Path, night: Path
+                ) -> dict[str, str]:
+        """`report.md` (the new run against the baseline) and `history.md` (the folder's
+        runs) with their plots in `night`; name -> path (or `not written: why`)."""
+        from mibench.harness.records import read_artifact
+        from mibench.harness.records.io import write_output
+        from mibench.harness.report import write_report
+        from mibench.harness.report.export import history_markdown, history_plots
+        from mibench.harness.stats.history import build_history, load_dir
+
+        links: dict[str, str] = {}
+        try:
+            base = read_artifact(baseline) if baseline is not None else None
+            write_report([read_artifact(new)], night / "report.md", baseline=base,
+                         threshold=self.threshold)
+            links["report"] = str(night / "report.md")
+            hist = build_history(load_dir(runs).records, where=str(runs))
+            out = night / "history.md"
+            write_output(out, history_markdown(hist, history_plots(hist, out)), "the history")
+            links["history"] = str(out)
+        except Exception as e:  # the night's verdict stands without its pictures
+            links.setdefault("report", f"not written: {type(e).__name__}: {e}")
+            links.setdefault("history", f"not written: {type(e).__name__}: {e}")
+        return links

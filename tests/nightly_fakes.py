@@ -1,0 +1,180 @@
+"""Made-up artifacts and a fake `steps` for the nightly loop's tests (tests/test_nightly.py):
+commits are strings, a run is an artifact built from a table of factors (each commit may
+make a case slower for good), `ab` judges made-up rounds with `ab`'s own judge, and
+bisect names the first commit whose factor differs from GOOD's. Nothing is measured."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import math
+from pathlib import Path
+
+import numpy as np
+
+from mibench.harness.ab.rounds import judge, overall
+from mibench.harness.config import load_config
+from mibench.harness.config.matrix import expand
+from mibench.harness.records import (
+    ABCase,
+    ABRecord,
+    CaseLoad,
+    GitInfo,
+    RunRecord,
+    write_artifact,
+)
+from mibench.harness.records.ab import RoundSample, Side
+from mibench.harness.stats import paired
+
+HERE = Path(__file__).parent
+_spec = importlib.util.spec_from_file_location("make_artifacts",
+                                               HERE / "data" / "reports" / "make_artifacts.py")
+make = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(make)
+
+CONFIG = """\
+name: nightly-fake
+model: {path: embedded:qwen3-0.6b, dtype: bfloat16}
+workload: {query_tokens: 2000, num_items: 500, item_tokens: 20, label_token_ids: [198],
+           delimiter: 151643}
+runs: {warmup: 1, timed: 5}
+cases:
+  - {engine: jax, mode: packed, mask: segment}
+  - {engine: jax, mode: prefill_extend, extend_batch_size: 12}
+"""
+PACKED = "jax/packed/mask=segment/tp=1"
+EXTEND = "jax/prefill_extend/extend_batch_size=12/tp=1"
+SECONDS = {PACKED: 4.76, EXTEND: 0.95}
+QUIET, BUSY = 0.02, 0.70
+
+
+def sha(i: int) -> str:
+    return f"{i:02d}" + "c0ffee" * 6 + "ab"
+
+
+class FakeSteps:
+    """Commits 0..n (`sha(i)`); `effects[i]`: {case: factor} that commit i multiplies
+    (for good); HEAD is `head`; the next runs' other load is `load`; `ab_says`: a case id
+    -> a forced list of round ratios (else the commits' factors, with 1% noise)."""
+
+    def __init__(self, folder: Path, n: int = 8, effects: dict | None = None):
+        self.config_path = folder / "nightly.yaml"
+        self.config_path.write_text(CONFIG)
+        self.config = load_config(self.config_path)
+        self.n, self.effects, self.head_i = n, effects or {}, 0
+        self.load, self.fail, self.scale, self.score = QUIET, set(), {}, 0.5
+        self.ab_says: dict[str, list[float]] = {}
+        self.calls: list[tuple] = []
+        self.counter = itertools.count()
+
+    def factor(self, i: int, case: str) -> float:
+        return math.prod(self.effects.get(k, {}).get(case, 1.0) for k in range(i + 1))
+
+    def index(self, commit: str) -> int:
+        return next(i for i in range(self.n + 1) if sha(i) == commit)
+
+    # --- the repository --------------------------------------------------------------
+    def head(self):
+        return sha(self.head_i), self.subject(sha(self.head_i))
+
+    def subject(self, commit):
+        return f"commit {self.index(commit)}"
+
+    def reaches(self, commit):
+        return any(sha(i) == commit for i in range(self.n + 1))
+
+    def commits(self, good, bad):
+        return [sha(i) for i in range(self.index(good) + 1, self.index(bad) + 1)]
+
+    # --- measuring -----------------------------------------------------------------------
+    def run(self, out: Path) -> Path:
+        k = next(self.counter)
+        self.calls.append(("run", self.head_i))
+        record = self.record(k)
+        path = Path(out) / f"{record.run_id}.json"
+        write_artifact(record, path)
+        return path
+
+    def record(self, k: int) -> RunRecord:
+        started = f"2026-05-{1 + k // 24:02d}T{k % 24:02d}:00:00Z"
+        rng = np.random.default_rng(k)
+        record = make.build("demo.yaml", "1111111", k, make.demo_time, started)
+        record.cases = []
+        record.config = self.config.resolved()
+        record.config_sha256 = self.config.sha256()
+        record.run_id = f"nightly-fake-{k:03d}"
+        record.provenance.engine_repo = GitInfo(path="/fake", commit=sha(self.head_i),
+                                                dirty=False)
+        record.parity = None
+        for case in expand(self.config):
+            seconds = SECONDS[case.case_id] * self.factor(self.head_i, case.case_id)
+            seconds *= self.scale.get(case.case_id, 1.0)
+            value = ("RuntimeError", "boom") if case.case_id in self.fail else seconds
+            c = make.case_record(case, value, rng, started)
+            c.scores = [[[self.score]]] if c.status == "ok" else None
+            c.load = CaseLoad(window_s=2.0, cpus=2, other_share=self.load,
+                              other_cpu_s=4 * self.load, own_cpu_s=1.0, source="fake")
+            record.cases.append(c)
+        return record
+
+    def ab(self, base, new, case_ids, rounds, out):
+        self.calls.append(("ab", self.index(base), self.index(new), tuple(case_ids), rounds))
+        rng = np.random.default_rng(rounds)
+        cases = []
+        for cid in case_ids:
+            ratio = self.factor(self.index(new), cid) / self.factor(self.index(base), cid)
+            ratios = self.ab_says.get(cid) or [ratio * (1 + 0.01 * rng.standard_normal())
+                                               for _ in range(rounds)]
+            cases.append(judged(cid, ratios[:rounds] if cid not in self.ab_says else ratios))
+        record = ab_record(base, new, rounds, cases)
+        write_artifact(record, Path(out) / f"{record.run_id}.json")
+        return record
+
+    def bisect(self, good, bad, case_ids, *, rounds, max_rounds, afford, bad_step):
+        self.calls.append(("bisect", self.index(good), self.index(bad), tuple(case_ids)))
+        assert bad_step["commit"] == bad and bad_step["verdict"] == "regression"
+        g = self.index(good)
+        for i in range(g + 1, self.index(bad) + 1):
+            if any(self.factor(i, c) > 1.5 * self.factor(g, c) for c in case_ids):
+                return {"verdict": "found", "first_bad": sha(i), "subject": self.subject(sha(i)),
+                        "steps": [bad_step, {}], "candidates": self.index(bad) - g,
+                        "stopped": None, "decide": None}
+        return {"verdict": "inconclusive", "first_bad": None, "steps": [bad_step],
+                "candidates": self.index(bad) - g, "stopped": None, "decide": "more rounds"}
+
+    # --- commands and reports ------------------------------------------------------------
+    def ab_command(self, base, new, case_ids, rounds):
+        return f"mibench ab {base[:12]} {new[:12]} nightly.yaml --case {case_ids[0]} " \
+               f"--rounds {rounds}"
+
+    def bisect_command(self, good, bad, case_ids, max_rounds):
+        return f"mibench bisect {good[:12]} {bad[:12]} nightly.yaml --case {case_ids[0]}"
+
+    def reports(self, new, baseline, runs, night):
+        night.mkdir(parents=True, exist_ok=True)
+        (night / "report.md").write_text("report\n")
+        (night / "history.md").write_text("history\n")
+        return {"report": str(night / "report.md"), "history": str(night / "history.md")}
+
+
+def judged(case_id: str, ratios: list[float]) -> ABCase:
+    """A case whose rounds have these new / base ratios, judged by `ab`'s own judge."""
+    case = ABCase(case_id=case_id, engine="jax", mode="packed", params={},
+                  model="embedded:qwen3-0.6b", dtype="bfloat16", tp=1,
+                  workload={"label_token_ids": [198]})
+    for r, ratio in enumerate(ratios):
+        case.base.append(RoundSample(round=r, first=True, status="ok", timed_s=[1.0]))
+        case.new.append(RoundSample(round=r, first=False, status="ok", timed_s=[ratio]))
+    judge(case, {}, paired.ALPHA, paired.MIN_EFFECT, interleaved=True)
+    return case
+
+
+def ab_record(base: str, new: str, rounds: int, cases: list[ABCase]) -> ABRecord:
+    run = make.build("demo.yaml", "1111111", 0, make.demo_time, "2026-05-01T00:00:00Z")
+    record = ABRecord(run_id=f"ab-{base[:8]}-{new[:8]}-{rounds}", started_at=run.started_at,
+                      config=run.config, config_sha256=run.config_sha256,
+                      provenance=run.provenance, rounds=rounds,
+                      base=Side(rev=base, commit=base, subject="base"),
+                      new=Side(rev=new, commit=new, subject="new"), cases=cases)
+    record.verdict = overall(record)
+    return record
