@@ -155,8 +155,6 @@ OTHER_LOOPS = {
     ("harness/jobs/calibrate.py", "_burn"): "a busy loop: the calibration's background load",
     ("harness/jobs/verdicts.py", "main"): "the wall time of each part of the verdicts job, "
                                           "around whole runs",
-    ("engines/modes/extend.py", "extend_batch_times"): "each extend batch of one request, "
-        "synced before the next, in a pass of its own outside the timed runs (per-batch times)",
     ("harness/jobs/http_overhead.py", "main"): "two kinds of call alternating pairwise (in "
                                                "process, over http): the one loop repeats one",
     ("harness/jobs/nightly_scenario.py", "main"): "the wall time of each night of the "
