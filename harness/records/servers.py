@@ -58,9 +58,10 @@ class SloRecord(Record):
     steps: list[SloStep] = []  # the curve walked, in the order measured
     # found: the budget binds between `rate` and `bound`; not bound: met at max_rate; not
     # met: missed at min_rate; client saturated: the client could not offer a rate;
-    # imprecise: max_steps ran out before the precision; failed: an error stopped it
+    # imprecise: max_steps ran out before the precision; not held: the rate found met the
+    # budget in none of its repeats; failed: an error stopped it
     status: Literal["found", "not bound", "not met", "client saturated", "imprecise",
-                    "failed"]
+                    "not held", "failed"]
     rate: Measured = None  # the highest rate that met the budget
     bound: Measured = None  # the lowest rate above it that missed it
     repeats: list[SloStep] = []  # measurements at `rate`, each a fresh arrival seed

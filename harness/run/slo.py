@@ -133,6 +133,8 @@ def search(case: CaseSpec, bodies: Bodies, base_url: str, record: SloRecord,
             measured[:len(requests)] = requests
         tick(f"slo repeat {j + 1}/{s.repeats}")
     record.met_repeats = sum(r.meets for r in record.repeats)
+    if not capacity.held(record.met_repeats, len(record.repeats)):
+        record.status = "not held"
     rates = [r.items_per_s for r in record.repeats if r.items_per_s]
     record.items_per_s = statistics.median(rates) if rates else None
     record.note = note(record)
@@ -148,6 +150,10 @@ def note(r: SloRecord) -> str:
         return (f"{r.rate:.3g} requests/s{ips} at {p}, missed at {r.bound:.3g} "
                 f"(precision {r.precision:.0%}, {len(r.steps)} steps of "
                 f"{r.requests_per_step} requests){held}")
+    if r.status == "not held":
+        return (f"{r.rate:.3g} requests/s met {p} in the search but in none of the "
+                f"{len(r.repeats)} repeats at it: no capacity claimed (the server's latency or "
+                "the machine's load changed under the search)")
     if r.status == "imprecise":
         return (f"between {r.rate:.3g} and {r.bound:.3g} requests/s at {p}: max_steps "
                 f"{r.max_steps} ran out before the precision {r.precision:.0%}")

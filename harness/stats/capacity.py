@@ -172,3 +172,10 @@ class RateSearch:
                 and self.missed is not None:
             return self.met, self.missed
         return None, None
+
+
+def held(met: int, repeats: int) -> bool:
+    """Whether the rate a search found held when measured again: met in at least one of its
+    `repeats` (none asked: nothing to contradict it). Met in none, the search's own step
+    was luck or the load changed under it, and no capacity is claimed (`not held`)."""
+    return repeats == 0 or met > 0
