@@ -58,6 +58,7 @@ _LAZY = {
     "top_kernels": ("profile", "top_kernels"),
     "cudnn_check": ("profile", "cudnn_check"),
     "HttpClient": ("http_client", "HttpClient"),  # the http engine's transport
+    "leaking": ("leaks", "leaking"),  # deliberate leaks: invariance's negative controls
     "parse_base_url": ("http_client", "parse_base_url"),
     "wire": ("wires", "wire"),  # a server wire by name (engines/wires/)
     "WIRES": ("wires", "WIRES"),

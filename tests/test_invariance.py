@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from mibench.engines import MODES
+from mibench.engines import MODES, leaking
 from mibench.harness.jobs import invariance as inv
 
 IDS = [f"{v.engine}-{v.mode}-{inv.options_label(v.options)}" for v in inv.VARIANTS]
@@ -45,7 +45,7 @@ def test_every_mode_holds_its_stated_property(engines, v):
 
 def test_a_leak_is_off_again_after_its_block(engines):
     v = inv.VARIANTS[1]  # packed, dense
-    with inv.leaking(v.leak, engines["jax"]):
+    with leaking(v.leak, engines["jax"]):
         pass
     check(inv.measure(engines["jax"], v))
 

@@ -1,4 +1,4 @@
-"""Servers under test, step two, end to end with launched servers (harness/fake_server.py,
+"""Servers under test, step two, end to end with launched servers (harness/testing/fake_server.py,
 and `mibench serve`): the capacity search against a server of known capacity, the
 `concurrency` check over fresh launches (a server whose scores move with what is in flight
 must fail it, `mibench serve` must pass), cold starts per launch, their report, and `ab`
@@ -27,7 +27,7 @@ workload: {query_tokens: 16, num_items: 3, item_tokens: 2, label_token_ids: [10,
            apply_softmax: true, seed: 0}
 runs: {timeout_s: 600}
 """
-FAKE = ('["{python}", "-m", "mibench.harness.fake_server", "{port}"')
+FAKE = ('["{python}", "-m", "mibench.harness.testing.fake_server", "{port}"')
 SERVE = ('["{python}", "-m", "mibench.harness.cli", "serve", "--model", "{model}", '
          '"--host", "{host}", "--port", "{port}", "--dtype", "{dtype}"]')
 
@@ -165,7 +165,7 @@ def test_ab_judges_a_server_revision_with_a_third_of_the_capacity_and_a_slow_fir
     repo = tmp_path / "server"
     repo.mkdir()
     git(repo, "init", "-q")
-    source = (Path(__file__).parents[1] / "harness" / "fake_server.py").read_text()
+    source = (Path(__file__).parents[1] / "harness" / "testing" / "fake_server.py").read_text()
     defaults = "serial_ms: float = 0.0"
     first = "first_ms: float = 0.0"
     assert defaults in source and first in source

@@ -27,15 +27,15 @@ Controls, at the largest placement:
 The serve rows launch `mibench serve --mode M` and run the `concurrency` check's passes
 (harness/run/concurrency.py: alone, under load twice, alone again) with two different sets
 of other requests; their leak control is a server whose scores move with the requests in
-flight (`python -m mibench.harness.fake_server --inflight-shift`), which must fail the same check.
+flight (`python -m mibench.harness.testing.fake_server --inflight-shift`), which must fail
+the same check.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -166,6 +166,8 @@ def measure(engine, v: Variant, seed: int = 0) -> Row:
     base = score(query, items)[k]
     neighbour_same = log_diff(base, score(query, same)[k])
     neighbour_len = log_diff(base, score(query, longer)[k])
+    from mibench.engines import leaking
+
     with leaking(v.leak, engine):
         leak = alone_vs_among(score, query, x, others, v.placements)
     claim = CLAIMS[(v.engine, v.mode, options_label(v.options))]
@@ -173,49 +175,6 @@ def measure(engine, v: Variant, seed: int = 0) -> Row:
     holds = among <= bound and neighbour_same == 0.0 and neighbour_len <= TOL and leak > TOL
     return Row(v.engine, v.mode, options_label(v.options), v.batching, claim, among,
                neighbour_same, neighbour_len, v.leak, leak, holds)
-
-
-@contextlib.contextmanager
-def leaking(kind: str, engine) -> Iterator[None]:
-    """The leak control `kind` switched on for the block (module docstring)."""
-    from unittest import mock
-
-    from mibench.engines.modes import extend, packed
-    from mibench.engines.modes.layout import PackedBatch
-
-    if kind == "dense mask":
-        dense = PackedBatch.dense_mask
-
-        def leaky_mask(self):
-            mask = dense(self)
-            t = mask.shape[-1]
-            return mask | np.tril(np.ones((t, t), bool))[None]
-        patch = mock.patch.object(PackedBatch, "dense_mask", leaky_mask)
-    elif kind == "segment mask":
-        pack = packed.pack
-
-        def leaky_pack(*a, **kw):
-            b = pack(*a, **kw)
-            return dataclasses.replace(b, seg_start_bi=np.zeros_like(b.seg_start_bi))
-        patch = mock.patch.object(packed, "pack", leaky_pack)
-    elif kind == "LM head rows":
-        join = extend.join_rows
-
-        def leaky_rows(*a, **kw):
-            h = join(*a, **kw)
-            return h + 0.01 * h.mean(axis=0, keepdims=True)
-        patch = mock.patch.object(extend, "join_rows", leaky_rows)
-    else:  # "scores": each item's scores move with the request's other items
-        score = engine.score
-
-        def leaky_score(query, items, *a, **kw):
-            out = score(query, items, *a, **kw)
-            shift = np.exp(1e-3 * (len(items) - 1))
-            return dataclasses.replace(out, scores=[[s * shift for s in row]
-                                                    for row in out.scores])
-        patch = mock.patch.object(engine, "score", leaky_score)
-    with patch:
-        yield
 
 
 def engines(model: str = "embedded:tiny") -> dict:

@@ -2,7 +2,7 @@
 against the same request while `mibench serve` handles others, for each SERVE_MODES mode;
 its controls: other requests of other tokens (same lengths) and of other lengths in flight
 must change nothing, and a server whose scores move with what is in flight
-(`python -m mibench.harness.fake_server --inflight-shift`) must fail the same check."""
+(`python -m mibench.harness.testing.fake_server --inflight-shift`) must fail the same check."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _launch(mode: str) -> LaunchSpec:
                       ready_timeout_s=300.0)
 
 
-FAKE = LaunchSpec(command=("{python}", "-m", "mibench.harness.fake_server", "{port}",
+FAKE = LaunchSpec(command=("{python}", "-m", "mibench.harness.testing.fake_server", "{port}",
                            "--inflight-shift", "0.01"), ready_path="/get_server_info",
                   ready_timeout_s=60.0, grace_s=2.0)
 

@@ -3,7 +3,7 @@
 controls of servers under test (not a benchmark subject). Scores are a hash of the
 request's tokens (softmax over the labels), so a request's scores are its own alone.
 
-    python -m mibench.harness.fake_server PORT [--serial-ms S] [--inflight-shift X]
+    python -m mibench.harness.testing.fake_server PORT [--serial-ms S] [--inflight-shift X]
                                                [--first-ms F]
 
 --serial-ms S      one request at a time, each S ms (a server of capacity 1000 / S req/s)
