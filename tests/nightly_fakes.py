@@ -157,11 +157,12 @@ class FakeSteps:
         return {"report": str(night / "report.md"), "history": str(night / "history.md")}
 
 
-def judged(case_id: str, ratios: list[float]) -> ABCase:
-    """A case whose rounds have these new / base ratios, judged by `ab`'s own judge."""
-    case = ABCase(case_id=case_id, engine="jax", mode="packed", params={},
-                  model="embedded:qwen3-0.6b", dtype="bfloat16", tp=1,
-                  workload={"label_token_ids": [198]})
+def judged(case_id: str, ratios: list[float], mode: str = "packed",
+           model: str = "embedded:qwen3-0.6b", dtype: str = "bfloat16") -> ABCase:
+    """A case whose rounds have these new / base ratios, judged by `ab`'s own judge
+    (tests/test_bisect.py takes it too)."""
+    case = ABCase(case_id=case_id, engine="jax", mode=mode, params={}, model=model,
+                  dtype=dtype, tp=1, workload={"label_token_ids": [198]})
     for r, ratio in enumerate(ratios):
         case.base.append(RoundSample(round=r, first=True, status="ok", timed_s=[1.0]))
         case.new.append(RoundSample(round=r, first=False, status="ok", timed_s=[ratio]))

@@ -11,18 +11,18 @@ from __future__ import annotations
 import types
 from pathlib import Path
 
+import nightly_fakes
 import pytest
 from typer.testing import CliRunner
 
 from mibench.errors import MibenchError
 from mibench.harness.ab import bisect as bisect_module
 from mibench.harness.ab.bisect import bisect
-from mibench.harness.ab.rounds import case_verdict, judge
+from mibench.harness.ab.rounds import case_verdict
 from mibench.harness.ab.scratch import commit, git
 from mibench.harness.cli import app
 from mibench.harness.config import load_config
-from mibench.harness.records.ab import ABCase, RoundSample
-from mibench.harness.stats import paired
+from mibench.harness.records.ab import ABCase
 from mibench.harness.testing import write_config
 
 CONFIG = """
@@ -41,14 +41,8 @@ WIDE = [4.43, 11.43, 29.5] + [0.05, 20.0] * 30
 
 def judged(ratios: list[float]) -> ABCase:
     """A case whose rounds have these new/base ratios, judged by `ab`'s judge."""
-    case = ABCase(case_id="jax/single/tp=1", engine="jax", mode="single", params={},
-                  model="embedded:tiny", dtype="float32", tp=1,
-                  workload={"label_token_ids": [198]})
-    for r, ratio in enumerate(ratios):
-        case.base.append(RoundSample(round=r, first=True, status="ok", timed_s=[1.0]))
-        case.new.append(RoundSample(round=r, first=False, status="ok", timed_s=[ratio]))
-    judge(case, {}, paired.ALPHA, paired.MIN_EFFECT, interleaved=True)
-    return case
+    return nightly_fakes.judged("jax/single/tp=1", ratios, mode="single",
+                                model="embedded:tiny", dtype="float32")
 
 
 @pytest.fixture
