@@ -56,8 +56,8 @@ def raw(url: str) -> socket.socket:
     return s
 
 
-def read_answer(s: socket.socket, timeout: float = 30) -> tuple[int | None, dict | None]:
-    """(status, JSON body) of the answer on `s`, read to EOF; (None, None) on a reset."""
+def raw_answer(s: socket.socket, timeout: float = 30) -> bytes:
+    """Everything `s` answers, read to EOF (what arrived before a reset or the timeout)."""
     s.settimeout(timeout)
     data = b""
     try:
@@ -65,6 +65,12 @@ def read_answer(s: socket.socket, timeout: float = 30) -> tuple[int | None, dict
             data += chunk
     except (ConnectionResetError, TimeoutError):
         pass
+    return data
+
+
+def read_answer(s: socket.socket, timeout: float = 30) -> tuple[int | None, dict | None]:
+    """(status, JSON body) of the answer on `s`, read to EOF; (None, None) on a reset."""
+    data = raw_answer(s, timeout)
     if not data:
         return None, None
     head, _, body = data.partition(b"\r\n\r\n")

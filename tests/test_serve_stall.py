@@ -52,13 +52,9 @@ def connect(url: str) -> socket.socket:
 
 def answer_of(s: socket.socket, timeout: float = 30) -> tuple[int | None, bytes]:
     """(status, whole answer) read to EOF; (None, b"") on a reset or nothing."""
-    s.settimeout(timeout)
-    data = b""
-    try:
-        while chunk := s.recv(65536):
-            data += chunk
-    except (ConnectionResetError, TimeoutError):
-        pass
+    from test_serve_hostile import raw_answer
+
+    data = raw_answer(s, timeout)
     return (int(data.split()[1]) if data.startswith(b"HTTP/") else None), data
 
 
