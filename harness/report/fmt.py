@@ -253,7 +253,8 @@ def tally(comp) -> str:
 def cut_short(comp) -> str:
     """`; 1 case cut short by its deadline on a busy machine (inconclusive: ...)`: newly
     failed cases that compare calls no evidence (stats/load.timeout_busy_reason)."""
-    cut = [c for c in comp.cases if c.verdict == INCONCLUSIVE and c not in comp.compared]
+    compared = comp.compared
+    cut = [c for c in comp.cases if c.verdict == INCONCLUSIVE and c not in compared]
     if not cut:
         return ""
     names = ", ".join(c.case_id for c in cut[:3]) + (", ..." if len(cut) > 3 else "")
