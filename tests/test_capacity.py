@@ -103,6 +103,18 @@ def test_a_saturated_client_stops_the_search_and_an_imprecise_one_keeps_its_brac
     assert s.status == "imprecise" and rate <= 3.3 < bound
 
 
+def test_a_client_is_saturated_only_when_surely_more_than_5_percent_of_sends_are_late():
+    # The least late count whose one-sided 95% lower bound passes 5%, by brute force over
+    # the binomial tail: P(X >= k | n, 0.05) < 5%.
+    from scipy.stats import binom
+
+    for n in (10, 36, 72, 368):
+        least = next(k for k in range(n + 1) if binom.sf(k - 1, n, 0.05) < 0.05)
+        assert not capacity.saturated(least - 1, n) and capacity.saturated(least, n), n
+    assert [n for n in (36, 72, 368) if capacity.saturated(n, n)] == [36, 72, 368]
+    assert not capacity.saturated(0, 0)
+
+
 def test_a_step_is_judged_on_its_percentile_errors_and_client():
     ms = [10.0] * 35 + [300.0]
     ok = capacity.judge_step(ms, 36, 0, 0, 90, 100, 0.0)
@@ -112,8 +124,11 @@ def test_a_step_is_judged_on_its_percentile_errors_and_client():
     errors = capacity.judge_step(ms, 37, 1, 0, 90, 100, 0.0)
     assert not errors.meets and "1 of 37 requests failed" in errors.why
     assert capacity.judge_step(ms, 37, 1, 0, 90, 100, 0.05).meets
-    late = capacity.judge_step(ms, 36, 0, 3, 90, 100, 0.0)
+    late = capacity.judge_step(ms, 36, 0, 5, 90, 100, 0.0)
     assert late.saturated and not late.meets and "client" in late.why
+    assert "Clopper-Pearson lower bound 5.6%" in late.why
+    jitter = capacity.judge_step(ms, 36, 0, 2, 90, 100, 0.0)  # 5.6% observed, by chance
+    assert jitter.meets and not jitter.saturated
     early = capacity.judge_step([300.0] * 4, 4, 0, 0, 90, 100, 0.0, stopped_early=True)
     assert not early.meets and "stopped after 4 requests" in early.why
 

@@ -10,7 +10,7 @@ harness/stats/capacity.py, which also picks the next rate: up by 2x until a rate
 then the bracket cut at its geometric middle until it is within the precision. A step
 stops sending as soon as enough requests were answered over the budget (or failed) to
 miss it whatever the rest would do; those in flight still end, so the next step starts
-on a drained server. A client that sent more than 5% of a step's requests late (its
+on a drained server. A client that surely sent more than 5% of a step's requests late (its
 threads could not keep the schedule) stops the search: the record says the client, not the
 server, fell behind.
 

@@ -17,6 +17,13 @@ meets it (or `min` misses: not met); then the bracket [highest met, lowest misse
 at its geometric middle until missed / met <= 1 + precision. The capacity is the highest
 rate that met the budget, always below a rate tried that missed it. A step whose client
 fell behind its schedule stops the search: that rate says nothing of the server.
+
+**A saturated client.** A send more than `late_after(rate)` after its arrival is late. A
+busy machine wakes the sender a few ms late now and then, which hardly changes the offered
+load; a client that cannot offer the rate falls behind on most sends. So a step's client is
+saturated only when the one-sided 95% Clopper-Pearson lower bound of its late share is
+above MAX_LATE_SHARE (5 late of 36 sends, 8 of 72, 27 of 368), not on a share observed
+above it by chance (2 of 36).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ CONFIDENCE = 0.95
 FACTOR = 2.0  # the search's step while it brackets the budget
 LATE_MIN_S = 0.010  # a send this late after its arrival is late whatever the rate
 LATE_GAP_SHARE = 0.5  # ... or half the mean gap between arrivals, if larger
-MAX_LATE_SHARE = 0.05  # more late sends than this: the client could not offer the rate
+MAX_LATE_SHARE = 0.05  # surely more late sends than this: the client could not offer the rate
 
 
 def min_samples(percentile: float, confidence: float = CONFIDENCE) -> int:
@@ -89,17 +96,32 @@ class Judged:
     why: str
 
 
+def late_share_low(late: int, sent: int) -> float:
+    """The one-sided 95% Clopper-Pearson lower bound of a late share of `late` of `sent`."""
+    from scipy.stats import binomtest
+
+    if late == 0 or sent == 0:
+        return 0.0
+    ci = binomtest(late, sent, alternative="greater").proportion_ci(CONFIDENCE, method="exact")
+    return float(ci.low)
+
+
+def saturated(late: int, sent: int) -> bool:
+    """Whether a step's client surely sent more than MAX_LATE_SHARE of its requests late."""
+    return late_share_low(late, sent) > MAX_LATE_SHARE
+
+
 def judge_step(latencies_ms: list[float], sent: int, failed: int, late: int,
                percentile: float, budget_ms: float, max_error_rate: float,
                stopped_early: bool = False) -> Judged:
     """A step meets the budget when the percentile of its answered requests is within it,
     its failed share within `max_error_rate`, and its client kept to the schedule."""
-    saturated = sent > 0 and late / sent > MAX_LATE_SHARE
     p = f"p{percentile:g}"
-    if saturated:
-        return Judged(False, True, f"the client sent {late} of {sent} requests late "
-                                   f"(more than {MAX_LATE_SHARE:.0%}): it could not offer "
-                                   "the rate, so the step says nothing of the server")
+    if saturated(late, sent):
+        return Judged(False, True, f"the client sent {late} of {sent} requests late (95% "
+                                   f"Clopper-Pearson lower bound {late_share_low(late, sent):.1%}"
+                                   f" > {MAX_LATE_SHARE:.0%}): it could not offer the rate, so "
+                                   "the step says nothing of the server")
     rate = failed / sent if sent else 1.0
     over = sum(1 for x in latencies_ms if x > budget_ms)
     if stopped_early:
