@@ -183,3 +183,54 @@ def test_a_rate_met_in_none_of_its_repeats_is_not_held():
     repeats as the machine's load grew, and the record still said `found`."""
     assert capacity.held(1, 3) and capacity.held(3, 3) and capacity.held(0, 0)
     assert not capacity.held(0, 3)
+
+
+def knee_server(search_cap: float, repeat_cap: float, calls: list):
+    """A stand-in for run/slo.py's `step`: a server that meets the budget up to
+    `search_cap` requests/s under the search's arrival seeds and only up to `repeat_cap`
+    under the repeats' (the knee: one seed meets, the next misses)."""
+    from mibench.harness.records import SloStep
+    from mibench.harness.run import slo
+
+    def step(plan, bodies, base_url, rate, seed, first, early):
+        calls.append((rate, seed, first, early))
+        cap = repeat_cap if seed >= slo.REPEAT_SEED else search_cap
+        meets = rate <= cap
+        return SloStep(rate=rate, seed=seed, sent=36, ok=36, error_rate=0.0,
+                       stopped_early=early and not meets, duration_s=36 / rate,
+                       achieved_rate=rate, items_per_s=2 * rate, meets=meets,
+                       why="met" if meets else "missed"), []
+    return step
+
+
+@pytest.mark.parametrize("repeat_cap, status, rate, extra_steps", [
+    (14.0, "found", 20 / 1.5, 3),  # one step down holds
+    (9.0, "found", 20 / 1.5 ** 2, 6),  # two steps down
+    (1.0, "not held", 20 / 1.5 ** 2, 6),  # held nowhere within MAX_BACKOFFS
+])
+def test_a_rate_that_does_not_hold_is_backed_off_one_precision_step(
+        tmp_path, monkeypatch, repeat_cap, status, rate, extra_steps):
+    from mibench.harness.run import slo
+
+    (case,) = cases_of(tmp_path, """
+        cases:
+          - {engine: http, base_url: "http://127.0.0.1:9",
+             slo: {p90_ms: 100, start_rate: 10, precision: 0.5, repeats: 3}}
+        """)
+    calls = []
+    monkeypatch.setattr(slo, "step", knee_server(20.0, repeat_cap, calls))
+    record = slo.new_record(case.http)
+    slo.search(case, None, "http://127.0.0.1:9", record, [None] * 36, lambda _: None)
+    searched = [c for c in calls if c[3]]
+    assert [round(c[0], 1) for c in searched] == [10, 20, 40, 28.3]  # found 20, missed 28.3
+    assert record.status == status and record.rate == pytest.approx(rate)
+    assert record.bound == pytest.approx(rate * 1.5) and record.met_repeats == (
+        3 if status == "found" else 0)
+    # the repeats that did not hold are on the curve, missed, above the rate kept
+    assert len(record.steps) == len(searched) + extra_steps
+    assert all(not x.meets and x.rate > record.rate for x in record.steps[len(searched):])
+    repeats = [c for c in calls if not c[3]]
+    assert len({c[1] for c in repeats}) == len(repeats) == extra_steps + 3  # fresh seeds
+    assert len({c[2] for c in calls}) == len(calls)  # every step scores bodies of its own
+    assert "backed off one precision step from 20 requests/s (met in 0 of 3" in record.note
+    assert capacity.MAX_BACKOFFS == 2

@@ -66,11 +66,13 @@ def test_capacity_of_a_serial_server_is_found_below_its_limit(tmp_path):
     (case,) = record.cases
     assert case.status == "ok", case.error
     s = case.slo
-    # the search's rate is at the knee of this one-at-a-time server: its repeats missed in
-    # two quiet runs (`not held`, no capacity claimed): the search itself is what is tested
+    # the search stops at the knee of this one-at-a-time server, where its repeats may miss
+    # (backed off one precision step then, twice at most; `not held` if none holds): the
+    # search itself is what is tested
     assert s.status in ("found", "not held"), s.note
     assert s.requests_per_step == 36 and "36" in s.samples_why
-    assert s.rate < s.bound <= s.rate * 1.5  # the budget binds between them, within precision
+    # the budget binds between them, within precision
+    assert s.rate < s.bound <= s.rate * 1.5 * (1 + 1e-9)
     assert s.bound <= max(x.rate for x in s.steps)  # a rate tried above it missed
     # one request at a time, SERIAL_MS each: no rate above 1000 / SERIAL_MS is sustainable
     assert s.rate <= 1.25 * 1000 / SERIAL_MS

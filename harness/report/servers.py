@@ -73,7 +73,7 @@ def capacity_chart(rows: list[Row], path: Path) -> Path | None:
         ax.plot([x.rate for x in reps], [x.percentile_ms for x in reps], "x", color=color,
                 ms=6)
         ax.axhline(s.budget_ms, color=color, ls="--", lw=0.8)
-        if s.rate is not None:
+        if s.rate is not None and s.status == "found":  # `not held`: no capacity claimed
             ax.axvline(s.rate, color=color, ls="-.", lw=0.6)
     ax.set_xscale("log")
     ax.set_yscale("log")

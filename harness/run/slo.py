@@ -16,7 +16,10 @@ server, fell behind.
 
 At the rate found, `repeats` more steps (fresh arrival seeds, never stopped early) are the
 case's timed runs: items/s at the budget is their median, and compare and ab judge the
-capacity from them like a time (per item, + = worse).
+capacity from them like a time (per item, + = worse). A rate met in none of its repeats
+(the search stopped at the knee, where one seed meets and the next misses) is backed off
+one precision step (rate / (1 + precision)) and repeated there, at most MAX_BACKOFFS times;
+the repeats that did not hold join the curve's steps. Held nowhere: `not held`.
 """
 
 from __future__ import annotations
@@ -125,23 +128,49 @@ def search(case: CaseSpec, bodies: Bodies, base_url: str, record: SloRecord,
         record.note = note(record)
         return
     first += len(record.steps) * n
-    for j in range(s.repeats):
-        done, requests = step(plan, bodies, base_url, record.rate, seed + REPEAT_SEED + j,
-                              first + j * n, early=False)
-        record.repeats.append(done)
-        if j == 0:
-            measured[:len(requests)] = requests
-        tick(f"slo repeat {j + 1}/{s.repeats}")
-    record.met_repeats = sum(r.meets for r in record.repeats)
+    backed: list[tuple[float, int, int]] = []  # (rate, met, repeats) of each rate backed off
+    while True:
+        repeat_at(case, bodies, base_url, record, measured, tick,
+                  len(backed) * s.repeats, first)
+        if capacity.held(record.met_repeats, len(record.repeats)) \
+                or len(backed) == capacity.MAX_BACKOFFS:
+            break
+        lower = capacity.back_off(record.rate, s.precision, s.min_rate)
+        if lower is None:
+            break
+        # the repeats that did not hold stay on the curve (full steps, missed at this rate)
+        backed.append((record.rate, record.met_repeats, len(record.repeats)))
+        record.steps.extend(record.repeats)
+        record.rate, record.bound = lower, record.rate
     if not capacity.held(record.met_repeats, len(record.repeats)):
         record.status = "not held"
     rates = [r.items_per_s for r in record.repeats if r.items_per_s]
     record.items_per_s = statistics.median(rates) if rates else None
-    record.note = note(record)
+    record.note = note(record, backed)
 
 
-def note(r: SloRecord) -> str:
-    """One sentence: what the search found (or why it found nothing)."""
+def repeat_at(case: CaseSpec, bodies: Bodies, base_url: str, record: SloRecord,
+              measured: list[HttpRequest | None], tick: Callable[[str], None], done: int,
+              first: int) -> None:
+    """`slo.repeats` full steps at `record.rate` into `record.repeats` (and `met_repeats`);
+    `done` repeats came before (their seeds and bodies are not reused); `measured` gets the
+    first one's requests."""
+    plan, s = case.http, case.http.slo
+    seed, n = case.workload.seed + REPEAT_SEED, s.requests
+    record.repeats = []
+    for j in range(done, done + s.repeats):
+        step_record, requests = step(plan, bodies, base_url, record.rate, seed + j,
+                                     first + j * n, early=False)
+        record.repeats.append(step_record)
+        if j == done:
+            measured[:len(requests)] = requests
+        tick(f"slo repeat {j - done + 1}/{s.repeats} at {record.rate:.3g}/s")
+    record.met_repeats = sum(r.meets for r in record.repeats)
+
+
+def note(r: SloRecord, backed: list[tuple[float, int, int]] = ()) -> str:
+    """One sentence: what the search found (or why it found nothing); `backed`: the rates
+    that did not hold in their repeats, (rate, met, repeats) each, highest first."""
     p = f"p{r.percentile:g} <= {r.budget_ms:g} ms"
     tried = max((x.rate for x in r.steps), default=None)
     if r.status == "found":
@@ -149,11 +178,11 @@ def note(r: SloRecord) -> str:
         ips = f" ({r.items_per_s:.3g} items/s)" if r.items_per_s else ""
         return (f"{r.rate:.3g} requests/s{ips} at {p}, missed at {r.bound:.3g} "
                 f"(precision {r.precision:.0%}, {len(r.steps)} steps of "
-                f"{r.requests_per_step} requests){held}")
+                f"{r.requests_per_step} requests){held}{_backed(backed)}")
     if r.status == "not held":
-        return (f"{r.rate:.3g} requests/s met {p} in the search but in none of the "
-                f"{len(r.repeats)} repeats at it: no capacity claimed (the server's latency or "
-                "the machine's load changed under the search)")
+        return (f"{r.rate:.3g} requests/s met {p} in none of the {len(r.repeats)} repeats at "
+                f"it{_backed(backed)}: no capacity claimed (the server's latency or the "
+                "machine's load changed under the search)")
     if r.status == "imprecise":
         return (f"between {r.rate:.3g} and {r.bound:.3g} requests/s at {p}: max_steps "
                 f"{r.max_steps} ran out before the precision {r.precision:.0%}")
@@ -167,6 +196,14 @@ def note(r: SloRecord) -> str:
         return (f"the client could not offer {last.rate:.3g} requests/s ({last.why}); the "
                 f"server met the budget up to {_met(r)}: capacity not found")
     return f"stopped after {len(r.steps)} steps (highest rate tried {tried})"
+
+
+def _backed(backed: list[tuple[float, int, int]]) -> str:
+    if not backed:
+        return ""
+    rates = ", ".join(f"{rate:.3g} requests/s (met in {met} of {n} repeats)"
+                      for rate, met, n in backed)
+    return f"; backed off one precision step from {rates}"
 
 
 def _met(r: SloRecord) -> str:

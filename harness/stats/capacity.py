@@ -196,6 +196,15 @@ class RateSearch:
         return None, None
 
 
+MAX_BACKOFFS = 2  # a rate that did not hold: this many steps of one precision down, at most
+
+
+def back_off(rate: float, precision: float, min_rate: float) -> float | None:
+    """The rate one precision step below a rate that did not hold (None: below min_rate)."""
+    lower = rate / (1 + precision)
+    return lower if lower >= min_rate else None
+
+
 def held(met: int, repeats: int) -> bool:
     """Whether the rate a search found held when measured again: met in at least one of its
     `repeats` (none asked: nothing to contradict it). Met in none, the search's own step
