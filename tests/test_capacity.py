@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -234,3 +235,24 @@ def test_a_rate_that_does_not_hold_is_backed_off_one_precision_step(
     assert len({c[2] for c in calls}) == len(calls)  # every step scores bodies of its own
     assert "backed off one precision step from 20 requests/s (met in 0 of 3" in record.note
     assert capacity.MAX_BACKOFFS == 2
+
+
+@pytest.mark.parametrize("status, lines", [("found", 1), ("not held", 0)])
+def test_the_capacity_plot_marks_a_rate_found_only_when_it_held(monkeypatch, status, lines):
+    from types import SimpleNamespace
+
+    from mibench.harness.records import SloStep
+    from mibench.harness.report import servers
+
+    steps = [SloStep(rate=r, seed=k, sent=36, ok=36, error_rate=0.0, stopped_early=False,
+                     percentile_ms=10.0 * r, p50_ms=5.0 * r, meets=r <= 10, why="")
+             for k, r in enumerate([5.0, 10.0, 20.0])]
+    slo = SimpleNamespace(steps=steps, repeats=steps[1:2], percentile=90, budget_ms=150,
+                          rate=10.0, status=status)
+    row = SimpleNamespace(case=SimpleNamespace(slo=slo, case_id="http/single"), run="r")
+    figs = []
+    monkeypatch.setattr(servers, "_save", lambda fig, path: figs.append(fig) or path)
+    servers.capacity_chart([row], Path("unused.png"))
+    (ax,) = figs[0].axes
+    assert sum(line.get_linestyle() == "-." for line in ax.get_lines()) == lines
+    assert sum(line.get_linestyle() == "--" for line in ax.get_lines()) == 1  # the budget
