@@ -24,9 +24,9 @@ from mibench.harness.records import (
     write_artifact,
 )
 from mibench.harness.report.fmt import verdict_line
-from mibench.harness.stats.compare import METHOD, compare
+from mibench.harness.stats.compare import compare
 from mibench.harness.stats.noise import aa_noise
-from mibench.harness.stats.significance import NoiseFloor, between_runs
+from mibench.harness.stats.significance import METHOD, NoiseFloor, between_runs
 from mibench.harness.testing import error_line
 
 DATA = Path(__file__).parent / "data" / "reports"
