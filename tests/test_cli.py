@@ -25,7 +25,7 @@ def test_help_is_fast_and_lazy():
     out = mibench("--help")
     assert out.returncode == 0 and "validate" in out.stdout
     assert time.perf_counter() - t0 < 5
-    probe = "import sys, harness.cli; print('jax' in sys.modules, 'torch' in sys.modules)"
+    probe = "import sys, mibench.harness.cli; print('jax' in sys.modules, 'torch' in sys.modules)"
     lazy = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert lazy.stdout.split() == ["False", "False"]
 

@@ -98,7 +98,7 @@ def test_overhead_job_bad_input_is_one_line_exit_2(tmp_path):
         assert lines[0].startswith("error: ") and message in lines[0], lines[0]
 
 
-# what engines/bench.py measured: (mode, options), labels [198], query 2000, 500 x 20
+# what the old engines/bench.py (gone) measured: (mode, options), labels [198], query 2000, 500 x 20
 BENCH_CASES = [("single", {}), ("packed", {"mask": "dense"}), ("packed", {"mask": "segment"}),
                ("packed", {"mask": "segment"}), ("chunked", {"chunk_size": 32}),
                ("chunked", {"chunk_size": 64}), ("chunked", {"chunk_size": 128}),

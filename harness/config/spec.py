@@ -2,10 +2,10 @@
 forbidden). `load_config(path, overrides)` is the one entry point; every error is a
 `ConfigError` naming `file:line: key.path`.
 
-List-valued options are matrix axes (see `harness.matrix`): `model.path`, `model.dtype`,
-`topology.tp`, `workload.query_tokens`, `workload.num_items`, `workload.item_tokens` and
-every mode option of a case. `precompile_bs: [1, 2, 4]` is one value; a list of such lists
-is an axis.
+List-valued options are matrix axes (expanded by harness/config/matrix.py): `model.path`,
+`model.dtype`, `topology.tp`, `workload.query_tokens`, `workload.num_items`,
+`workload.item_tokens` and every mode option of a case. `precompile_bs: [1, 2, 4]` is one
+value; a list of such lists is an axis.
 """
 
 from __future__ import annotations

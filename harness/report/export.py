@@ -1,7 +1,7 @@
 """Exporters of `mibench compare` and `mibench history`: Markdown (Jinja2 templates) and JSON.
 
-Each takes the computed record (harness.compare.Comparison, harness.history.History) and only
-formats it.
+Each takes the computed record (`Comparison`, harness/stats/comparison.py; `History`,
+harness/stats/history.py) and only formats it.
 """
 
 from __future__ import annotations

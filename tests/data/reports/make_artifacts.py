@@ -2,7 +2,7 @@
 
     python tests/data/reports/make_artifacts.py   # from the repository root
 
-The cases come from the real configs beside this file (expanded by harness.matrix), the
+The cases come from the real configs beside this file (expanded by harness/config/matrix.py), the
 times from the tables below, shaped like the seeds' TPU v6e reports: FAILED and OOM rows, a
 tail pause at extend batch 16, a 2x segment-over-dense A/B, TP=4 chunked at 141 items/s.
 - `base.json`: commit 1111111, demo.yaml.
