@@ -293,20 +293,30 @@ MODES: dict[str, dict[str, Mode]] = {
 
 
 def engine_modes(engine: str) -> dict[str, Mode]:
-    """The modes of `engine`, or a MibenchError naming `engine`."""
-    if engine not in MODES:
-        raise MibenchError(f"unknown engine {engine!r} (known: {', '.join(MODES)})",
-                           field="engine")
-    return MODES[engine]
+    """The modes of `engine`, or a MibenchError naming `engine` (`engine_mode`'s)."""
+    return _lookup(engine, _ANY)
 
 
 def engine_mode(engine: str, mode) -> Mode:
-    """The mode `mode` of `engine`, or a MibenchError naming `mode` (or `engine`)."""
-    modes = engine_modes(engine)
-    if not isinstance(mode, str) or mode not in modes:
-        raise MibenchError(f"unknown mode {mode!r} for the {engine} engine (known: "
-                           f"{', '.join(modes)})", field="mode")
-    return modes[mode]
+    """The mode `mode` of `engine`, or a MibenchError naming `mode` (or `engine`): the one
+    place an unknown engine or mode is refused (the config, the CLI and the server re-key
+    the error with `MibenchError.under`, same message)."""
+    return _lookup(engine, mode)[mode]
+
+
+_ANY = object()  # `_lookup`'s mode when only the engine is asked about
+
+
+def _lookup(engine, mode) -> dict[str, Mode]:
+    """`engine`'s modes, holding `mode` (any mode: `_ANY`)."""
+    modes = MODES.get(engine) if isinstance(engine, str) else None
+    if modes is None:
+        field, what, known = "engine", f"engine {engine!r}", MODES
+    elif mode is not _ANY and (not isinstance(mode, str) or mode not in modes):
+        field, what, known = "mode", f"mode {mode!r} for engine {engine}", modes
+    else:
+        return modes
+    raise MibenchError(f"unknown {what} (known: {', '.join(known)})", field=field)
 
 
 def batch_sizes(extend_batch_size, precompile_bs) -> tuple[int, list[int]]:

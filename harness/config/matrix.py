@@ -16,7 +16,14 @@ import dataclasses
 import fnmatch
 import itertools
 
-from mibench.engines import MODES, OPTIONS, WIRES, MibenchError, parse_base_url
+from mibench.engines import (
+    MODES,
+    OPTIONS,
+    WIRES,
+    MibenchError,
+    engine_mode,
+    parse_base_url,
+)
 from mibench.harness.config.cases import CaseSpec, HttpPlan, LaunchSpec, RunPlan, SloPlan
 from mibench.harness.config.spec import HTTP_FIELDS, Case, Config, Workload
 from mibench.harness.stats.capacity import min_samples
@@ -45,13 +52,11 @@ def model_name(path: str) -> str:
 
 def check_case(config: Config, i: int, case: Case) -> None:
     """Engine, mode and options must exist; errors name `cases.i.key`."""
-    if case.engine not in MODES:
-        raise config.error(("cases", i, "engine"),
-                           f"unknown engine {case.engine!r} (known: {', '.join(MODES)})")
+    try:
+        engine_mode(case.engine, case.mode)
+    except MibenchError as e:  # names `engine` or `mode`
+        raise config.error(("cases", i, e.field), e.message) from None
     modes = MODES[case.engine]
-    if case.mode not in modes:
-        raise config.error(("cases", i, "mode"), f"unknown mode {case.mode!r} for engine "
-                           f"{case.engine} (known: {', '.join(modes)})")
     for opt in OPTIONS:
         if getattr(case, opt) is not None and opt not in modes[case.mode].options:
             allowed = ", ".join(modes[case.mode].options) or "none"
@@ -262,12 +267,10 @@ def check_reference(config: Config) -> None:
     ref = config.parity.reference if config.parity else None
     if ref is None:
         return
-    if ref.engine not in MODES:
-        raise config.error(("parity", "reference", "engine"), f"unknown engine {ref.engine!r} "
-                           f"(known: {', '.join(MODES)})")
-    if ref.mode not in MODES[ref.engine]:
-        raise config.error(("parity", "reference", "mode"), f"unknown mode {ref.mode!r} for "
-                           f"engine {ref.engine} (known: {', '.join(MODES[ref.engine])})")
+    try:
+        engine_mode(ref.engine, ref.mode)
+    except MibenchError as e:  # names `engine` or `mode`
+        raise config.error(("parity", "reference", e.field), e.message) from None
 
 
 def expand(config: Config) -> list[CaseSpec]:

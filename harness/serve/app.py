@@ -55,7 +55,7 @@ import time
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from mibench.engines import DTYPES, MODES, InvalidScores, MibenchError
+from mibench.engines import DTYPES, InvalidScores, MibenchError, engine_mode
 from mibench.harness.serve.connections import MAX_HEADER_BYTES, guarded_protocol
 from mibench.harness.serve.limits import (
     Limits,
@@ -217,11 +217,12 @@ def check_settings(settings: Settings) -> None:
     """Everything checkable before the weights load; a MibenchError naming the flag."""
     from mibench.engines import model_facts
 
-    if settings.mode not in MODES["jax"]:
-        raise MibenchError(f"unknown mode {settings.mode!r} for the jax engine (known: "
-                           f"{', '.join(MODES['jax'])})", field="--mode")
     try:
-        MODES["jax"][settings.mode].check(settings.options)
+        mode = engine_mode("jax", settings.mode)
+    except MibenchError as e:
+        raise e.under("--mode") from None
+    try:
+        mode.check(settings.options)
     except MibenchError as e:
         raise MibenchError(str(e), field="--option") from None
     if settings.semantics is not None and settings.semantics not in SEMANTICS:

@@ -47,7 +47,7 @@ import json
 import re
 
 from mibench.checks import invalid_text
-from mibench.engines import MODES, InputError, MibenchError
+from mibench.engines import MODES, InputError, MibenchError, engine_mode
 
 SCORE_KEYS = ("query", "items", "label_token_ids", "apply_softmax", "item_first", "model",
               "mibench")
@@ -174,9 +174,10 @@ def parse_overrides(value, settings) -> dict:
         raise BadRequest(f"must be an object such as {{\"mode\": \"packed\", \"mask\": "
                          f"\"segment\"}}, got {type(value).__name__}", "mibench")
     mode = value.get("mode", settings.mode if settings else "single")
-    if not isinstance(mode, str) or mode not in MODES["jax"]:
-        raise BadRequest(f"unknown mode {mode!r} (known: {', '.join(MODES['jax'])})",
-                         "mibench.mode")
+    try:
+        engine_mode("jax", mode)
+    except MibenchError as e:
+        raise BadRequest(e.message, "mibench.mode") from None
     options = {k: v for k, v in value.items() if k != "mode"}
     if settings is not None and mode == settings.mode:
         options = {**settings.options, **options}
