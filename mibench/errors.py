@@ -22,9 +22,11 @@ class MibenchError(ValueError):
         super().__init__(f"{field}: {message}" if field else message)
 
     def under(self, field: str | None, cls: type[MibenchError] | None = None) -> MibenchError:
-        """The same failure with the same message, named under `field` (an error of `cls`,
-        default this error's own class)."""
-        return (cls or type(self))(self.message, field=field)
+        """The same failure with the same message, named under `field`: an error of `cls`,
+        default this error's own class (MibenchError for one built another way)."""
+        if cls is None:
+            cls = type(self) if type(self).__init__ is MibenchError.__init__ else MibenchError
+        return cls(self.message, field=field)
 
 
 class InputError(MibenchError):

@@ -184,8 +184,7 @@ def parse_overrides(value, settings) -> dict:
     try:
         MODES["jax"][mode].check(options)
     except MibenchError as e:
-        message = str(e).removeprefix(f"{e.field}: ") if e.field else str(e)
-        raise BadRequest(message, f"mibench.{e.field}" if e.field else "mibench") from None
+        raise BadRequest(e.message, f"mibench.{e.field}" if e.field else "mibench") from None
     return {"mode": mode, **options}
 
 
@@ -221,11 +220,6 @@ def check_content_type(value: str | None) -> None:
     if media != "application/json":
         raise BadRequest(f"must be application/json, got {value or 'none'!r}: the body is "
                          "SGLang's ScoringRequest as JSON", "content-type")
-
-
-def engine_message(e: MibenchError) -> str:
-    """An engine error's message without its field (the answer's `param` names it)."""
-    return str(e).removeprefix(f"{e.field}: ") if e.field else str(e)
 
 
 class Scorer:
@@ -273,7 +267,7 @@ class Scorer:
                                            apply_softmax=call.apply_softmax, **kwargs)
             except InputError as e:
                 field = {"query": f"items[{i}]", "items[0]": "query"}.get(e.field, e.field)
-                raise InputError(engine_message(e), field=field) from None
+                raise e.under(field, InputError) from None
             rows += result.scores
             tokens += result.num_tokens
         return ScoreResult(scores=rows, mode="single", num_items=len(rows), num_tokens=tokens)
