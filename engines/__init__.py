@@ -54,6 +54,8 @@ _LAZY = {
     "init_distributed": ("distributed", "initialize"),
     "is_writer": ("distributed", "is_writer"),
     "count_compiles": ("modes.compiles", "count_compiles"),
+    "host_memory": ("memory", "host_memory"),  # this machine's RAM or cgroup limit
+    "HARD_LIMIT": ("memory", "HARD_LIMIT"),
     "stage_profile": ("profile", "prefill_extend_stages"),
     "top_kernels": ("profile", "top_kernels"),
     "cudnn_check": ("profile", "cudnn_check"),

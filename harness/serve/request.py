@@ -175,14 +175,14 @@ def parse_overrides(value, settings) -> dict:
                          f"\"segment\"}}, got {type(value).__name__}", "mibench")
     mode = value.get("mode", settings.mode if settings else "single")
     try:
-        engine_mode("jax", mode)
+        declared = engine_mode("jax", mode)
     except MibenchError as e:
         raise BadRequest(e.message, "mibench.mode") from None
     options = {k: v for k, v in value.items() if k != "mode"}
     if settings is not None and mode == settings.mode:
         options = {**settings.options, **options}
     try:
-        MODES["jax"][mode].check(options)
+        declared.check(options)
     except MibenchError as e:
         raise BadRequest(e.message, f"mibench.{e.field}" if e.field else "mibench") from None
     return {"mode": mode, **options}
