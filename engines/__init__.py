@@ -54,6 +54,8 @@ _LAZY = {
     "init_distributed": ("distributed", "initialize"),
     "is_writer": ("distributed", "is_writer"),
     "count_compiles": ("modes.compiles", "count_compiles"),
+    "host_memory": ("memory", "host_memory"),  # this machine's RAM or cgroup limit
+    "HARD_LIMIT": ("memory", "HARD_LIMIT"),
     "stage_profile": ("profile", "prefill_extend_stages"),
     "top_kernels": ("profile", "top_kernels"),
     "cudnn_check": ("profile", "cudnn_check"),
@@ -91,8 +93,7 @@ def load_engine(name: str, model: str = "embedded:tiny", dtype: str = "float32",
                 tp: int = 1, **server) -> Engine:
     """Build an engine. `model` is a checkpoint folder or `embedded:<preset>`. The `http`
     engine also takes `base_url`, `served_model` and `timeout_s` (engines/http_engine.py)."""
-    if name not in ENGINES:
-        raise MibenchError(f"unknown engine {name!r} (known: {', '.join(ENGINES)})", field="engine")
+    engine_modes(name)  # an unknown engine: a MibenchError naming `engine`
     if dtype not in DTYPES:
         raise MibenchError(f"unknown dtype {dtype!r} (known: {', '.join(DTYPES)})", field="dtype")
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:

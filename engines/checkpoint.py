@@ -345,8 +345,7 @@ def verify_model(spec: str) -> str:
     except ModelError as e:
         if hint is None:
             raise
-        message = str(e).removeprefix(f"{e.field}: ") if e.field else str(e)
-        raise ModelError(f"{message}; {hint}", field=e.field) from None
+        raise ModelError(f"{e.message}; {hint}", field=e.field) from None
     files = sorted({info.file for info in infos.values()})
     size = sum(f.stat().st_size for f in files)
     line = (f"ok: {folder}: {cfg.architecture}, {cfg.num_layers} layers, {len(infos)} tensors "

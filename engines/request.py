@@ -104,7 +104,7 @@ def make_request(query, items, label_token_ids, *, apply_softmax: bool = False,
     try:
         semantics = resolve_semantics(semantics, delimiter)
     except MibenchError as e:
-        raise InputError(str(e).removeprefix("semantics: "), field="semantics") from None
+        raise e.under("semantics", InputError) from None
     q = _tokens(query, "query", tokenizer)
     _check_range(q, "query", vocab_size)
     if isinstance(items, str | bytes) or not isinstance(items, Sequence) or len(items) == 0:

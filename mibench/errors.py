@@ -2,19 +2,31 @@
 config, missing files). Neutral: `engines`, `harness` and `workloads` all import it, and it
 imports nothing of theirs."""
 
+from __future__ import annotations
+
 
 class MibenchError(ValueError):
     """An expected failure: the CLI prints its message as one line and exits `exit_code`
     (2: bad input or nothing that could be judged).
 
-    `field` names the input, config key or file at fault, so the message can point at it.
+    `field` names the input, config key or file at fault, so the message can point at it;
+    `message` is the message alone (`str(e)` is `field: message`). A caller that names the
+    same input another way (a CLI flag, a config key, a request field) re-keys the error
+    with `under`, never by editing its text.
     """
 
     exit_code = 2
 
     def __init__(self, message: str, field: str | None = None):
-        self.field = field
+        self.field, self.message = field, message
         super().__init__(f"{field}: {message}" if field else message)
+
+    def under(self, field: str | None, cls: type[MibenchError] | None = None) -> MibenchError:
+        """The same failure with the same message, named under `field`: an error of `cls`,
+        default this error's own class (MibenchError for one built another way)."""
+        if cls is None:
+            cls = type(self) if type(self).__init__ is MibenchError.__init__ else MibenchError
+        return cls(self.message, field=field)
 
 
 class InputError(MibenchError):

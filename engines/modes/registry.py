@@ -142,30 +142,68 @@ class Mode:
     def options(self) -> tuple[str, ...]:
         return tuple(self.defaults)
 
-    def check(self, options: dict) -> dict:
-        """The call's options, each valid, over the defaults; a MibenchError naming the
-        first option the mode does not take or whose value is wrong."""
+    def problems(self, options: dict, semantics=None, delimiter=None) -> list[MibenchError]:
+        """Every mode rule a call breaks, each a MibenchError naming its field (an option,
+        `semantics` or `delimiter`), semantics first: the rules `check` and
+        `check_semantics` raise the first of, and the config reports under its own keys."""
+        return self.semantics_problems(semantics, delimiter) + self.option_problems(options)
+
+    def option_problems(self, options: dict) -> list[MibenchError]:
+        """The options the mode does not take, the values that are wrong, and a
+        `precompile_bs` that cannot hold `extend_batch_size`."""
         unknown = sorted(set(options) - set(self.defaults))
         if unknown:
             allowed = ", ".join(self.defaults) or "none"
-            raise MibenchError(f"mode {self.name!r} does not take option(s) {unknown} "
-                               f"(it takes: {allowed})", field=unknown[0])
+            return [MibenchError(f"mode {self.name!r} does not take option(s) {unknown} "
+                                 f"(it takes: {allowed})", field=unknown[0])]
+        found = []
+        for k, v in options.items():
+            try:
+                if v is not None:
+                    OPTIONS[k].check(v)
+            except MibenchError as e:
+                found.append(e)
+        sizes = options.get("precompile_bs")
+        if not found and sizes is not None:
+            b = self.with_defaults(options).get("extend_batch_size")
+            problem = _short_sizes(b, OPTIONS["precompile_bs"].check(sizes))
+            found += [problem] if problem else []
+        return found
+
+    def semantics_problems(self, semantics, delimiter) -> list[MibenchError]:
+        """Naming `semantics` for one the mode does not score (or delimited without a
+        delimiter), naming `delimiter` for a packing mode without its separator token."""
+        try:
+            semantics = resolve_semantics(semantics, delimiter)
+        except MibenchError as e:
+            return [e]
+        if semantics not in self.semantics:
+            return [MibenchError(f"mode {self.name!r} does not score {semantics} semantics "
+                                 f"(it scores: {', '.join(self.semantics)})",
+                                 field="semantics")]
+        if self.needs_delimiter and delimiter is None:
+            return [MibenchError(f"mode {self.name!r} packs items into one sequence and "
+                                 "needs a delimiter token to separate them, under plain "
+                                 "semantics too (where items attend to no delimiter)",
+                                 field="delimiter")]
+        return []
+
+    def check(self, options: dict) -> dict:
+        """The call's options, each valid, over the defaults; a MibenchError naming the
+        first option the mode does not take or whose value is wrong (`option_problems`)."""
+        problems = self.option_problems(options)
+        if problems:
+            raise problems[0]
         given = {k: OPTIONS[k].check(v) for k, v in options.items() if v is not None}
         return {**self.defaults, **given}
 
     def check_semantics(self, semantics, delimiter) -> str:
-        """The call's semantics (`resolve_semantics`), or a MibenchError: naming `semantics`
-        for one the mode does not score (or delimited without a delimiter), naming
-        `delimiter` for a packing mode without its separator token."""
-        semantics = resolve_semantics(semantics, delimiter)
-        if semantics not in self.semantics:
-            raise MibenchError(f"mode {self.name!r} does not score {semantics} semantics "
-                               f"(it scores: {', '.join(self.semantics)})", field="semantics")
-        if self.needs_delimiter and delimiter is None:
-            raise MibenchError(f"mode {self.name!r} packs items into one sequence and needs a "
-                               "delimiter token to separate them, under plain semantics too "
-                               "(where items attend to no delimiter)", field="delimiter")
-        return semantics
+        """The call's semantics (`resolve_semantics`), or the first of
+        `semantics_problems`."""
+        problems = self.semantics_problems(semantics, delimiter)
+        if problems:
+            raise problems[0]
+        return resolve_semantics(semantics, delimiter)
 
     def score(self, engine, req, **options):
         """Scores [items, labels] of a validated request (engines/request.py): the options
@@ -205,6 +243,16 @@ class Mode:
         compilation: modes/accounting.py)."""
         return {"token lists": accounting.token_list_bytes(shape),
                 **self.memory(shape, self.with_defaults(options))}
+
+    def memory_fit(self, shape: accounting.Shape | None, options: dict, limit: float,
+                   extra: dict[str, float] | None = None) -> tuple[dict[str, float], bool]:
+        """The one check of the memory estimate (the config's, `mibench score`'s and `mibench
+        serve`'s): the parts of `host_bytes` for `shape` (None: none, e.g. a requests
+        file's requests) and of `extra` (a requests file's token lists, a load generator's
+        bodies), and whether together they fit in `limit` bytes."""
+        parts = {**(self.host_bytes(shape, options) if shape is not None else {}),
+                 **(extra or {})}
+        return parts, sum(parts.values()) <= limit
 
     def work_per_pass(self, shape: accounting.Shape, options: dict) -> costs.Work | None:
         """FLOPs, HBM bytes and host->device mask bytes of one pass of `shape` (with its
@@ -293,20 +341,30 @@ MODES: dict[str, dict[str, Mode]] = {
 
 
 def engine_modes(engine: str) -> dict[str, Mode]:
-    """The modes of `engine`, or a MibenchError naming `engine`."""
-    if engine not in MODES:
-        raise MibenchError(f"unknown engine {engine!r} (known: {', '.join(MODES)})",
-                           field="engine")
-    return MODES[engine]
+    """The modes of `engine`, or a MibenchError naming `engine` (`engine_mode`'s)."""
+    return _lookup(engine, _ANY)
 
 
 def engine_mode(engine: str, mode) -> Mode:
-    """The mode `mode` of `engine`, or a MibenchError naming `mode` (or `engine`)."""
-    modes = engine_modes(engine)
-    if not isinstance(mode, str) or mode not in modes:
-        raise MibenchError(f"unknown mode {mode!r} for the {engine} engine (known: "
-                           f"{', '.join(modes)})", field="mode")
-    return modes[mode]
+    """The mode `mode` of `engine`, or a MibenchError naming `mode` (or `engine`): the one
+    place an unknown engine or mode is refused (the config, the CLI and the server re-key
+    the error with `MibenchError.under`, same message)."""
+    return _lookup(engine, mode)[mode]
+
+
+_ANY = object()  # `_lookup`'s mode when only the engine is asked about
+
+
+def _lookup(engine, mode) -> dict[str, Mode]:
+    """`engine`'s modes, holding `mode` (any mode: `_ANY`)."""
+    modes = MODES.get(engine) if isinstance(engine, str) else None
+    if modes is None:
+        field, what, known = "engine", f"engine {engine!r}", MODES
+    elif mode is not _ANY and (not isinstance(mode, str) or mode not in modes):
+        field, what, known = "mode", f"mode {mode!r} for engine {engine}", modes
+    else:
+        return modes
+    raise MibenchError(f"unknown {what} (known: {', '.join(known)})", field=field)
 
 
 def batch_sizes(extend_batch_size, precompile_bs) -> tuple[int, list[int]]:
@@ -316,7 +374,16 @@ def batch_sizes(extend_batch_size, precompile_bs) -> tuple[int, list[int]]:
     if precompile_bs is None:
         return b, [1 << i for i in range(b.bit_length()) if 1 << i < b] + [b]
     sizes = positive_ints(precompile_bs, "precompile_bs")
-    if sizes[-1] < b:
-        raise MibenchError(f"{sizes} cannot hold extend_batch_size={b}: its largest size "
-                           f"must be >= {b}", field="precompile_bs")
+    problem = _short_sizes(b, sizes)
+    if problem:
+        raise problem
     return b, sizes
+
+
+def _short_sizes(extend_batch_size, sizes: list[int]) -> MibenchError | None:
+    """The one rule `precompile_bs` holds `extend_batch_size` (its largest size >= it)."""
+    b = extend_batch_size
+    if b and sizes[-1] < b:
+        return MibenchError(f"{sizes} cannot hold extend_batch_size={b}: its largest size "
+                            f"must be >= {b}", field="precompile_bs")
+    return None

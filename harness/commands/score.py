@@ -153,25 +153,25 @@ def score_request(*, query_ids=None, query_text=None, item_ids=None, item_text=N
     """Score one request given on the command line. Everything that can be checked
     without the model's weights is checked before they load: the request, the labels,
     the engine, mode and options, the model (a known preset or a checkpoint folder)."""
-    from mibench.engines import load_engine, model_facts
+    from mibench.engines import engine_mode, load_engine, model_facts
 
     q, its = _request(query_ids, query_text, item_ids, item_text, request)
     label_ids = parse_ids(labels, "--labels")
     opts = parse_options(options)
-    modes = engine_modes_or_error(engine)
-    if mode not in modes:
-        raise MibenchError(f"unknown mode {mode!r} for engine {engine} (known: "
-                           f"{', '.join(modes)})", field="--mode")
     try:
-        modes[mode].check(opts)
+        m = engine_mode(engine, mode)
+    except MibenchError as e:  # names `engine` or `mode`
+        raise e.under(f"--{e.field}") from None
+    try:
+        m.check(opts)
     except MibenchError as e:
         raise MibenchError(str(e), field="--option") from None
     try:
-        modes[mode].check_semantics(semantics, delimiter)
+        m.check_semantics(semantics, delimiter)
     except MibenchError as e:  # names `semantics`, or `delimiter` for a packing mode
-        raise MibenchError(str(e).removeprefix(f"{e.field}: "), field=f"--{e.field}") from None
+        raise e.under(f"--{e.field}", MibenchError) from None
     facts = model_facts(model)
-    _check_memory(modes[mode], opts, q, its, delimiter, facts, dtype)
+    _check_memory(m, opts, q, its, delimiter, facts, dtype)
     eng = load_engine(engine, model=model, dtype=dtype, tp=tp)
     extra = {} if semantics is None else {"semantics": semantics}
     result = eng.score(q, its, label_ids, mode=mode, apply_softmax=softmax,
@@ -185,8 +185,8 @@ def _check_memory(mode, opts: dict, query, items, delimiter, facts=None,
     """Refuse a request whose memory (`Mode.host_bytes` with the model's facts: the host
     parts and the device working set, which on a CPU is host memory too; text counted a
     token a byte, the most a byte-level tokenizer makes) is more than this machine has."""
-    from mibench.engines import Shape
-    from mibench.harness.config.checks import HARD_LIMIT, gib, host_memory
+    from mibench.engines import HARD_LIMIT, Shape, host_memory
+    from mibench.harness.util import gib
 
     def length(x) -> int:
         return len(x.encode("utf-8", "surrogatepass")) if isinstance(x, str) else len(x)
@@ -195,21 +195,12 @@ def _check_memory(mode, opts: dict, query, items, delimiter, facts=None,
     lengths = [length(i) for i in items]
     shape = Shape(prefix, len(items), sum(lengths) / len(items), longest=max(lengths),
                   model=facts, dtype=dtype)
-    parts = mode.host_bytes(shape, opts)
     ram, source = host_memory()
     limit = min(ram or HARD_LIMIT, HARD_LIMIT)
-    if sum(parts.values()) > limit:
+    parts, fits = mode.memory_fit(shape, opts, limit)
+    if not fits:
         shown = ", ".join(f"{name} {gib(n)}" for name, n in parts.items())
         raise MibenchError(f"needs at least {gib(sum(parts.values()))} of host memory "
                            f"({shown}), more than {gib(limit)} ({source})", field="--mode")
-
-
-def engine_modes_or_error(engine: str) -> dict:
-    from mibench.engines import MODES
-
-    if engine not in MODES:
-        raise MibenchError(f"unknown engine {engine!r} (known: {', '.join(MODES)})",
-                           field="--engine")
-    return MODES[engine]
 
 

@@ -1,7 +1,7 @@
 """Loading a config: read the YAML (includes, `--set` overrides), validate it into a typed
 `Config` (errors name the key, file and line), then expand it once, so every semantic
 error (unknown engine, mode or option, duplicate case ids) is found before anything runs,
-and check it against its models and this machine (`checks`: presets and folders,
+and check it against its models and this machine (`problems`: presets and folders,
 vocabularies, lengths, requests files, host memory) without loading any weights."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mibench.harness.config.checks import check_config, count_cases
 from mibench.harness.config.errors_format import format_validation_error
 from mibench.harness.config.matrix import expand
+from mibench.harness.config.problems import case_problems, config_problems, raise_first
 from mibench.harness.config.references import load_references, resolve
 from mibench.harness.config.spec import Config
 from mibench.harness.config.yamlsource import Locations, apply_set, load_source
@@ -56,7 +56,9 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     config._source = str(path)
     if config.references is not None:
         load_references(config.references)  # a bad reference file fails here, not in report
-    count_cases(config)  # a bounded matrix, before it is expanded
-    cases = expand(config)  # semantic checks: engines, modes, options, duplicate ids
-    check_config(config, cases)  # models, vocabularies, lengths, requests files, memory
+    # the one validation pass (config/problems.py), each rule once: on the config (a
+    # bounded matrix, engines, modes, options, http keys), then on its cases (models,
+    # modes' rules, vocabularies, lengths, requests files, memory); the first is raised
+    raise_first(config, config_problems(config))
+    raise_first(config, case_problems(config, expand(config)))  # expand: duplicate ids
     return config

@@ -16,7 +16,7 @@ import dataclasses
 import fnmatch
 import itertools
 
-from mibench.engines import MODES, OPTIONS, WIRES, MibenchError, parse_base_url
+from mibench.engines import OPTIONS, MibenchError
 from mibench.harness.config.cases import CaseSpec, HttpPlan, LaunchSpec, RunPlan, SloPlan
 from mibench.harness.config.spec import HTTP_FIELDS, Case, Config, Workload
 from mibench.harness.stats.capacity import min_samples
@@ -41,69 +41,6 @@ def short(value) -> str:
 
 def model_name(path: str) -> str:
     return path.removeprefix("embedded:").rstrip("/").rsplit("/", 1)[-1]
-
-
-def check_case(config: Config, i: int, case: Case) -> None:
-    """Engine, mode and options must exist; errors name `cases.i.key`."""
-    if case.engine not in MODES:
-        raise config.error(("cases", i, "engine"),
-                           f"unknown engine {case.engine!r} (known: {', '.join(MODES)})")
-    modes = MODES[case.engine]
-    if case.mode not in modes:
-        raise config.error(("cases", i, "mode"), f"unknown mode {case.mode!r} for engine "
-                           f"{case.engine} (known: {', '.join(modes)})")
-    for opt in OPTIONS:
-        if getattr(case, opt) is not None and opt not in modes[case.mode].options:
-            allowed = ", ".join(modes[case.mode].options) or "none"
-            raise config.error(("cases", i, opt), f"mode {case.mode} takes no option {opt!r} "
-                               f"(its options: {allowed})")
-    check_http(config, i, case)
-
-
-def check_http(config: Config, i: int, case: Case) -> None:
-    """The http keys: only on http cases; an http case has base_url (a URL) or launch (how
-    mibench starts the server; server_args only with it), and one load shape, clients or
-    rate."""
-    given = [k for k in HTTP_FIELDS if getattr(case, k) is not None]
-    if case.engine != "http":
-        if given:
-            raise config.error(("cases", i, given[0]), f"{given[0]} is a key of http cases "
-                               f"(engine: http), not of engine {case.engine}")
-        return
-    if case.base_url is not None and case.launch is not None:
-        raise config.error(("cases", i, "launch"), "give base_url (a server that is running) "
-                           "or launch (mibench starts it on a free port), not both")
-    if case.base_url is None and case.launch is None:
-        raise config.error(("cases", i, "engine"), "an http case needs base_url: the "
-                           "server's address, e.g. http://127.0.0.1:8000, or launch: how "
-                           "mibench starts the server")
-    if case.server_args is not None and case.launch is None:
-        raise config.error(("cases", i, "server_args"), "server_args are the flags of a "
-                           "server mibench launches: give launch too")
-    if case.base_url is not None:
-        try:
-            parse_base_url(case.base_url)
-        except MibenchError as e:
-            raise config.error(("cases", i, "base_url"), str(e).removeprefix("base_url: ")) \
-                from None
-    if case.wire is not None and case.wire not in WIRES:
-        raise config.error(("cases", i, "wire"), f"unknown wire {case.wire!r} (known: "
-                           f"{', '.join(WIRES)})")
-    if case.slo is not None:
-        given = [k for k in ("clients", "rate", "requests") if getattr(case, k) is not None]
-        if given:
-            raise config.error(("cases", i, given[0]), f"{given[0]} is not used with slo: "
-                               "the search picks the open-loop rates (slo.start_rate ... "
-                               "max_rate) and slo.requests per step")
-    elif (case.clients is None) == (case.rate is None):
-        raise config.error(("cases", i, "rate" if case.rate is not None else "engine"),
-                           "an http case takes clients: N (closed loop, N requests in "
-                           "flight), rate: R (open loop, R requests/s) or slo (the highest "
-                           "rate that meets a latency budget), "
-                           + ("not both" if case.rate is not None else "one of them"))
-    if case.cold_start is not None and case.launch is None:
-        raise config.error(("cases", i, "cold_start"), "cold starts are fresh launches of "
-                           "a server mibench starts: give launch too")
 
 
 def _workload(config: Config, case: Case, i: int) -> Workload:
@@ -258,20 +195,9 @@ def _launches(case: Case) -> list[tuple[LaunchSpec | None, tuple[str, ...]]]:
     return out
 
 
-def check_reference(config: Config) -> None:
-    ref = config.parity.reference if config.parity else None
-    if ref is None:
-        return
-    if ref.engine not in MODES:
-        raise config.error(("parity", "reference", "engine"), f"unknown engine {ref.engine!r} "
-                           f"(known: {', '.join(MODES)})")
-    if ref.mode not in MODES[ref.engine]:
-        raise config.error(("parity", "reference", "mode"), f"unknown mode {ref.mode!r} for "
-                           f"engine {ref.engine} (known: {', '.join(MODES[ref.engine])})")
-
-
 def expand(config: Config) -> list[CaseSpec]:
-    """All cases of a config, in run order; raises ConfigError on a bad case or duplicate id.
+    """All cases of a config, in run order; raises ConfigError on a duplicate id. The config
+    is one `load_config` checked (config/problems.py: engines, modes, options exist).
     Expanded once per config object (a frozen model) and kept."""
     if config._cases is None:
         config._cases = tuple(_expand(config))
@@ -279,9 +205,6 @@ def expand(config: Config) -> list[CaseSpec]:
 
 
 def _expand(config: Config) -> list[CaseSpec]:
-    for i, case in enumerate(config.cases):
-        check_case(config, i, case)
-    check_reference(config)
     cases: list[CaseSpec] = []
     seen: dict[str, int] = {}
     for model, dtype, tp in itertools.product(config.model.path, config.model.dtype,

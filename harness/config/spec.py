@@ -75,7 +75,7 @@ class Topology(Strict):
         try:
             return v if v is None else tpu_target(v).name
         except MibenchError as e:
-            raise ValueError(str(e).removeprefix("target: ")) from None
+            raise ValueError(e.message) from None
 
 
 def distinct_labels(ids: list[int]) -> list[int]:

@@ -74,7 +74,7 @@ def resolve_target(flag: str | None, config) -> CompileTarget:
     try:
         t = tpu_target(name)
     except MibenchError as e:
-        raise MibenchError(str(e).removeprefix("target: "), field=field) from None
+        raise e.under(field, MibenchError) from None
     from mibench.harness.run.peak import VENDOR
 
     hbm, source = HBM_PER_CHIP[t.kind]

@@ -55,7 +55,7 @@ import time
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from mibench.engines import DTYPES, MODES, InvalidScores, MibenchError
+from mibench.engines import DTYPES, InvalidScores, MibenchError, engine_mode
 from mibench.harness.serve.connections import MAX_HEADER_BYTES, guarded_protocol
 from mibench.harness.serve.limits import (
     Limits,
@@ -71,7 +71,6 @@ from mibench.harness.serve.request import (
     ScoreCall,
     Scorer,
     check_content_type,
-    engine_message,
     parse_request,
 )
 
@@ -175,7 +174,7 @@ def build_app(engine, settings: Settings, served: str | None = None,
             return error_response(f"the engine returned scores that cannot be right: {e}",
                                   None, 500, close=False)
         except MibenchError as e:  # the engine's InputError names the field
-            return error_response(engine_message(e), e.field, 400, close=False)
+            return error_response(e.message, e.field, 400, close=False)
         except Exception as e:  # noqa: BLE001 - a server answers, it does not crash
             if out_of_memory(e):
                 return error_response(
@@ -217,11 +216,12 @@ def check_settings(settings: Settings) -> None:
     """Everything checkable before the weights load; a MibenchError naming the flag."""
     from mibench.engines import model_facts
 
-    if settings.mode not in MODES["jax"]:
-        raise MibenchError(f"unknown mode {settings.mode!r} for the jax engine (known: "
-                           f"{', '.join(MODES['jax'])})", field="--mode")
     try:
-        MODES["jax"][settings.mode].check(settings.options)
+        mode = engine_mode("jax", settings.mode)
+    except MibenchError as e:
+        raise e.under("--mode") from None
+    try:
+        mode.check(settings.options)
     except MibenchError as e:
         raise MibenchError(str(e), field="--option") from None
     if settings.semantics is not None and settings.semantics not in SEMANTICS:
@@ -262,8 +262,7 @@ def prepare(engine, settings: Settings) -> Settings:
         engine.score(ids[:3], [ids[3:5], ids[5:6]], [ids[0]], **kwargs)
     except MibenchError as e:
         flag = {"mode": "--mode", "delimiter": "--delimiter", "semantics": "--semantics"}
-        message = str(e).removeprefix(f"{e.field}: ") if e.field else str(e)
-        raise MibenchError(message, field=flag.get(e.field, "--option")) from None
+        raise e.under(flag.get(e.field, "--option"), MibenchError) from None
     return settings
 
 

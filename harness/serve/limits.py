@@ -60,7 +60,7 @@ class Limits:
                 raise MibenchError(f"must be a positive number, got {value!r}", field=flag)
         if self.max_request_memory is not None:
             return self
-        from mibench.harness.config.checks import host_memory
+        from mibench.engines import host_memory
 
         ram, _ = host_memory()
         memory = min(8 * GIB, ram // 3) if ram else 8 * GIB
@@ -182,7 +182,7 @@ def _count_within(field: str, text: str, encode, left: float) -> None:
 
 def admit(call: ScoreCall, settings, limits: Limits, model) -> dict:
     """Check a parsed request against the limits, before any work: its items, the tokens
-    it runs (the mode's `num_tokens`) and its estimated memory (`Mode.host_bytes` with the
+    it runs (the mode's `num_tokens`) and its estimated memory (`Mode.memory_fit` with the
     `model`'s facts); a BadRequest (413) naming the limit otherwise. Returns the estimate
     by part."""
     n = len(call.items)
@@ -204,9 +204,9 @@ def admit(call: ScoreCall, settings, limits: Limits, model) -> dict:
                          "or shorter items", "items", 413)
     shape = Shape(prefix, n, sum(lengths) / n, longest=max(lengths), model=model,
                   dtype=settings.dtype)
-    parts = mode.host_bytes(shape, options)
-    need = sum(parts.values())
-    if need > limits.max_request_memory:
+    parts, fits = mode.memory_fit(shape, options, limits.max_request_memory)
+    if not fits:
+        need = sum(parts.values())
         part = max(parts, key=parts.get)
         option = PART_OPTION.get(part)
         shown = ", ".join(f"{k} {gib(v)}" for k, v in sorted(parts.items(),

@@ -47,7 +47,7 @@ import json
 import re
 
 from mibench.checks import invalid_text
-from mibench.engines import MODES, InputError, MibenchError
+from mibench.engines import MODES, InputError, MibenchError, engine_mode
 
 SCORE_KEYS = ("query", "items", "label_token_ids", "apply_softmax", "item_first", "model",
               "mibench")
@@ -174,17 +174,17 @@ def parse_overrides(value, settings) -> dict:
         raise BadRequest(f"must be an object such as {{\"mode\": \"packed\", \"mask\": "
                          f"\"segment\"}}, got {type(value).__name__}", "mibench")
     mode = value.get("mode", settings.mode if settings else "single")
-    if not isinstance(mode, str) or mode not in MODES["jax"]:
-        raise BadRequest(f"unknown mode {mode!r} (known: {', '.join(MODES['jax'])})",
-                         "mibench.mode")
+    try:
+        declared = engine_mode("jax", mode)
+    except MibenchError as e:
+        raise BadRequest(e.message, "mibench.mode") from None
     options = {k: v for k, v in value.items() if k != "mode"}
     if settings is not None and mode == settings.mode:
         options = {**settings.options, **options}
     try:
-        MODES["jax"][mode].check(options)
+        declared.check(options)
     except MibenchError as e:
-        message = str(e).removeprefix(f"{e.field}: ") if e.field else str(e)
-        raise BadRequest(message, f"mibench.{e.field}" if e.field else "mibench") from None
+        raise BadRequest(e.message, f"mibench.{e.field}" if e.field else "mibench") from None
     return {"mode": mode, **options}
 
 
@@ -220,11 +220,6 @@ def check_content_type(value: str | None) -> None:
     if media != "application/json":
         raise BadRequest(f"must be application/json, got {value or 'none'!r}: the body is "
                          "SGLang's ScoringRequest as JSON", "content-type")
-
-
-def engine_message(e: MibenchError) -> str:
-    """An engine error's message without its field (the answer's `param` names it)."""
-    return str(e).removeprefix(f"{e.field}: ") if e.field else str(e)
 
 
 class Scorer:
@@ -272,7 +267,7 @@ class Scorer:
                                            apply_softmax=call.apply_softmax, **kwargs)
             except InputError as e:
                 field = {"query": f"items[{i}]", "items[0]": "query"}.get(e.field, e.field)
-                raise InputError(engine_message(e), field=field) from None
+                raise e.under(field, InputError) from None
             rows += result.scores
             tokens += result.num_tokens
         return ScoreResult(scores=rows, mode="single", num_items=len(rows), num_tokens=tokens)
