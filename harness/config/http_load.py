@@ -1,6 +1,6 @@
 """The sizes of an `engine: http` case's load generator (harness/run/http_feed.py,
 harness/run/http_case.py) and the memory its client side holds, which `mibench validate`
-adds to the case's estimate (config/checks.py): declared here, below both."""
+adds to the case's estimate (config/problems.py): declared here, below both."""
 
 from __future__ import annotations
 
@@ -18,3 +18,17 @@ def client_bytes(requests: int, in_flight: int, tokens: int, items: int) -> dict
     body = tokens * ID_BYTES + items * 4 + 256
     return {"request bodies (client)": body * (in_flight + AHEAD + 1) + tokens * INT_BYTES,
             "request records (client)": requests * (RECORD_BYTES + 8)}
+
+
+def client_parts(spec, plan) -> dict[str, float]:
+    """What an http case's load generator holds (`client_bytes`), from its workload `spec`
+    and load `plan`."""
+    if spec.requests is not None:  # the bodies are the file's requests: its token lists
+        tokens, items = 0, 0
+    else:
+        it = spec.item_tokens
+        mean = (it[0] + it[1]) / 2 if isinstance(it, tuple) else it
+        tokens, items = int(spec.query_tokens + spec.num_items * mean), spec.num_items
+    in_flight = plan.clients if plan.clients is not None else MAX_IN_FLIGHT
+    return client_bytes(plan.requests + plan.warmup_requests, min(in_flight, plan.requests),
+                        tokens, items)

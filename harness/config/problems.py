@@ -38,6 +38,7 @@ from mibench.engines import (
     model_facts,
     parse_base_url,
 )
+from mibench.harness.config.http_load import client_parts
 from mibench.harness.config.matrix import CaseSpec, workload_specs
 from mibench.harness.config.spec import HTTP_FIELDS, Case, Config
 from mibench.harness.config.yamlsource import Key
@@ -361,7 +362,8 @@ def _memory(config: Config, case: CaseSpec, memory: tuple[int | None, str]) -> l
     size as token lists) fits this machine and HARD_LIMIT; the problem names the key that
     decides the largest part (the workload's size, or the mode option behind a dense mask)."""
     spec, mode = case.workload, MODES[case.engine][case.mode]
-    extra = _client_parts(case) if case.http is not None else {}  # the load generator's
+    # the load generator's bodies and answers count toward the case's memory
+    extra = client_parts(spec, case.http) if case.http is not None else {}
     ram, source = memory
     limit, what = (ram, f"this machine's {gib(ram)} of {source}") if ram else (None, "")
     if limit is None or HARD_LIMIT < limit:
@@ -390,19 +392,3 @@ def _memory(config: Config, case: CaseSpec, memory: tuple[int | None, str]) -> l
     shown = ", ".join(f"{name} {gib(n)}" for name, n in parts.items())
     return [Problem(key, f"case {case.case_id} needs at least {gib(sum(parts.values()))} of "
                     f"host memory ({shown}), more than {what}")]
-
-
-def _client_parts(case: CaseSpec) -> dict[str, float]:
-    """What an http case's load generator holds (http_feed.client_bytes)."""
-    from mibench.harness.config.http_load import MAX_IN_FLIGHT, client_bytes
-
-    spec, plan = case.workload, case.http
-    if spec.requests is not None:  # the bodies are the file's requests: its token lists
-        tokens, items = 0, 0
-    else:
-        it = spec.item_tokens
-        mean = (it[0] + it[1]) / 2 if isinstance(it, tuple) else it
-        tokens, items = int(spec.query_tokens + spec.num_items * mean), spec.num_items
-    in_flight = plan.clients if plan.clients is not None else MAX_IN_FLIGHT
-    return client_bytes(plan.requests + plan.warmup_requests, min(in_flight, plan.requests),
-                        tokens, items)
