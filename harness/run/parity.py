@@ -54,7 +54,7 @@ import numpy as np
 from mibench.harness.config.matrix import CaseSpec, short, workload_specs
 from mibench.harness.config.spec import Config
 from mibench.harness.records import CaseRecord, ParityCheck, ParityRecord
-from mibench.harness.run.pool import EngineKey, EnginePool, score_all
+from mibench.harness.run.pool import EngineKey, EnginePool, Scoring, make_call
 from mibench.workloads import Request, WorkloadSpec
 
 MAX_QUERY, MIN_ITEMS, MAX_ITEMS = 512, 4, 16
@@ -156,7 +156,7 @@ class GroupParity:
         memo = (key, mode, tuple(sorted((k, str(v)) for k, v in params.items())), tag)
         if memo not in self.scores:
             reqs = requests if requests is not None else self.requests(key)
-            table = score_all(self.pool.get(key), reqs, self.spec, mode, params)
+            table = make_call(self.pool.get(key), reqs, Scoring(self.spec, mode, params))()
             self.scores[memo] = [row for req in table for row in req]
         return self.scores[memo]
 
