@@ -20,7 +20,6 @@ from typing import Protocol
 from mibench.harness.config.cases import CaseSpec
 from mibench.harness.records import CaseRecord
 from mibench.harness.run.case import ModelCase
-from mibench.harness.run.http_case import LoadCase
 from mibench.harness.run.pool import EnginePool
 
 
@@ -42,13 +41,24 @@ class CaseKind(Protocol):
         ...
 
 
-KINDS: dict[str, CaseKind] = {"jax": ModelCase(), "torch": ModelCase(), "http": LoadCase()}
+KINDS: dict[str, CaseKind] = {}  # engine -> kind, filled by `kinds()`
+
+
+def kinds() -> dict[str, CaseKind]:
+    """Engine name -> the kind of its cases. Filled on first use: the load case's module
+    takes names from `mibench.engines`, which the worker side may not at import (it runs
+    older revisions' engines for `mibench ab`: harness/run/bootstrap.py `check`)."""
+    if not KINDS:
+        from mibench.harness.run.http_case import LoadCase
+
+        KINDS.update(jax=ModelCase(), torch=ModelCase(), http=LoadCase())
+    return KINDS
 
 
 def kind_of(engine: str) -> CaseKind:
     """The kind of an engine's cases (an engine the registry lacks: a model case, as an
     older revision's or a test's fake engine is)."""
-    return KINDS.get(engine) or KINDS["jax"]
+    return kinds().get(engine) or kinds()["jax"]
 
 
 def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
