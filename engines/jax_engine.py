@@ -55,13 +55,10 @@ class JaxEngine:
         self.params = self.module = None
 
     def resolved_options(self, mode: str, options: dict) -> dict:
-        """What a call with these options runs on this machine (for the case record)."""
+        """What a call with these options runs on this machine (for the case record):
+        `Mode.resolved_options` (modes/registry.py); an unknown mode, nothing."""
         declared = MODES["jax"].get(mode)
-        if declared is None or "attention" not in declared.defaults:
-            return {}
-        if options.get("mask") == "dense":  # the seeds' baseline: masked attention in XLA
-            return {"attention": "xla-masked"}
-        return {"attention": self.attention(options).name}
+        return {} if declared is None else declared.resolved_options(self, options)
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -111,6 +108,14 @@ class JaxEngine:
         mode_ = engine_mode(self.name, mode)
         req = self.request(query, items, label_token_ids, apply_softmax, delimiter, semantics)
         return mode_.batch_times(self, req, **options)
+
+
+def resolved_attention(engine: JaxEngine, options: dict) -> dict:
+    """The attention path a jax mode's call runs (`Mode.resolves`): masked attention in
+    XLA for the dense mask (the seeds' baseline), else the `attention` option's path."""
+    if options.get("mask") == "dense":
+        return {"attention": "xla-masked"}
+    return {"attention": engine.attention(options).name}
 
 
 def _has_text(query, items) -> bool:

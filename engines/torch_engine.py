@@ -104,8 +104,10 @@ class TorchEngine:
             torch.cuda.empty_cache()
 
     def resolved_options(self, mode: str, options: dict) -> dict:
-        """The attention each mode runs: eager for `single`, SDPA for `prefill_extend`."""
-        return {"attention": "eager" if mode == "single" else "sdpa"}
+        """The attention each mode runs (`Mode.resolved_options`, modes/registry.py): eager
+        for `single`, SDPA for `prefill_extend`; an unknown mode, nothing."""
+        declared = MODES["torch"].get(mode)
+        return {} if declared is None else declared.resolved_options(self, options)
 
     @property
     def topology(self) -> dict:

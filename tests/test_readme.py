@@ -60,19 +60,6 @@ def test_readme_command(command, tmp_path):
         assert (ROOT / path).is_file()
 
 
-def test_readme_mode_table_is_the_registry():
-    """The README's mode table names exactly the JAX modes and options of the registry."""
-    from mibench.engines import MODES
-
-    table = README.split("| mode | options | what it does |", 1)[1].split("\n\n", 1)[0]
-    rows = [re.split(r"(?<!\\)\|", line)[1:3] for line in table.splitlines()[2:]
-            if line.startswith("|")]  # cells split at unescaped pipes
-    readme = {re.findall(r"`(\w+)`", mode)[0]:
-              {name for name in re.findall(r"`(\w+)(?::[^`]*)?`", opts)} for mode, opts in rows}
-    assert readme == {name: set(mode.options) for name, mode in MODES["jax"].items()}
-
-
-
 def _table(text: str, header: str) -> list[list[str]]:
     body = text.split(header, 1)[1].split("\n\n", 1)[0]
     return [[c.strip() for c in line.strip("|").split("|")] for line in body.splitlines()[2:]

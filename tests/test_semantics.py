@@ -263,7 +263,7 @@ def config(tmp_path, extra="", mode="single"):
 
 
 def test_config_semantics_reaches_the_case_and_the_engine(tmp_path):
-    from mibench.harness.run.pool import make_call, score_all
+    from mibench.harness.run.pool import Scoring, make_call
 
     (case,) = config(tmp_path, ", delimiter: 151643, semantics: plain", "packed")
     assert case.workload.semantics == "plain"
@@ -282,9 +282,9 @@ def test_config_semantics_reaches_the_case_and_the_engine(tmp_path):
     from mibench.workloads import Request
 
     engine, reqs = Recorder(), [Request(query=(1, 2), items=((3,), (4,)))]
-    score_all(engine, reqs, case.workload, "packed", {})
+    make_call(engine, reqs, Scoring(case.workload, "packed", {}))()
     make_call(engine, reqs, case)()
-    score_all(engine, reqs, unset.workload, "single", {})
+    make_call(engine, reqs, Scoring(unset.workload, "single", {}))()
     assert [k.get("semantics") for k in engine.kwargs] == ["plain", "plain", None]
     assert "semantics" not in engine.kwargs[-1]  # unset: the engine's default
 

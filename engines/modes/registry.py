@@ -4,8 +4,10 @@ A mode holds its typed options and defaults, the semantics it scores, its scorer
 token accounting and host-memory estimate, and the option sets its tests run. The engines
 dispatch every call through it (`Mode.score`, `Mode.num_tokens`), the config validator
 builds a case's option fields from `OPTIONS` and estimates memory with `Mode.host_bytes`,
-the matrix expands and names cases from it, the tests loop over it, and the README's mode
-table is checked against it. Adding a mode: its scorer module, and one `Mode(...)` here.
+the matrix expands and names cases from it, parity and the report read its speedup
+baseline, the engines its resolved options, the tests loop over it, and the docs' mode
+tables are checked against it (tests/test_docs_modes.py). Adding a mode: its scorer
+module, one `Mode(...)` here, and its rows in those tables.
 Plain data, no jax (scorers load on first use): `mibench validate` stays fast.
 """
 
@@ -264,11 +266,35 @@ class Mode:
         return {**self.defaults, **{k: v for k, v in options.items()
                                     if k in self.defaults and v is not None}}
 
+    # the mode's edges, read by the harness rather than naming modes:
+    # `(engine, mode)` whose items/s this mode's speedup is stated against (the report's
+    # model matrix); None: the mode is no faster path of another (a baseline itself)
+    speedup_baseline: tuple[str, str] | None = None
+    # whether parity's `speedup` check judges this mode's items/s over its baseline's (at
+    # `parity.min_speedup`): the mode mibench is built to prove fast
+    speedup_gated: bool = False
+    # `"module:function"` under `mibench.engines`, or the function: what a call with the
+    # options runs on an engine (`resolves(engine, options) -> dict`, the case record's
+    # `resolved`: an attention path); None: nothing to say
+    resolves: str | Callable | None = None
+
+    def resolved_options(self, engine, options: dict) -> dict:
+        """What a call of this mode with `options` (over the defaults) runs on `engine`."""
+        if self.resolves is None:
+            return {}
+        resolve = self.resolves if callable(self.resolves) else _load(self.resolves)
+        return resolve(engine, self.with_defaults(options))
+
 
 def _load(target: str) -> Callable:
     """The function `"module:function"` under `mibench.engines`."""
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(f"mibench.engines.{module}"), attr)
+
+
+def resolves_to(**resolved) -> Callable[..., dict]:
+    """A `Mode.resolves` that runs the same on every engine and whatever the options."""
+    return lambda engine, options: dict(resolved)
 
 
 # the seeds' tables' chunk size (seeds 001, 004: ~16 parallel chunks of ~32 items at TP 4;
@@ -289,14 +315,17 @@ MODES: dict[str, dict[str, Mode]] = {
     "jax": _modes(
         Mode(name="single", doc="one forward per item, batch 1, in order: the baseline",
              defaults={"attention": "auto"}, scorer="modes.single:score_single",
-             memory=accounting.memory_single, work=costs.work_single),
+             memory=accounting.memory_single, work=costs.work_single,
+             resolves="jax_engine:resolved_attention"),
         Mode(name="packed", doc="every item in one sequence after the query, items kept "
              "apart by the mask", defaults={"mask": "auto", "attention": "auto"},
              scorer="modes.packed:score_packed", tokens=accounting.tokens_packed,
              memory=functools.partial(accounting.memory_packed, dense_max_t=AUTO_DENSE_MAX_T),
              work=functools.partial(costs.work_packed, dense_max_t=AUTO_DENSE_MAX_T),
              needs_delimiter=True,
-             examples=({"mask": "dense"}, {"mask": "segment"}, {"mask": "auto"})),
+             examples=({"mask": "dense"}, {"mask": "segment"}, {"mask": "auto"}),
+             speedup_baseline=("jax", "single"), speedup_gated=True,
+             resolves="jax_engine:resolved_attention"),
         Mode(name="chunked", doc="items in chunks of chunk_size, each chunk a packed sequence "
              "with its own copy of the query",
              defaults={"chunk_size": CHUNK_SIZE, "mask": "segment", "schedule": "parallel",
@@ -308,7 +337,8 @@ MODES: dict[str, dict[str, Mode]] = {
              needs_delimiter=True,
              examples=({"chunk_size": 3}, {"chunk_size": 4, "mask": "dense"},
                        {"chunk_size": 3, "schedule": "sequential"},
-                       {"chunk_size": 2, "mask": "dense", "schedule": "sequential"})),
+                       {"chunk_size": 2, "mask": "dense", "schedule": "sequential"}),
+             speedup_baseline=("jax", "single"), resolves="jax_engine:resolved_attention"),
         Mode(name="prefill_extend", doc="the query prefilled once, items extended in batches "
              "against its cached KV (shared, never copied per item)",
              defaults={"extend_batch_size": EXTEND_BATCH_SIZE, "precompile_bs": None,
@@ -318,17 +348,19 @@ MODES: dict[str, dict[str, Mode]] = {
              work=lambda shape, options: costs.work_extend(shape, options, batch_sizes),
              examples=({"extend_batch_size": 3},
                        {"extend_batch_size": 4, "precompile_bs": [4]},
-                       {"extend_batch_size": 3, "mask": "dense"})),
+                       {"extend_batch_size": 3, "mask": "dense"}),
+             speedup_baseline=("jax", "single"), resolves="jax_engine:resolved_attention"),
     ),
     "torch": _modes(
         Mode(name="single", doc="one transformers forward per item (eager attention): the "
              "oracle", defaults={}, scorer="torch_engine:score_single",
-             memory=accounting.memory_single),
+             memory=accounting.memory_single, resolves=resolves_to(attention="eager")),
         Mode(name="prefill_extend", doc="the query prefilled once, items extended in batches "
              "with a 4D mask over the cached KV (SDPA)",
              defaults={"extend_batch_size": TORCH_EXTEND_BATCH_SIZE},
              scorer="torch_engine:score_prefill_extend", tokens=accounting.tokens_prefix_once,
-             memory=accounting.memory_extend, examples=({"extend_batch_size": 3},)),
+             memory=accounting.memory_extend, examples=({"extend_batch_size": 3},),
+             speedup_baseline=("jax", "single"), resolves=resolves_to(attention="sdpa")),
     ),
     # a server speaking SGLang's /v1/score (engines/http_engine.py): one request per call;
     # how the server scores is its own (mibench serve --mode); `single` so that parity's

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+from mibench.engines import MODES
 from mibench.harness.config.matrix import short
 from mibench.harness.records import RunRecord
 from mibench.harness.report import fmt
@@ -206,8 +207,9 @@ def model_matrix(rows: list[Row]) -> Table | None:
         model = fmt.model_label(r.case)
         key = (r.run, model, fmt.mode_label(r.case), r.case.topology.tp)
         table[key][r.items] = r
-        if r.case.mode == "single" and r.case.engine == "jax" and throughput(r):
-            single[(r.run, model, key[3]) + _ctx(r, tp=False, items=False)][r.items] = r
+        if (r.case.engine, r.case.mode) in BASELINES and throughput(r):
+            single[(r.case.engine, r.case.mode, r.run, model, key[3])
+                   + _ctx(r, tp=False, items=False)][r.items] = r
     runs = len({r.run for r in rows}) > 1
     body = []
     for (run, model, mode, tp), by_n in table.items():
@@ -219,8 +221,9 @@ def model_matrix(rows: list[Row]) -> Table | None:
             elif throughput(row) is None:
                 cells.append(_status_or(row))
             else:
+                base = speedup_baseline(row.case) or ()
                 cells.append(fmt.num(throughput(row)) + _vs_single(row, single.get(
-                    (run, model, tp) + _ctx(row, tp=False, items=False), {})))
+                    (*base, run, model, tp) + _ctx(row, tp=False, items=False), {})))
         body.append(([run] if runs else []) + [model, mode, str(tp)] + cells)
     header = (["Commit"] if runs else []) + ["Model", "Mode", "TP"] + [f"N={n}" for n in counts]
     return Table(header, body, ["l"] * (4 if runs else 3) + ["r"] * len(counts),
@@ -230,10 +233,22 @@ def model_matrix(rows: list[Row]) -> Table | None:
                       "(single's fastest, at b items).")
 
 
+def speedup_baseline(case) -> tuple[str, str] | None:
+    """The (engine, mode) a case's speedup is stated against (`Mode.speedup_baseline`,
+    engines/modes/registry.py); None for a baseline itself or a mode the registry lacks."""
+    mode = MODES.get(case.engine, {}).get(case.mode)
+    return mode.speedup_baseline if mode is not None else None
+
+
+# the (engine, mode)s some mode's speedup is stated against: jax/single
+BASELINES = {m.speedup_baseline for modes in MODES.values() for m in modes.values()
+             if m.speedup_baseline is not None}
+
+
 def _vs_single(row: Row, singles: dict[int, Row]) -> str:
-    """` (3.98x)` against single at the row's N, ` (5.05x vs N=64)` against single's fastest
-    elsewhere, `` for single itself or when there is none."""
-    if row.case.mode == "single" or not singles:
+    """` (3.98x)` against its baseline (single) at the row's N, ` (5.05x vs N=64)` against
+    the baseline's fastest elsewhere, `` for a baseline itself or when there is none."""
+    if speedup_baseline(row.case) is None or not singles:
         return ""
     ref = singles.get(row.items) or max(singles.values(), key=throughput)
     ratio = fmt.times(throughput(row) / throughput(ref))

@@ -1,4 +1,5 @@
-"""Measuring one case in the current process (the runner's, or an engine worker's): the
+"""Measuring one model case (`ModelCase`, the kind of the jax and torch engines:
+harness/run/kinds.py) in the current process (the runner's, or an engine worker's): the
 engine from the pool, its workload, the one timing loop, metrics and peak memory."""
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from mibench.harness.records import (
     WorkloadRecord,
 )
 from mibench.harness.run import memory
-from mibench.harness.run.load import Window
 from mibench.harness.run.measure import Timings, deadline, frozen_heap, measure
 from mibench.harness.run.pool import (
     EnginePool,
@@ -84,18 +84,6 @@ def skipped_record(case: CaseSpec, e: BaseException) -> CaseRecord:
     return rec
 
 
-def _http_case(case: CaseSpec, pool: EnginePool, tick, measuring) -> CaseRecord:
-    """An http case (a server under load) with the machine's load over its requests."""
-    from mibench.harness.run.http_case import measure_http
-
-    window = Window()
-    window.mark()
-    rec = measure_http(case, pool, case_record(case), tick, measuring)
-    window.end()
-    rec.load = window.load()
-    return rec
-
-
 def _ready_for_rise(pool: EnginePool, engine, requests, case: CaseSpec) -> None:
     """Before a resident-set rise is measured: the engine's runtime warmed once (its
     one-time costs are no case's), then the heap's free pages given back (a case must not
@@ -106,15 +94,36 @@ def _ready_for_rise(pool: EnginePool, engine, requests, case: CaseSpec) -> None:
     memory.release_free_memory()
 
 
-def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
-             tick: Callable[[str], None], measuring: Callable[[], None] = lambda: None
-             ) -> CaseRecord:
-    """Measure one case in this process; any exception makes it `failed` with type, message
-    and traceback, and so do scores that fail `check_scores` (whatever the engine: a fake,
-    another revision's), which are never recorded. `measuring()` is called as the timed
-    loop starts."""
-    if case.http is not None:  # a server under load: its own measurement (run/http_case.py)
-        return _http_case(case, pool, tick, measuring)
+class ModelCase:
+    """A case of an in-process engine (jax, torch) scoring the workload: its record's
+    `params` are the mode's options, `compile_s` the first call (compilation and one run),
+    `resolved` what those options run on this machine; metrics from the timed runs
+    (harness/run/measure.py), peak memory, batch times."""
+
+    name = "model"
+
+    @property
+    def fields(self) -> frozenset[str]:
+        """The mode options. Looked up when used: the worker side takes no name but
+        `load_engine` from `mibench.engines` at import (`mibench ab`'s older engines)."""
+        from mibench.engines import OPTIONS
+
+        return frozenset(OPTIONS)
+
+    def after(self, case: CaseSpec, rec: CaseRecord, servers) -> None:
+        """Nothing: a model case is all measured in `measure`."""
+
+    def measure(self, case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
+                tick: Callable[[str], None], measuring: Callable[[], None] = lambda: None
+                ) -> CaseRecord:
+        """Measure the case; any exception makes it `failed` with type, message and
+        traceback, and so do scores that fail `check_scores` (whatever the engine: a fake,
+        another revision's), which are never recorded."""
+        return _measure_model(case, pool, peak, tick, measuring)
+
+
+def _measure_model(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
+                   tick: Callable[[str], None], measuring: Callable[[], None]) -> CaseRecord:
     rec, timings, requests, engine = case_record(case), Timings(), None, None
     memory.reset_torch_peak()
     rss, before = memory.PeakRss(interval=0.01), None

@@ -42,6 +42,7 @@ from collections.abc import Callable
 
 from mibench.engines import MibenchError, fact_problem
 from mibench.harness.config.cases import CaseSpec, HttpPlan
+from mibench.harness.config.spec import HTTP_FIELDS
 from mibench.harness.records import (
     CaseRecord,
     ErrorInfo,
@@ -49,12 +50,43 @@ from mibench.harness.records import (
     HttpRequest,
     Metrics,
 )
-from mibench.harness.run import slo
+from mibench.harness.run import cold_start, slo
+from mibench.harness.run.case import case_record
 from mibench.harness.run.http_feed import Bodies
 from mibench.harness.run.http_send import INVALID, Load, closed_loop, open_loop, warm_up
+from mibench.harness.run.load import Window
 from mibench.harness.run.measure import deadline
 from mibench.harness.stats.describe import latency_of, summarize
 from mibench.harness.stats.metrics import score_digest
+
+
+class LoadCase:
+    """A case of a server under load (engine http; module docstring). It keeps the case
+    record's fields as they are (no schema change), so two of them read differently from a
+    model case's: `compile_s` holds the first request's latency (the first warmup request,
+    else the first measured one; None when it failed), and `params` the load plan
+    (`HttpPlan.as_dict()`: clients or rate, requests, warmup_requests, ...), not a mode's
+    options. The load's own figures are in `http` (and `slo`, `cold_start`)."""
+
+    name = "load"
+    fields = frozenset(HTTP_FIELDS)
+
+    def measure(self, case: CaseSpec, pool, peak: Callable[[str], float | None],
+                tick: Callable[[str], None], measuring: Callable[[], None] = lambda: None
+                ) -> CaseRecord:
+        """The load, with the machine's load over its requests (no chip peak: the work is
+        the server's)."""
+        window = Window()
+        window.mark()
+        rec = measure_http(case, pool, case_record(case), tick, measuring)
+        window.end()
+        rec.load = window.load()
+        return rec
+
+    def after(self, case: CaseSpec, rec: CaseRecord, servers) -> None:
+        """An ok case's cold starts, when it asks for them (harness/run/cold_start.py)."""
+        if rec.status == "ok" and case.http.cold_starts:
+            rec.cold_start = cold_start.measure(case, servers, case.engine_key)
 
 
 def server_mismatch(facts: dict, case: CaseSpec) -> MibenchError | None:

@@ -25,7 +25,8 @@ bfloat16 with `apply_softmax: true` (probabilities near 0.5, where it means some
   check, so the first request scored alone is the first it ever answers (a server whose
   first answers differ, a race at start-up, fails too). No reference needed; the record
   names what moved.
-- `speedup`: every `packed` case (any options) against the `single` case of the same
+- `speedup`: every case of a gated mode (`Mode.speedup_gated`: `packed`, any options)
+  against its baseline mode's case (`Mode.speedup_baseline`: `single`) of the same
   engine, model, dtype, tp and workload (the default `single` when several): its median
   items/s over single's must be at least `parity.min_speedup` (3: mibench's own gate),
   at the `num_items` in `parity.speedup_items` (default every). A packed case with no such
@@ -51,10 +52,11 @@ import json
 
 import numpy as np
 
+from mibench.engines import MODES
 from mibench.harness.config.matrix import CaseSpec, short, workload_specs
 from mibench.harness.config.spec import Config
 from mibench.harness.records import CaseRecord, ParityCheck, ParityRecord
-from mibench.harness.run.pool import EngineKey, EnginePool, score_all
+from mibench.harness.run.pool import EngineKey, EnginePool, Scoring, make_call
 from mibench.workloads import Request, WorkloadSpec
 
 MAX_QUERY, MIN_ITEMS, MAX_ITEMS = 512, 4, 16
@@ -156,7 +158,7 @@ class GroupParity:
         memo = (key, mode, tuple(sorted((k, str(v)) for k, v in params.items())), tag)
         if memo not in self.scores:
             reqs = requests if requests is not None else self.requests(key)
-            table = score_all(self.pool.get(key), reqs, self.spec, mode, params)
+            table = make_call(self.pool.get(key), reqs, Scoring(self.spec, mode, params))()
             self.scores[memo] = [row for req in table for row in req]
         return self.scores[memo]
 
@@ -310,22 +312,27 @@ def _throughput(rec: CaseRecord) -> float | None:
 
 
 def _same_measurement(rec: CaseRecord) -> tuple:
-    return (rec.engine, rec.model.path, rec.model.dtype, rec.topology.tp,
+    return (rec.model.path, rec.model.dtype, rec.topology.tp,
             json.dumps(rec.workload.as_dict(), sort_keys=True))
 
 
 def speedup_checks(records: list[CaseRecord], min_speedup: float,
                    items: list[int] | None = None) -> list[ParityCheck]:
-    """Packed over single items/s of the same engine, model, dtype, tp and workload."""
-    singles: dict[tuple, CaseRecord] = {}
-    for rec in sorted((r for r in records if r.mode == "single" and _throughput(r)),
-                      key=lambda r: len(r.params)):  # the default single first
-        singles.setdefault(_same_measurement(rec), rec)
+    """Each case of a gated mode (`Mode.speedup_gated`: packed) over its baseline's items/s
+    (`Mode.speedup_baseline`: single of the same engine) at the same model, dtype, tp and
+    workload."""
+    baselines: dict[tuple, CaseRecord] = {}
+    for rec in sorted((r for r in records if _throughput(r)),
+                      key=lambda r: len(r.params)):  # the default options first
+        baselines.setdefault((rec.engine, rec.mode, *_same_measurement(rec)), rec)
     out = []
     for rec in records:
-        single = singles.get(_same_measurement(rec))
+        mode = MODES.get(rec.engine, {}).get(rec.mode)
+        if mode is None or not mode.speedup_gated:
+            continue
+        single = baselines.get((*mode.speedup_baseline, *_same_measurement(rec)))
         gated = items is None or rec.workload.num_items in items
-        if rec.mode != "packed" or single is None or not gated or not _throughput(rec):
+        if single is None or not gated or not _throughput(rec):
             continue
         fast, slow = _throughput(rec), _throughput(single)
         out.append(ParityCheck(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable
 
 from mibench.checks import check_scores
@@ -78,19 +79,6 @@ class EnginePool:
         return self._requests[cache_key]
 
 
-def score_all(engine, requests: list[Request], spec: WorkloadSpec, mode: str,
-              params: dict) -> list[list[list[float]]]:
-    """Score every request of a workload: per request, one row per item."""
-    labels, out = list(spec.label_token_ids), []
-    for k, r in enumerate(requests):
-        with request_named(k):
-            out.append(engine.score(list(r.query), [list(i) for i in r.items], labels,
-                                    mode=mode, apply_softmax=spec.apply_softmax,
-                                    delimiter=spec.delimiter, **semantics_kw(spec),
-                                    **params).scores)
-    return out
-
-
 @contextlib.contextmanager
 def request_named(k: int):
     """An InvalidScores raised while scoring request k of a workload names the request."""
@@ -126,7 +114,18 @@ def semantics_kw(spec: WorkloadSpec) -> dict:
     return {} if spec.semantics is None else {"semantics": spec.semantics}
 
 
-def _call_args(requests: list[Request], case: CaseSpec) -> tuple[list, list, dict]:
+@dataclasses.dataclass(frozen=True)
+class Scoring:
+    """What a score call of a workload needs beside the engine and its requests, when no
+    case holds it (parity's comparisons: a mode and options of an engine key); a CaseSpec
+    has the same three fields."""
+
+    workload: WorkloadSpec
+    mode: str
+    params: dict
+
+
+def _call_args(requests: list[Request], case: CaseSpec | Scoring) -> tuple[list, list, dict]:
     """(token lists of each request, labels, the keyword arguments of a score call)."""
     prepared = [(list(r.query), [list(i) for i in r.items]) for r in requests]
     kwargs = dict(mode=case.mode, apply_softmax=case.workload.apply_softmax,
@@ -135,7 +134,7 @@ def _call_args(requests: list[Request], case: CaseSpec) -> tuple[list, list, dic
     return prepared, list(case.workload.label_token_ids), kwargs
 
 
-def batch_pass(engine, requests: list[Request], case: CaseSpec) -> list[float] | None:
+def batch_pass(engine, requests: list[Request], case: CaseSpec | Scoring) -> list[float] | None:
     """Each batch's wall seconds in one more pass over the workload, synced batch by batch
     (the engine's `batch_times`; prefill_extend's extend batches), request by request.
     None where the engine (torch, http, an older revision's) or the mode has no batches.
@@ -153,9 +152,13 @@ def batch_pass(engine, requests: list[Request], case: CaseSpec) -> list[float] |
     return out
 
 
-def make_call(engine, requests: list[Request], case: CaseSpec) -> Callable[[], object]:
-    """The timed unit of a case: score the whole workload once. Token lists are prepared
-    here, outside the timed call."""
+def make_call(engine, requests: list[Request],
+              case: CaseSpec | Scoring) -> Callable[[], list[list[list[float]]]]:
+    """The one way the harness calls an engine on a workload: the returned call scores every
+    request once (per request, one row per item; an InvalidScores names the request). A
+    case's timed unit (harness/run/measure.py) and parity's score tables
+    (`make_call(engine, requests, Scoring(spec, mode, options))()`) alike. Token lists are
+    prepared here, outside the timed call."""
     prepared, labels, kwargs = _call_args(requests, case)
 
     def call():  # try/except, not `request_named`: free in the timed loop (Python 3.11+)

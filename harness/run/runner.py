@@ -30,8 +30,9 @@ from mibench.harness.records import (
     write_artifact,
     write_failed,
 )
-from mibench.harness.run import cold_start, parity
-from mibench.harness.run.case import failed_record, metrics_of, run_case, skipped_record
+from mibench.harness.run import parity
+from mibench.harness.run.case import failed_record, metrics_of, skipped_record
+from mibench.harness.run.kinds import kind_of, run_case
 from mibench.harness.run.peak import PeakTable
 from mibench.harness.run.plan import Plan, group_of
 from mibench.harness.run.pool import EngineKey, EnginePool
@@ -313,8 +314,7 @@ def _run_cases(s: RunState, todo: list[CaseSpec], measure_case: Callable, here) 
                 rec = measure_case(case, s.pool, s.peak, s.progress.tick)
                 rec.commit, rec.dirty = here.commit, here.dirty
                 rec.server = s.servers.info(case.engine_key)
-                if rec.status == "ok" and case.http is not None and case.http.cold_starts:
-                    rec.cold_start = cold_start.measure(case, s.servers, case.engine_key)
+                kind_of(case.engine).after(case, rec, s.servers)  # a load case's cold starts
                 s.done[case.case_id] = rec
                 s.measured.append(case.case_id)
                 s.save()

@@ -34,7 +34,7 @@ from types import SimpleNamespace
 from mibench import errors
 from mibench.harness.records import CaseRecord, ErrorInfo
 from mibench.harness.run import load
-from mibench.harness.run.case import run_case
+from mibench.harness.run.kinds import run_case
 from mibench.harness.run.pool import EnginePool
 from mibench.harness.util import tail_of
 

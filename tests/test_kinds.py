@@ -1,0 +1,52 @@
+"""Case kinds (harness/run/kinds.py): the registry from engine to kind, the fields each
+owns, and `run_case` measuring every case through its kind."""
+
+from __future__ import annotations
+
+import pytest
+
+from mibench.engines import MODES, OPTIONS
+from mibench.harness.config.spec import HTTP_FIELDS
+from mibench.harness.run import kinds
+from mibench.harness.run.case import ModelCase
+from mibench.harness.run.http_case import LoadCase
+
+
+def test_every_engine_has_a_kind_and_the_kinds_split_the_case_keys():
+    assert set(kinds.kinds()) == set(MODES)
+    assert isinstance(kinds.kind_of("jax"), ModelCase)
+    assert isinstance(kinds.kind_of("torch"), ModelCase)
+    assert isinstance(kinds.kind_of("http"), LoadCase)
+    assert isinstance(kinds.kind_of("an-older-revisions-engine"), ModelCase)
+    model, load = kinds.kind_of("jax"), kinds.kind_of("http")
+    assert model.fields == set(OPTIONS) and load.fields == set(HTTP_FIELDS)
+    assert not model.fields & load.fields
+    assert "compile_s" in LoadCase.__doc__ and "params" in LoadCase.__doc__
+
+
+class Recording:
+    """A kind that records what it was asked to measure."""
+
+    name, fields = "recording", frozenset()
+
+    def __init__(self):
+        self.measured = []
+
+    def measure(self, case, pool, peak, tick, measuring):
+        self.measured.append(case)
+        return "a record"
+
+    def after(self, case, rec, servers):
+        pass
+
+
+@pytest.mark.parametrize("engine", ["jax", "http"])
+def test_run_case_measures_through_the_registry(monkeypatch, engine):
+    kinds.kinds()
+    recording = Recording()
+    monkeypatch.setitem(kinds.KINDS, engine, recording)
+    case = type("Case", (), {"engine": engine})()
+    assert kinds.run_case(case, None, None, None) == "a record"
+    assert recording.measured == [case]
+    other = "http" if engine == "jax" else "jax"
+    assert not isinstance(kinds.kind_of(other), Recording)  # control: only that engine's
