@@ -29,7 +29,7 @@ from mibench.engines.http_client import DEFAULT_TIMEOUT_S, HttpClient, parse_bas
 from mibench.engines.modes.registry import MODES, engine_mode, resolve_semantics
 from mibench.engines.request import check_texts
 from mibench.engines.result import ScoreResult
-from mibench.engines.wires import describe, fact_problem
+from mibench.engines.wires import DEFAULT_WIRE, describe, fact_problem
 from mibench.engines.wires import wire as wire_named
 from mibench.errors import InputError, InvalidScores, MibenchError, ModelError
 
@@ -52,7 +52,7 @@ class HttpEngine:
 
     def __init__(self, model: str, dtype: str = "float32", tp: int = 1,
                  base_url: str | None = None, served_model: str | None = None,
-                 timeout_s: float = DEFAULT_TIMEOUT_S, wire: str = "sglang"):
+                 timeout_s: float = DEFAULT_TIMEOUT_S, wire: str = DEFAULT_WIRE):
         if not isinstance(model, str) or not model:
             raise ModelError(f"must name the served model, got {model!r}", field="model")
         if base_url is None:

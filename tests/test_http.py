@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 
 from mibench.engines import Engine, InputError, MibenchError, load_engine
 from mibench.harness.config import ConfigError, load_config
+from mibench.harness.config.keys import EngineKey, ServerRef
 from mibench.harness.config.matrix import expand
 from mibench.harness.records import SCHEMA_FILE, read_artifact
 from mibench.harness.report import latency
@@ -306,8 +307,8 @@ def test_http_case_ids_and_constant_tokens(tmp_path):
     assert [c.case_id for c in cases] == [
         "http/single/clients=1/tp=1", "http/single/clients=4/tp=1",
         "http/single/rate=2.5/same_query=true/tp=1", "http/single/rate=10/same_query=true/tp=1"]
-    assert cases[0].engine_key == ("http", "embedded:tiny", "float32", 1, (
-        ("base_url", url), ("served_model", None), ("timeout_s", 60.0), ("wire", "sglang")))
+    assert cases[0].engine_key == EngineKey("http", "embedded:tiny", "float32", 1, ServerRef(
+        base_url=url, served_model=None, timeout_s=60.0, wire="sglang"))
     assert cases[0].http.requests == 100 and cases[0].http.warmup_requests == 1
     assert (cases[0].runs.warmup, cases[0].runs.timed, cases[0].runs.processes) == (0, 1, 1)
     with pytest.raises(ConfigError, match="every request is the same"):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from mibench.harness.config import load_config
+from mibench.harness.config.keys import EngineKey
 from mibench.harness.config.matrix import expand
 from mibench.harness.run import parity
 from mibench.harness.run.pool import EnginePool
@@ -82,7 +83,7 @@ def parity_of(config, jax_engine, torch_engine):
 def direct(engine, config, pool, delimiter, reverse=False, **kw):
     """The first parity request scored by calling the engine itself (not the harness)."""
     spec = parity.parity_workload(config)
-    (req,) = pool.requests(("jax", "embedded:tiny", "float32", 1), spec)
+    (req,) = pool.requests(EngineKey("jax", "embedded:tiny", "float32", 1), spec)
     items = [list(i) for i in req.items]
     s = np.asarray(engine.score(list(req.query), items, [198], delimiter=delimiter,
                                 apply_softmax=False, **kw).scores)

@@ -7,6 +7,7 @@ and nothing of SGLang's body is sent."""
 from __future__ import annotations
 
 import http.server
+import inspect
 import json
 import textwrap
 import threading
@@ -149,3 +150,22 @@ def test_an_unknown_wire_in_a_config_names_the_key(tmp_path):
                     "base_url: 'http://127.0.0.1:1', wire: grpc, clients: 1}\n")
     with pytest.raises(MibenchError, match=r"cases\.0\.wire.*unknown wire 'grpc'"):
         load_config(path)
+
+
+def test_every_registered_wire_is_a_wire():
+    """Each WIRES entry implements engines/wires.Wire (the toy above does too), and the
+    default wire is named once and agrees with the default an http case's plan writes."""
+    from mibench.engines.http_engine import HttpEngine
+    from mibench.engines.wires import DEFAULT_WIRE, Wire
+    from mibench.harness.config.cases import HttpPlan
+
+    assert DEFAULT_WIRE in WIRES
+    for name in WIRES:
+        w = wire(name)
+        assert isinstance(w, Wire), name
+        assert w.name == name
+    assert wire().name == DEFAULT_WIRE
+    assert isinstance(Toy(), Wire)
+    assert not isinstance(object(), Wire)
+    assert HttpPlan().wire == DEFAULT_WIRE
+    assert inspect.signature(HttpEngine).parameters["wire"].default == DEFAULT_WIRE

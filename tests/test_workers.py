@@ -9,6 +9,7 @@ import pytest
 
 from mibench.harness import testing
 from mibench.harness.config import load_config
+from mibench.harness.config.keys import EngineKey
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import run
 from mibench.harness.testing import FakeEngine, fixed_peak, write_config
@@ -105,9 +106,9 @@ def test_on_an_accelerator_one_jax_worker_at_a_time(tmp_path):
 
     pool = WorkerPool(FakeEngine, exclusive=True)
     try:
-        first = pool.get(("jax", "embedded:tiny", "float32", 1))
-        torch = pool.get(("torch", "embedded:tiny", "float32", 1))  # not a JAX worker
-        second = pool.get(("jax", "embedded:tiny", "bfloat16", 1))
+        first = pool.get(EngineKey("jax", "embedded:tiny", "float32", 1))
+        torch = pool.get(EngineKey("torch", "embedded:tiny", "float32", 1))  # not a JAX worker
+        second = pool.get(EngineKey("jax", "embedded:tiny", "bfloat16", 1))
         assert first.worker.proc.poll() is not None  # closed before the second started
         assert torch.worker.proc.poll() is None and second.worker.proc.poll() is None
     finally:

@@ -1,27 +1,7 @@
 """Server wires: how a request for scores is put to a server and its answer read. The
 `http` engine and the harness's load generator speak only through a wire; a server with
-another API is one module here and one line in WIRES.
-
-A wire is an object with:
-
-    name                      the registry name (an http case's `wire:`)
-    encode(query, items, label_token_ids, apply_softmax, model) -> bytes
-                              the request body, built once before any timing
-    send(client, body) -> Reply
-                              the request on an HttpClient (engines/http_client.py)
-    decode(reply, num_items, num_labels, apply_softmax, dtype) -> list[list[float]]
-                              a 200 answer's scores, checked where they enter (shape,
-                              finite probabilities, rows) or a ValueError naming the item
-    usage(reply) -> int | None
-                              the tokens the server says it ran, when it says
-    error(reply) -> InputError
-                              a refused request (400/413/422) as the field it names
-    facts(client, served_model) -> dict | None
-                              what the server says it scores with (delimiter, semantics,
-                              dtype, mode), {} when it does not say, None when it does
-                              not answer now
-    info(client) -> dict      what the server says it is (version, settings), for the
-                              record of a launched server
+another API is one module here and one line in WIRES. `Wire` states what a wire is;
+`DEFAULT_WIRE` is the one an http case speaks unless it names another (`wire:`).
 
 `describe` and `fact_problem` word a server fact that differs from what a request wants.
 """
@@ -30,14 +10,54 @@ from __future__ import annotations
 
 import importlib
 import json
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from mibench.errors import MibenchError
 
+if TYPE_CHECKING:
+    from mibench.engines.http_client import HttpClient, Reply
+    from mibench.errors import InputError
+
 # name -> "module:class" under mibench.engines.wires (imported on first use), or the class
 WIRES: dict[str, object] = {"sglang": "sglang:SGLang"}
+DEFAULT_WIRE = "sglang"  # SGLang's /v1/score
 
 
-def wire(name: str = "sglang"):
+@runtime_checkable
+class Wire(Protocol):
+    """What every wire implements (engines/wires/sglang.py is one)."""
+
+    name: str  # the registry name (an http case's `wire:`)
+
+    def encode(self, query, items, label_token_ids, apply_softmax: bool = False,
+               model: str | None = None) -> bytes:
+        """The request body, built once before any timing."""
+
+    def send(self, client: HttpClient, body: bytes) -> Reply:
+        """The request on an HttpClient (engines/http_client.py)."""
+
+    def decode(self, reply: Reply, num_items: int, num_labels: int,
+               apply_softmax: bool = False, dtype: str | None = "float32"
+               ) -> list[list[float]]:
+        """A 200 answer's scores, checked where they enter (shape, finite probabilities,
+        rows), or a ValueError naming the item."""
+
+    def usage(self, reply: Reply) -> int | None:
+        """The tokens the server says it ran, when it says."""
+
+    def error(self, reply: Reply) -> InputError:
+        """A refused request (400/413/422) as the field it names."""
+
+    def facts(self, client: HttpClient, served_model: str | None) -> dict | None:
+        """What the server says it scores with (delimiter, semantics, dtype, mode), {}
+        when it does not say, None when it does not answer now."""
+
+    def info(self, client: HttpClient) -> dict:
+        """What the server says it is (version, settings), for the record of a launched
+        server."""
+
+
+def wire(name: str = DEFAULT_WIRE) -> Wire:
     """The wire called `name`, or a MibenchError naming `wire`."""
     if not isinstance(name, str) or name not in WIRES:
         raise MibenchError(f"unknown wire {name!r} (known: {', '.join(WIRES)})", field="wire")

@@ -159,11 +159,9 @@ class _Side:
 
         self.case, self.pool = case, pool
         key = pool.bind(case.engine_key)
-        server = dict(key[4])
-        self.engine = load_engine("http", model=case.model, dtype=case.dtype, tp=case.tp,
-                                  **server)
+        self.engine = load_engine("http", **key.load_kwargs())
         self.bodies = Bodies(case, self.engine)  # request i's body, built when sent
-        self.url = server["base_url"]
+        self.url = key.base_url
         self.client = HttpClient(self.url, case.http.timeout_s)
 
     def send(self, i: int) -> tuple[float, list[list[float]] | None, str | None]:

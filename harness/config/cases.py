@@ -12,6 +12,7 @@ import dataclasses
 import os
 import re
 
+from mibench.harness.config.keys import EngineKey, ServerRef, case_id
 from mibench.workloads import WorkloadSpec
 
 
@@ -122,7 +123,9 @@ class HttpPlan:
     warmup_requests: int = 1
     max_error_rate: float = 0.0
     same_query: bool = False
-    wire: str = "sglang"  # engines/wires: how requests are put to the server
+    # engines/wires: how requests are put to the server. engines/wires.DEFAULT_WIRE, written
+    # here because this module imports no engines (tests/test_wires.py checks they agree)
+    wire: str = "sglang"
     launch: LaunchSpec | None = None  # how mibench starts the server, with its arguments
     slo: SloPlan | None = None  # a capacity search instead of one load at clients or rate
     trials: int = 1  # the concurrency check's trials (fresh launches)
@@ -131,14 +134,14 @@ class HttpPlan:
     warm_requests: int = 5  # after each cold start's first request, one at a time
 
     @property
-    def server(self) -> tuple:
-        """What builds the http engine (load_engine's extra keywords), hashable; a launched
-        server's key names its launch instead of an address (bound to the live base_url
-        when it starts: harness/run/server_pool.py)."""
-        key = (("base_url", self.base_url), ("served_model", self.served_model),
-               ("timeout_s", self.timeout_s), ("wire", self.wire))
+    def server(self) -> ServerRef:
+        """The server of the http engine key (what builds the http engine); a launched
+        server's names its launch instead of an address (bound to the live base_url when
+        it starts: harness/run/server_pool.py)."""
         launched = self.launch is not None and self.base_url is None
-        return key + ((("launch", self.launch),) if launched else ())
+        return ServerRef(base_url=self.base_url, served_model=self.served_model,
+                         timeout_s=self.timeout_s, wire=self.wire,
+                         launch=self.launch if launched else None)
 
     def at(self, base_url: str) -> HttpPlan:
         """This plan with its launched server's live address (what the engine was built
@@ -176,9 +179,16 @@ class CaseSpec:
     runs: RunPlan
     index: int  # position of the source line in `cases`
     http: HttpPlan | None = None  # an `engine: http` case's server and load
+    # the id's parts besides engine, mode and tp: (before tp=N, after it): keys.case_id
+    id_parts: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
     @property
-    def engine_key(self) -> tuple:
+    def engine_key(self) -> EngineKey:
         """(engine, model, dtype, tp); an http case adds its server (HttpPlan.server)."""
-        key = (self.engine, self.model, self.dtype, self.tp)
-        return key if self.http is None else (*key, self.http.server)
+        return EngineKey(self.engine, self.model, self.dtype, self.tp,
+                         None if self.http is None else self.http.server)
+
+    def id_at(self, key: EngineKey) -> str:
+        """This case's id for another engine key (the same case at tp 1:
+        `engine_key.at_tp1()`)."""
+        return case_id(key, self.mode, *self.id_parts)

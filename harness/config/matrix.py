@@ -18,6 +18,7 @@ import itertools
 
 from mibench.engines import OPTIONS, MibenchError
 from mibench.harness.config.cases import CaseSpec, HttpPlan, LaunchSpec, RunPlan, SloPlan
+from mibench.harness.config.keys import EngineKey, case_id, id_part, model_name, short
 from mibench.harness.config.spec import HTTP_FIELDS, Case, Config, Workload
 from mibench.harness.stats.capacity import min_samples
 from mibench.workloads import WorkloadSpec
@@ -25,22 +26,6 @@ from mibench.workloads import WorkloadSpec
 WORKLOAD_AXES = {"query_tokens": "q", "num_items": "items", "item_tokens": "item_len"}
 
 
-def short(value) -> str:
-    """Compact, readable rendering of an option value for case ids."""
-    if isinstance(value, list | tuple):
-        ints = all(isinstance(v, int) for v in value)
-        if ints and len(value) > 2 and list(value) == list(range(value[0], value[-1] + 1)):
-            return f"{value[0]}-{value[-1]}"  # 1,2,...,12 -> 1-12
-        return ",".join(short(v) for v in value)
-    if hasattr(value, "dist"):
-        return f"{value.dist}{value.min}-{value.max}"
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
-
-
-def model_name(path: str) -> str:
-    return path.removeprefix("embedded:").rstrip("/").rsplit("/", 1)[-1]
 
 
 def _workload(config: Config, case: Case, i: int) -> Workload:
@@ -65,24 +50,24 @@ def workload_specs(w: Workload) -> list[tuple[dict, WorkloadSpec]]:
     return out
 
 
-def _case_id(case: Case, params: dict, tp: int, axes: dict, config: Config, patch: dict,
-             extra: tuple[str, ...] = ()) -> str:
-    parts = [case.engine, case.mode] + [f"{k}={short(v)}" for k, v in params.items()
-                                        if OPTIONS[k].id_omits != v]
-    parts += extra
-    parts.append(f"tp={tp}")
+def _id_parts(case: Case, params: dict, axes: dict, config: Config, patch: dict,
+              extra: tuple[str, ...] = ()) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The case id's parts (keys.case_id): before tp=N the mode options an id names and
+    `extra` (the http load and server parts); after it the axes that vary."""
+    options = tuple(id_part(k, v) for k, v in params.items() if OPTIONS[k].id_omits != v)
+    tail = []
     m = config.model
     if len(m.path) > 1:
-        parts.append(f"model={model_name(axes['model'])}")
+        tail.append(f"model={model_name(axes['model'])}")
     if len(m.dtype) > 1:
-        parts.append(f"dtype={axes['dtype']}")
+        tail.append(f"dtype={axes['dtype']}")
     w = config.workload
     for field, name in WORKLOAD_AXES.items():
         if name in axes and (len(getattr(w, field) or []) > 1 or field in patch):
-            parts.append(f"{name}={short(axes[name])}")
-    parts += [f"{k}={model_name(v) if k == 'requests' else short(v)}" for k, v in patch.items()
-              if k not in WORKLOAD_AXES]
-    return "/".join(parts)
+            tail.append(id_part(name, axes[name]))
+    tail += [f"{k}={model_name(v)}" if k == "requests" else id_part(k, v)
+             for k, v in patch.items() if k not in WORKLOAD_AXES]
+    return options + tuple(extra), tuple(tail)
 
 
 def _expand_case(config: Config, i: int, case: Case, model: str, dtype: str,
@@ -99,8 +84,9 @@ def _expand_case(config: Config, i: int, case: Case, model: str, dtype: str,
         for axes, spec in workload_specs(_workload(config, case, i)):
             axes = {**axes, "model": model, "dtype": dtype}
             for http, extra in _http_plans(config, i, case, spec):
-                out.append(CaseSpec(case_id=_case_id(case, params, tp, axes, config, patch,
-                                                     extra),
+                parts = _id_parts(case, params, axes, config, patch, extra)
+                out.append(CaseSpec(case_id=case_id(EngineKey(case.engine, model, dtype, tp),
+                                                    case.mode, *parts), id_parts=parts,
                                     engine=case.engine, mode=case.mode, params=params,
                                     model=model, dtype=dtype, tp=tp, workload=spec,
                                     runs=plan if http is None else _http_runs(plan, http),

@@ -54,9 +54,7 @@ def one_launch(case: CaseSpec, servers, key, j: int) -> ColdStartLaunch:
     try:
         with servers.fresh(key, f"-cold{j + 1}") as (url, ready_s):
             out.ready_s = ready_s
-            server = {k: v for k, v in key[4] if k != "launch"} | {"base_url": url}
-            engine = load_engine("http", model=case.model, dtype=case.dtype, tp=case.tp,
-                                 **server)
+            engine = load_engine("http", **key.bound_to(url).load_kwargs())
             bodies = Bodies(case, engine)
             client = HttpClient(url, case.http.timeout_s)
             try:

@@ -53,10 +53,11 @@ import json
 import numpy as np
 
 from mibench.engines import MODES
-from mibench.harness.config.matrix import CaseSpec, short, workload_specs
+from mibench.harness.config.keys import EngineKey, case_id, id_part
+from mibench.harness.config.matrix import CaseSpec, workload_specs
 from mibench.harness.config.spec import Config
 from mibench.harness.records import CaseRecord, ParityCheck, ParityRecord
-from mibench.harness.run.pool import EngineKey, EnginePool, Scoring, make_call
+from mibench.harness.run.pool import EnginePool, Scoring, make_call
 from mibench.workloads import Request, WorkloadSpec
 
 MAX_QUERY, MIN_ITEMS, MAX_ITEMS = 512, 4, 16
@@ -214,15 +215,14 @@ def group_checks(g: GroupParity, cases: list[CaseSpec], checks: list[str]) -> li
                 lambda c=case: g.score(c.engine_key, c.mode, c.params),
                 lambda c=case: g.score(c.engine_key, "single", {})))
         if "topologies" in checks and case.tp > 1:
-            tp1 = (case.engine, case.model, case.dtype, 1)
+            tp1 = case.engine_key.at_tp1()
             out.append(g.compare(
-                "topologies", case, case.case_id.replace(f"tp={case.tp}", "tp=1"),
-                case.dtype,
+                "topologies", case, case.id_at(tp1), case.dtype,
                 lambda c=case: g.score(c.engine_key, c.mode, c.params),
                 lambda c=case, k=tp1: g.score(k, c.mode, c.params)))
     if "engines" in checks:
         for case in _one_per_engine(c for c in cases if c.engine != ref["engine"]):
-            ref_key = (ref["engine"], case.model, ref["dtype"], 1)
+            ref_key = EngineKey(ref["engine"], case.model, ref["dtype"], 1)
             out.append(g.compare(
                 "engines", dataclasses.replace(case, case_id=engine_label(case)),
                 f"{ref['engine']}/{ref['mode']}/{ref['dtype']}", _coarser(case.dtype, ref["dtype"]),
@@ -241,18 +241,19 @@ def _one_per_engine(cases) -> list[CaseSpec]:
     for case in cases:
         http = case.http
         server = () if http is None else (http.base_url, http.launch)
-        seen.setdefault((*case.engine_key[:4], *server), case)
+        seen.setdefault((case.engine, case.model, case.dtype, case.tp, *server), case)
     return list(seen.values())
 
 
 def engine_label(case: CaseSpec) -> str:
-    """`ENGINE/single/tp=N`, and for a launched server its name and arguments."""
-    parts = [case.engine, "single"]
+    """`ENGINE/single/tp=N` (a case id: keys.case_id), and for a launched server its name
+    and arguments before tp."""
+    parts = []
     launch = case.http.launch if case.http is not None else None
     if launch is not None:
-        parts += ([f"server={launch.name}"] if launch.name else []) + [
-            f"{k}={short(v)}" for k, v in launch.args]
-    return "/".join(parts + [f"tp={case.tp}"])
+        parts += ([id_part("server", launch.name)] if launch.name else []) + [
+            id_part(k, v) for k, v in launch.args]
+    return case_id(case.engine_key, "single", parts)
 
 
 def concurrency_check(g: GroupParity, case: CaseSpec) -> ParityCheck:
@@ -290,11 +291,10 @@ def _trial(g: GroupParity, case: CaseSpec, key: EngineKey, launched: bool, reque
     from mibench.harness.run import concurrency as cc
 
     fresh = g.servers.fresh(case.engine_key, f"-fresh{t + 1}") if launched else \
-        contextlib.nullcontext((dict(key[4])["base_url"], None))
+        contextlib.nullcontext((key.base_url, None))
     try:
         with fresh as (url, startup_s):
-            local = load_engine("http", model=case.model, dtype=case.dtype, tp=case.tp,
-                                **{**dict(key[4]), "base_url": url})
+            local = load_engine("http", **key.bound_to(url).load_kwargs())
             trial = cc.run_trial(local, g.spec, *requests)
         return cc.trial_record(t, trial, tol, startup_s)
     except Exception as e:  # a server that did not start, or an answer that was not scores
@@ -348,9 +348,10 @@ def reference_keys(config: Config, cases: list[CaseSpec]) -> set[EngineKey]:
     engine of every case that the `topologies` check compares with it."""
     checks = config.parity.checks if config.parity is not None else []
     ref = config.parity.reference if config.parity is not None else None
-    keys = {(ref.engine, c.model, ref.dtype, 1) for c in cases} if "engines" in checks else set()
+    keys = ({EngineKey(ref.engine, c.model, ref.dtype, 1) for c in cases}
+            if "engines" in checks else set())
     if "topologies" in checks:
-        keys |= {(c.engine, c.model, c.dtype, 1) for c in cases if c.tp > 1}
+        keys |= {c.engine_key.at_tp1() for c in cases if c.tp > 1}
     return keys
 
 

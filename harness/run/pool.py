@@ -9,17 +9,16 @@ from collections.abc import Callable
 from mibench.checks import check_scores
 from mibench.errors import InvalidScores
 from mibench.harness.config.cases import CaseSpec
+from mibench.harness.config.keys import EngineKey
 from mibench.workloads import Request, WorkloadSpec, materialize
 
-# (engine, model, dtype, tp), and for an http case its server: ((key, value), ...) pairs
-# (base_url, served_model, timeout_s; CaseSpec.engine_key)
-EngineKey = tuple
 
-
-def default_factory(name: str, model: str, dtype: str, tp: int, server: tuple = ()):
+def default_factory(name: str, model: str, dtype: str, tp: int, **server):
+    """An engine factory: called with a key's engine, model, dtype and tp, and for an http
+    engine its server's keywords (EngineKey.server_kwargs)."""
     from mibench.engines import load_engine
 
-    return load_engine(name, model=model, dtype=dtype, tp=tp, **dict(server))
+    return load_engine(name, model=model, dtype=dtype, tp=tp, **server)
 
 
 class EnginePool:
@@ -44,11 +43,15 @@ class EnginePool:
             raise self._failures[key]
         if key not in self._engines:
             try:
-                self._engines[key] = self.factory(*self.bind(key))
+                self._engines[key] = self._build(self.bind(key))
             except Exception as e:
                 self._failures[key] = e
                 raise
         return self._engines[key]
+
+    def _build(self, key: EngineKey):
+        """The engine of `key` (bound), from the factory."""
+        return self.factory(key.engine, key.model, key.dtype, key.tp, **key.server_kwargs())
 
     def release_unneeded(self, needed: set[EngineKey]) -> None:
         """Drop engines no later case or parity check needs, so their memory can go."""

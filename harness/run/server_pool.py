@@ -12,6 +12,7 @@ from pathlib import Path
 
 from mibench.errors import ServerUnavailable
 from mibench.harness.config.cases import LaunchSpec
+from mibench.harness.config.keys import EngineKey
 from mibench.harness.records import ServerInfo
 from mibench.harness.run.servers import (
     Server,
@@ -21,20 +22,12 @@ from mibench.harness.run.servers import (
     source_commit,
 )
 
-EngineKey = tuple
-
-
-def launch_of(key: EngineKey) -> LaunchSpec | None:
-    """The launch an http engine key names (its server part's `launch`), else None."""
-    if len(key) < 5:
-        return None
-    return dict(key[4]).get("launch")
-
 
 def server_id(key: EngineKey) -> tuple | None:
-    """What makes a server distinct: the model and dtype it serves and its launch."""
-    launch = launch_of(key)
-    return None if launch is None else (key[1], key[2], launch)
+    """What makes a server distinct: the model and dtype it serves and its launch (None:
+    the key names no server to launch)."""
+    launch: LaunchSpec | None = key.launch
+    return None if launch is None else (key.model, key.dtype, launch)
 
 
 class ServerPool:
@@ -67,12 +60,9 @@ class ServerPool:
         if why:
             raise ServerUnavailable(why, field="launch.python")
         if ident not in self._servers:
-            self._wire[ident] = dict(key[4]).get("wire", "sglang")
+            self._wire[ident] = key.server.wire
             self._start(ident)
-        url = self._servers[ident].started.base_url
-        server = {k: v for k, v in key[4] if k != "launch"}
-        server["base_url"] = url
-        return (*key[:4], tuple(server.items()))
+        return key.bound_to(self._servers[ident].started.base_url)
 
     def _server(self, ident: tuple, tag: str = "") -> Server:
         from mibench.engines import model_folder
@@ -91,7 +81,7 @@ class ServerPool:
         server's base_url and None for a key that is not launched."""
         ident = server_id(key)
         if ident is None:
-            yield (dict(key[4]).get("base_url") if len(key) > 4 else None), None
+            yield key.base_url, None
             return
         with self._server(ident, tag) as started:
             yield started.base_url, started.startup_s
@@ -104,7 +94,7 @@ class ServerPool:
             self._failed[ident] = e
             raise
         self._servers[ident] = server
-        self._info[ident] = self._describe(server, started, self._wire.get(ident, "sglang"))
+        self._info[ident] = self._describe(server, started, self._wire[ident])
 
     def _describe(self, server: Server, started: Started, wire_name: str) -> ServerInfo:
         from mibench.engines import HttpClient, wire

@@ -32,6 +32,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from mibench import errors
+from mibench.harness.config.keys import EngineKey
 from mibench.harness.records import CaseRecord, ErrorInfo
 from mibench.harness.run import load
 from mibench.harness.run.kinds import run_case
@@ -64,7 +65,7 @@ class EngineInfo:
 # ---- the worker process ----------------------------------------------------------------
 
 
-def serve(conn, key: tuple, factory: Callable | None) -> None:
+def serve(conn, key: EngineKey, factory: Callable | None) -> None:
     """Answer the parent's requests until `close` (or until the parent is gone). Answers
     are plain data (dicts, lists, numbers), so a worker whose engines come from another
     revision never sends the parent a class it does not have."""
@@ -120,12 +121,12 @@ def _case(conn, pool: EnginePool, case, peak: float | None, paced: bool) -> dict
     return run_case(case, pool, lambda dtype: peak, tick, measuring).model_dump()
 
 
-def _bound(case, key: tuple):
+def _bound(case, key: EngineKey):
     """A launched server's case at the address this worker's engine was built with (the
     parent bound the worker's key: harness/run/server_pool.py)."""
-    if case.http is None or case.http.base_url is not None or len(key) < 5:
+    if case.http is None or case.http.base_url is not None or key.base_url is None:
         return case
-    return dataclasses.replace(case, http=case.http.at(dict(key[4])["base_url"]))
+    return dataclasses.replace(case, http=case.http.at(key.base_url))
 
 
 def _info(engine) -> EngineInfo:
@@ -176,7 +177,7 @@ class Worker:
     (`python -m mibench.harness.run.bootstrap`), so it imports nothing of the parent's
     main module, talking over a socket pair; its output goes to a log file."""
 
-    def __init__(self, key: tuple, factory: Callable | None = None,
+    def __init__(self, key: EngineKey, factory: Callable | None = None,
                  max_rss: int | None = None, engine_root: str | None = None):
         self.key, self.max_rss = key, max_rss
         fd, self.log = tempfile.mkstemp(prefix="mibench-worker-", suffix=".log")
@@ -335,25 +336,25 @@ class WorkerPool(EnginePool):
     def __init__(self, factory: Callable | None = None, engine_root: str | None = None,
                  exclusive: bool = False, bind: Callable | None = None,
                  fresh_per_case: bool = False):
-        super().__init__(self._start, bind)
+        super().__init__(bind=bind)
         self.engine_factory, self.engine_root = factory, engine_root
         self.exclusive = exclusive
         self.fresh_per_case = fresh_per_case
-        self._spawned: dict[tuple, Worker] = {}
-        self._measured: set[tuple] = set()  # keys whose worker has measured a case
+        self._spawned: dict[EngineKey, Worker] = {}
+        self._measured: set[EngineKey] = set()  # keys whose worker has measured a case
 
-    def fresh(self, key: tuple, force: bool = False) -> None:
+    def fresh(self, key: EngineKey, force: bool = False) -> None:
         """Before a case of `key`: its worker is replaced when it has measured a case and
         the pool gives every JAX case a fresh one (or when `force`d: `runs.processes`)."""
-        if force or (self.fresh_per_case and key[0] == "jax" and key in self._measured):
+        if force or (self.fresh_per_case and key.is_jax and key in self._measured):
             self.discard(key)
         self._measured.add(key)
 
-    def discard(self, key: tuple) -> None:
+    def discard(self, key: EngineKey) -> None:
         self._measured.discard(key)
         super().discard(key)
 
-    def spawn(self, key: tuple) -> None:
+    def spawn(self, key: EngineKey) -> None:
         """Start the worker of `key` without waiting for it (`get` then waits): two pools'
         workers start side by side (`mibench ab`)."""
         bound = self.bind(key)
@@ -361,10 +362,10 @@ class WorkerPool(EnginePool):
             self._spawned[bound] = Worker(bound, self.engine_factory,
                                           engine_root=self.engine_root)
 
-    def _start(self, *key) -> RemoteEngine:
+    def _build(self, key: EngineKey) -> RemoteEngine:
         """A worker for `key` (bound: a launched server's live address in it)."""
-        if self.exclusive and key[0] == "jax":
-            for other in [k for k in self._engines if k[0] == "jax"]:
+        if self.exclusive and key.is_jax:
+            for other in [k for k in self._engines if k.is_jax]:
                 self.discard(other)
         worker = self._spawned.pop(key, None) or Worker(key, self.engine_factory,
                                                         engine_root=self.engine_root)
@@ -388,7 +389,7 @@ def probe_env() -> dict:
 
 @functools.cache
 def _probe(device_vars: tuple) -> dict:
-    worker = Worker(("probe", "", "", 1))
+    worker = Worker(EngineKey("probe", "", "", 1))
     try:
         return worker.request("env")
     finally:
