@@ -26,8 +26,6 @@ from mibench.workloads import WorkloadSpec
 WORKLOAD_AXES = {"query_tokens": "q", "num_items": "items", "item_tokens": "item_len"}
 
 
-
-
 def _workload(config: Config, case: Case, i: int) -> Workload:
     try:
         return config.workload.patched(case.workload)
