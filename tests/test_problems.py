@@ -60,6 +60,22 @@ def test_config_problems_finds_every_bad_case_without_raising(tmp_path):
     assert found[4].message.startswith("unknown mode 'packed' for engine torch")
 
 
+def test_topologies_is_refused_for_a_server_at_tp_above_1(tmp_path):
+    """An http case expands over topology.tp like any case, but its server is not sharded
+    by it: the topologies check would compare the server with itself."""
+    http = "  - {engine: http, mode: single, base_url: 'http://127.0.0.1:9', clients: 1}\n"
+    config, _ = loaded(tmp_path, "topology: {tp: [1, 2]}\ncases:\n" + http
+                       + "parity: {checks: [topologies]}\n")
+    found = config_problems(config)
+    assert [p.key for p in found] == [("parity", "checks")]
+    assert "cases.0 is http" in found[0].message
+    for fine in ("topology: {tp: [1, 2]}\ncases:\n" + http + "parity: {checks: [modes]}\n",
+                 "topology: {tp: [1]}\ncases:\n" + http + "parity: {checks: [topologies]}\n",
+                 "topology: {tp: [1, 2]}\ncases:\n  - {engine: jax, mode: single}\n"
+                 "parity: {checks: [topologies]}\n"):
+        assert config_problems(loaded(tmp_path, fine)[0]) == [], fine
+
+
 def test_case_problems_run_the_mode_rules_once_and_the_first_is_raised(tmp_path):
     config, path = loaded(tmp_path, """\
         cases:

@@ -172,6 +172,13 @@ def _reference(config: Config) -> Iterator[Problem]:
             engine_mode(ref.engine, ref.mode)
         except MibenchError as e:  # names `engine` or `mode`
             yield Problem(("parity", "reference", e.field), e.message)
+    checks = config.parity.checks if config.parity else []
+    http = [i for i, c in enumerate(config.cases) if c.engine == "http"]
+    if "topologies" in checks and http and max(config.topology.tp) > 1:
+        yield Problem(("parity", "checks"), "topologies compares mibench's own engines at "
+                      "tp > 1 with tp 1; a server under test is not sharded by topology.tp "
+                      f"(cases.{http[0]} is http): leave topologies out, or run the http "
+                      "case from a config at tp 1")
 
 
 # ---- its cases, once expanded ---------------------------------------------------------------
