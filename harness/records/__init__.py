@@ -21,6 +21,7 @@ from mibench.harness.records.base import (
     Record,
 )
 from mibench.harness.records.case import (
+    CaseHead,
     DeviceRef,
     ItemRange,
     ModelRef,
@@ -89,7 +90,8 @@ def schemas() -> dict[str, dict]:
 
 __all__ = ["ABCase", "ABRecord", "AB_SCHEMA", "Artifact", "COMPILE_SCHEMA", "CaseCompile",
            "CaseLoad", "ColdStartLaunch", "ColdStartRecord", "ConcurrencyTrial", "SloRecord",
-           "SloStep", "CaseRecord", "Checkpoints", "CompileCase", "CompileRecord", "CompileTarget",
+           "SloStep", "CaseHead", "CaseRecord", "Checkpoints", "CompileCase", "CompileRecord",
+           "CompileTarget",
            "DeviceRef", "Devices", "ErrorInfo", "GitInfo", "Header", "HttpMetrics", "HttpRequest",
            "Invocation", "ItemRange", "KINDS", "NIGHTLY_SCHEMA", "NightSummary", "NightlyIndex",
            "SUMMARY_SCHEMA", "Latency", "LibTpu", "Metrics", "ModelRef",

@@ -89,3 +89,28 @@ class RunsRecord(Sparse):
     timeout_s: float | None = None
     max_rss: int | None = None  # bytes; absent in artifacts before it
     processes: int = 1  # worker processes timing the case; absent in artifacts before it
+
+
+class CaseHead(Record):
+    """What a case of a run or compile artifact starts with: its id, engine and mode, its
+    options (as given, and as they resolved), its model, topology and workload. CaseRecord
+    and CompileCase add their own fields after these (a base's fields come first, so the
+    artifacts' key order is the same)."""
+
+    case_id: str
+    engine: str
+    mode: str
+    params: dict
+    # what the options resolved to on this machine, e.g. {"attention": "cudnn"} for auto
+    resolved: dict = {}
+    model: ModelRef
+    topology: TopologyRecord
+    workload: WorkloadRecord
+
+    @classmethod
+    def head_of(cls, case) -> dict:
+        """The head fields of an expanded case (config/cases.py `CaseSpec`), as keywords."""
+        return dict(case_id=case.case_id, engine=case.engine, mode=case.mode,
+                    params=dict(case.params), model=ModelRef(path=case.model, dtype=case.dtype),
+                    topology=TopologyRecord(tp=case.tp),
+                    workload=WorkloadRecord(**case.workload.as_dict()))

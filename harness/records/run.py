@@ -12,7 +12,7 @@ from pydantic import Field
 
 from mibench.errors import MibenchError
 from mibench.harness.records.base import ErrorInfo, Header, Measured, Record
-from mibench.harness.records.case import ModelRef, RunsRecord, TopologyRecord, WorkloadRecord
+from mibench.harness.records.case import CaseHead, RunsRecord
 from mibench.harness.records.io import read_json, schema_file
 from mibench.harness.records.load import CaseLoad
 from mibench.harness.records.references import ReferenceSet
@@ -131,18 +131,9 @@ class ServerInfo(Record):
     source: dict | None = None  # git path, commit and dirty flag of launch.source
 
 
-class CaseRecord(Record):
+class CaseRecord(CaseHead):
     """One expanded case and everything measured for it."""
 
-    case_id: str
-    engine: str
-    mode: str
-    params: dict
-    # what the options resolved to on this machine, e.g. {"attention": "cudnn"} for auto
-    resolved: dict = {}
-    model: ModelRef
-    topology: TopologyRecord
-    workload: WorkloadRecord
     runs: RunsRecord
     status: Literal["ok", "failed", "skipped"]
     error: ErrorInfo | None = None
