@@ -156,7 +156,7 @@ def _delimited(spec) -> bool:
 def _check_length(config, case, spec, facts, model: str, parity: bool = False) -> None:
     if spec.requests is not None:
         return
-    longest = spec.item_tokens[1] if isinstance(spec.item_tokens, tuple) else spec.item_tokens
+    longest = getattr(spec.item_tokens, "max", spec.item_tokens)
     total = spec.query_tokens + _delimited(spec) + longest
     if total > facts.max_position_embeddings:
         key = _where(config, case, "query_tokens", parity)
@@ -210,7 +210,7 @@ def _check_memory(config: Config, case: CaseSpec, memory: tuple[int | None, str]
         key = _where(config, case, "requests")
     else:
         it = spec.item_tokens
-        mean, longest = ((it[0] + it[1]) / 2, it[1]) if isinstance(it, tuple) else (it, it)
+        mean, longest = ((it.min + it.max) / 2, it.max) if hasattr(it, "max") else (it, it)
         prefix = spec.query_tokens + (spec.delimiter is not None)
         parts = mode.host_bytes(Shape(prefix, spec.num_items, mean, longest=longest),
                                 case.params)
@@ -241,7 +241,7 @@ def _client_parts(case: CaseSpec) -> dict[str, float]:
         tokens, items = 0, 0
     else:
         it = spec.item_tokens
-        mean = (it[0] + it[1]) / 2 if isinstance(it, tuple) else it
+        mean = (it.min + it.max) / 2 if hasattr(it, "max") else it
         tokens, items = int(spec.query_tokens + spec.num_items * mean), spec.num_items
     in_flight = plan.clients if plan.clients is not None else MAX_IN_FLIGHT
     return client_bytes(plan.requests + plan.warmup_requests, min(in_flight, plan.requests),

@@ -115,17 +115,7 @@ def _workload(config: Config, case: Case, i: int) -> Workload:
 
 def workload_specs(w: Workload) -> list[tuple[dict, WorkloadSpec]]:
     """Expand a workload's axes: (axis values by short name, spec) per combination."""
-    base = dict(tokens=w.tokens, label_token_ids=tuple(w.label_token_ids), delimiter=w.delimiter,
-                apply_softmax=w.apply_softmax, seed=w.seed, requests=w.requests,
-                semantics=w.semantics)
-    if w.requests is not None:
-        return [({}, WorkloadSpec(**base))]
-    out = []
-    for q, n, length in itertools.product(w.query_tokens, w.num_items, w.item_tokens):
-        item = (length.min, length.max) if hasattr(length, "dist") else length
-        axes = {"q": q, "items": n, "item_len": length}
-        out.append((axes, WorkloadSpec(query_tokens=q, num_items=n, item_tokens=item, **base)))
-    return out
+    return w.expand()
 
 
 def _case_id(case: Case, params: dict, tp: int, axes: dict, config: Config, patch: dict,

@@ -11,6 +11,7 @@ is an axis.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from typing import Annotated, Literal
 
@@ -34,6 +35,7 @@ from mibench.harness.config.bounds import at_most
 from mibench.harness.config.server import Launch, ServerArg
 from mibench.harness.config.server_measures import ColdStart, Concurrency, Slo
 from mibench.harness.config.yamlsource import ConfigError, Locations
+from mibench.workloads import ItemRange, WorkloadSpec
 
 __all__ = ["Config", "ConfigError", "Case", "Workload", "WorkloadFields"]
 
@@ -133,6 +135,24 @@ class Workload(WorkloadFields):
             return Workload.model_validate(merged)
         except ValidationError as e:
             raise ValueError(e.errors()[0]["msg"].removeprefix("Value error, ")) from None
+
+    def expand(self) -> list[tuple[dict, WorkloadSpec]]:
+        """Its axes expanded: (axis values by short name, spec) per combination. A spec
+        holds every key but an unset `semantics` (what its record writes)."""
+        axes = ("query_tokens", "num_items", "item_tokens")
+        unset = {"semantics"} if self.semantics is None else set()
+        fixed = self.model_dump(exclude={*axes, *unset})
+        if self.requests is not None:
+            return [({}, WorkloadSpec(**dict.fromkeys(axes), **fixed))]
+        return [({"q": q, "items": n, "item_len": length},
+                 WorkloadSpec(query_tokens=q, num_items=n, item_tokens=_item_tokens(length),
+                              **fixed))
+                for q, n, length in itertools.product(self.query_tokens, self.num_items,
+                                                      self.item_tokens)]
+
+
+def _item_tokens(length: int | Dist) -> int | ItemRange:
+    return ItemRange(**length.model_dump()) if isinstance(length, Dist) else length
 
 
 # counts bounded with a stated reason (harness/config/bounds.py)

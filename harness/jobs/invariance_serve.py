@@ -11,11 +11,12 @@ from pathlib import Path
 
 from mibench.harness.config.cases import LaunchSpec
 from mibench.harness.jobs.invariance import DELIM, LABELS, TOL, Row, log_diff
-from mibench.workloads import WorkloadSpec
+from mibench.workloads import ItemRange, WorkloadSpec
 
 SERVE_MODES = ("single", "packed", "chunked", "prefill_extend")
 K = 4  # requests compared; as many others in flight with them
-SPEC = WorkloadSpec(query_tokens=24, num_items=4, item_tokens=(2, 6),
+SPEC = WorkloadSpec(query_tokens=24, num_items=4,
+                    item_tokens=ItemRange(dist="uniform", min=2, max=6),
                     label_token_ids=tuple(LABELS), delimiter=DELIM, apply_softmax=True,
                     seed=0, semantics="delimited")
 
@@ -46,7 +47,8 @@ def _differences(url: str, model: str) -> tuple[float, float, float]:
     among = max(log_diff(a, b) for tables in trial.passes.values()
                 for a, b in zip(trial.alone, tables, strict=True))
     retokened = cc.requests_of(SPEC, vocab, exclude, K, 2 * K)  # same shape, other tokens
-    longer = cc.requests_of(SPEC.replace(item_tokens=(7, 9)), vocab, exclude, K, 3 * K)
+    longer = cc.requests_of(SPEC.replace(item_tokens=ItemRange(dist="uniform", min=7, max=9)),
+                            vocab, exclude, K, 3 * K)
     first = trial.passes["first load"]
     same = max(log_diff(a, b) for a, b in zip(
         first, cc.score_together(engine, SPEC, reqs, retokened), strict=True))

@@ -23,7 +23,6 @@ from mibench.harness.records.base import (
 from mibench.harness.records.case import (
     CaseHead,
     DeviceRef,
-    ItemRange,
     ModelRef,
     RunsRecord,
     Sparse,
@@ -78,6 +77,7 @@ from mibench.harness.records.servers import (
     SloRecord,
     SloStep,
 )
+from mibench.workloads.spec import ItemRange
 
 KINDS = {SCHEMA: RunRecord, AB_SCHEMA: ABRecord, COMPILE_SCHEMA: CompileRecord,
          NIGHTLY_SCHEMA: NightlyIndex, SUMMARY_SCHEMA: NightSummary}

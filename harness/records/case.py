@@ -10,11 +10,10 @@ leaves these fields as they were.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import model_serializer
 
 from mibench.harness.records.base import Record
+from mibench.workloads.spec import WorkloadSpec
 
 
 class Sparse(Record):
@@ -58,27 +57,8 @@ class TopologyRecord(Sparse):
         return TopologyRecord.model_validate(self.as_dict() | described)
 
 
-class ItemRange(Record):
-    """Item lengths drawn uniformly from an inclusive range."""
-
-    dist: Literal["uniform"]
-    min: int
-    max: int
-
-
-class WorkloadRecord(Sparse):
-    """The expanded workload (mibench.workloads.WorkloadSpec.as_dict)."""
-
-    label_token_ids: list[int]
-    query_tokens: int | None = None
-    num_items: int | None = None
-    item_tokens: int | ItemRange | None = None
-    tokens: str = "random"
-    delimiter: int | None = None
-    apply_softmax: bool = False
-    semantics: str | None = None  # absent: the engines' default
-    seed: int = 0
-    requests: str | None = None  # a JSONL file of requests instead of generated ones
+# the expanded workload: the one type a case's spec and its record hold (sparse too)
+WorkloadRecord = WorkloadSpec
 
 
 class RunsRecord(Sparse):
@@ -113,4 +93,4 @@ class CaseHead(Record):
         return dict(case_id=case.case_id, engine=case.engine, mode=case.mode,
                     params=dict(case.params), model=ModelRef(path=case.model, dtype=case.dtype),
                     topology=TopologyRecord(tp=case.tp),
-                    workload=WorkloadRecord(**case.workload.as_dict()))
+                    workload=case.workload)
