@@ -1,5 +1,5 @@
-"""What one expanded case is (`CaseSpec`, with its `RunPlan` and, for an http case, its
-`HttpPlan`): plain frozen dataclasses that the runner sends to engine workers.
+"""What one expanded case is (`CaseSpec`, with its run counts, a `RunsRecord`, and, for an
+http case, its `HttpPlan`): plain frozen dataclasses that the runner sends to engine workers.
 
 This module imports nothing of `mibench.engines`: a worker of `mibench ab` runs another
 revision's engines under this harness, and unpickling a case must not depend on names
@@ -12,16 +12,8 @@ import dataclasses
 import os
 import re
 
+from mibench.harness.records.case import RunsRecord
 from mibench.workloads import WorkloadSpec
-
-
-@dataclasses.dataclass(frozen=True)
-class RunPlan:
-    warmup: int
-    timed: int
-    timeout_s: float | None = None
-    max_rss: int | None = None  # bytes; enforced on engine workers
-    processes: int = 1  # fresh workers that each measure the case
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,7 +165,7 @@ class CaseSpec:
     dtype: str
     tp: int
     workload: WorkloadSpec
-    runs: RunPlan
+    runs: RunsRecord  # max_rss enforced on engine workers; processes: fresh workers
     index: int  # position of the source line in `cases`
     http: HttpPlan | None = None  # an `engine: http` case's server and load
 

@@ -12,13 +12,13 @@ An http case (`engine: http`) has its load after its mode: `clients=N` or `rate=
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import itertools
 
 from mibench.engines import MODES, OPTIONS, WIRES, MibenchError, parse_base_url
-from mibench.harness.config.cases import CaseSpec, HttpPlan, LaunchSpec, RunPlan, SloPlan
+from mibench.harness.config.cases import CaseSpec, HttpPlan, LaunchSpec, SloPlan
 from mibench.harness.config.spec import HTTP_FIELDS, Case, Config, Workload
+from mibench.harness.records.case import RunsRecord
 from mibench.harness.stats.capacity import min_samples
 from mibench.workloads import WorkloadSpec
 
@@ -140,10 +140,7 @@ def _case_id(case: Case, params: dict, tp: int, axes: dict, config: Config, patc
 
 def _expand_case(config: Config, i: int, case: Case, model: str, dtype: str,
                  tp: int) -> list[CaseSpec]:
-    runs = config.runs.model_dump()
-    if case.runs is not None:
-        runs.update(case.runs.model_dump(exclude_none=True))
-    plan = RunPlan(**runs)
+    plan = config.runs.patched(case.runs)
     patch = case.workload.model_dump(exclude_unset=True) if case.workload else {}
     names = [o for o in OPTIONS if getattr(case, o) is not None]
     out = []
@@ -162,12 +159,12 @@ def _expand_case(config: Config, i: int, case: Case, model: str, dtype: str,
     return out
 
 
-def _http_runs(plan: RunPlan, http: HttpPlan) -> RunPlan:
+def _http_runs(plan: RunsRecord, http: HttpPlan) -> RunsRecord:
     """An http case is one load (warmup_requests, requests), in one process; runs.warmup,
     timed and processes do not apply to it, its timeout_s and max_rss do. With `slo` its
     timed runs are the repeats at the rate found."""
     timed = http.slo.repeats if http.slo is not None else 1
-    return dataclasses.replace(plan, warmup=0, timed=timed, processes=1)
+    return plan.model_copy(update=dict(warmup=0, timed=timed, processes=1))
 
 
 def _http_plans(config: Config, i: int, case: Case,

@@ -35,6 +35,7 @@ from mibench.harness.config.bounds import at_most
 from mibench.harness.config.server import Launch, ServerArg
 from mibench.harness.config.server_measures import ColdStart, Concurrency, Slo
 from mibench.harness.config.yamlsource import ConfigError, Locations
+from mibench.harness.records.case import RunsRecord
 from mibench.workloads import ItemRange, WorkloadSpec
 
 __all__ = ["Config", "ConfigError", "Case", "Workload", "WorkloadFields"]
@@ -179,6 +180,11 @@ class Runs(RunsPatch):
     warmup: Warmup = 1
     timed: Timed = 5
     processes: Processes = 1
+
+    def patched(self, patch: RunsPatch | None) -> RunsRecord:
+        """A case's run counts: these, with the keys its `runs` sets over them."""
+        over = patch.model_dump(exclude_none=True) if patch is not None else {}
+        return RunsRecord(**{**self.model_dump(), **over})
 
 
 def _option_field(option: Option) -> tuple:

@@ -12,7 +12,6 @@ from mibench.harness.records import (
     CaseRecord,
     ErrorInfo,
     Metrics,
-    RunsRecord,
 )
 from mibench.harness.run import memory
 from mibench.harness.run.load import Window
@@ -42,10 +41,7 @@ def compile_counter():
 
 
 def case_record(case: CaseSpec) -> CaseRecord:
-    r = case.runs
-    return CaseRecord(**CaseRecord.head_of(case),
-                      runs=RunsRecord(warmup=r.warmup, timed=r.timed, timeout_s=r.timeout_s,
-                                      max_rss=r.max_rss, processes=r.processes),
+    return CaseRecord(**CaseRecord.head_of(case), runs=case.runs.model_copy(),
                       status="ok", started_at=now())
 
 
