@@ -16,7 +16,7 @@ import fnmatch
 import itertools
 
 from mibench.engines import MODES, OPTIONS, WIRES, MibenchError, parse_base_url
-from mibench.harness.config.cases import CaseSpec, HttpPlan, LaunchSpec, SloPlan
+from mibench.harness.config.cases import CaseSpec, HttpPlan, ServerLaunch, SloPlan
 from mibench.harness.config.spec import HTTP_FIELDS, Case, Config, Workload
 from mibench.harness.records.case import RunsRecord
 from mibench.harness.stats.capacity import min_samples
@@ -222,18 +222,13 @@ def _measures(case: Case) -> dict:
     return out
 
 
-def _launches(case: Case) -> list[tuple[LaunchSpec | None, tuple[str, ...]]]:
+def _launches(case: Case) -> list[tuple[ServerLaunch | None, tuple[str, ...]]]:
     """(launch with one combination of the server arguments, its case-id parts) per
     combination; [(None, ())] for a server that is not launched. Ids: `server=NAME`, then
     each argument that is an axis (`max_running_requests=16`)."""
     if case.launch is None:
         return [(None, ())]
     lc = case.launch
-    base = dict(command=tuple(lc.command), name=lc.name, python=lc.python,
-                env=tuple(sorted(lc.env.items())), cwd=lc.cwd, ready_path=lc.ready.path,
-                ready_timeout_s=lc.ready.timeout_s, ready_interval_s=lc.ready.interval_s,
-                stop_signal=lc.stop.signal, grace_s=lc.stop.grace_s, package=lc.package,
-                source=lc.source, repo_path=lc.repo_path)
     args = case.server_args or {}
     keys = list(args)
     out = []
@@ -241,7 +236,7 @@ def _launches(case: Case) -> list[tuple[LaunchSpec | None, tuple[str, ...]]]:
         chosen = tuple(zip(keys, values, strict=True))
         parts = ((f"server={lc.name}",) if lc.name else ()) + tuple(
             f"{k}={short(v)}" for k, v in chosen if len(args[k]) > 1)
-        out.append((LaunchSpec(args=chosen, **base), parts))
+        out.append((ServerLaunch(lc, chosen), parts))
     return out
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from mibench.harness.config.cases import LaunchSpec
+from mibench.harness.config.cases import ServerLaunch
+from mibench.harness.config.server import Launch, ReadyProbe, StopPolicy
 from mibench.harness.jobs.invariance import DELIM, LABELS, TOL, Row, log_diff
 from mibench.workloads import ItemRange, WorkloadSpec
 
@@ -21,16 +22,18 @@ SPEC = WorkloadSpec(query_tokens=24, num_items=4,
                     seed=0, semantics="delimited")
 
 
-def _launch(mode: str) -> LaunchSpec:
-    return LaunchSpec(command=("{python}", "-m", "mibench.harness.cli", "serve", "--model",
-                               "{model}", "--host", "{host}", "--port", "{port}", "--dtype",
-                               "{dtype}"), args=(("mode", mode), ("delimiter", DELIM)),
-                      ready_timeout_s=300.0)
+def _launch(mode: str) -> ServerLaunch:
+    return ServerLaunch(Launch(command=["{python}", "-m", "mibench.harness.cli", "serve",
+                                        "--model", "{model}", "--host", "{host}", "--port",
+                                        "{port}", "--dtype", "{dtype}"],
+                               ready=ReadyProbe(timeout_s=300.0)),
+                        args=(("mode", mode), ("delimiter", DELIM)))
 
 
-FAKE = LaunchSpec(command=("{python}", "-m", "mibench.harness.testing.fake_server", "{port}",
-                           "--inflight-shift", "0.01"), ready_path="/get_server_info",
-                  ready_timeout_s=60.0, grace_s=2.0)
+FAKE = ServerLaunch(Launch(command=["{python}", "-m", "mibench.harness.testing.fake_server",
+                                    "{port}", "--inflight-shift", "0.01"],
+                           ready=ReadyProbe(path="/get_server_info", timeout_s=60.0),
+                           stop=StopPolicy(grace_s=2.0)))
 
 
 def _differences(url: str, model: str) -> tuple[float, float, float]:

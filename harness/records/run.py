@@ -130,6 +130,15 @@ class ServerInfo(Record):
     package_version: str | None = None
     source: dict | None = None  # git path, commit and dirty flag of launch.source
 
+    @classmethod
+    def of(cls, launch, started, **found) -> ServerInfo:
+        """The record of a server started from `launch` (config/cases.py ServerLaunch), as
+        `started` says (run/servers.py Started), with what was `found` of it: its log,
+        reported info, package version and source."""
+        return cls(name=launch.name, command=started.command, args=dict(launch.args),
+                   env=started.env, startup_s=started.startup_s, package=launch.package,
+                   **found)
+
 
 class CaseRecord(CaseHead):
     """One expanded case and everything measured for it."""

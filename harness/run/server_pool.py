@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from mibench.errors import ServerUnavailable
-from mibench.harness.config.cases import LaunchSpec
+from mibench.harness.config.cases import ServerLaunch
 from mibench.harness.records import ServerInfo
 from mibench.harness.run.servers import (
     Server,
@@ -24,7 +24,7 @@ from mibench.harness.run.servers import (
 EngineKey = tuple
 
 
-def launch_of(key: EngineKey) -> LaunchSpec | None:
+def launch_of(key: EngineKey) -> ServerLaunch | None:
     """The launch an http engine key names (its server part's `launch`), else None."""
     if len(key) < 5:
         return None
@@ -116,11 +116,8 @@ class ServerPool:
         finally:
             client.close()
         source = self.source or launch.source
-        return ServerInfo(
-            name=launch.name, command=started.command, args=dict(launch.args),
-            env=started.env, startup_s=started.startup_s,
-            log=_relative(started.log, self.artifact_dir), reported=reported,
-            package=launch.package,
+        return ServerInfo.of(
+            launch, started, log=_relative(started.log, self.artifact_dir), reported=reported,
             package_version=(package_version(server.python, launch.package, started.env)
                              if launch.package else None),
             source=source_commit(source) if source else None)
