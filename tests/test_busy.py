@@ -259,7 +259,7 @@ def test_a_busy_side_never_hides_a_failed_case(quiet_pair):
 def test_a_case_cut_short_by_its_deadline_records_the_load(monkeypatch):
     """The deadline fires during the warmup: the window still ends, and the case's load
     (here 3 of 4 ticks other processes') is recorded for compare to weigh its timeout."""
-    from mibench.harness.config.cases import RunPlan
+    from mibench.harness.records import RunsRecord
     from mibench.harness.run.measure import CaseTimeout, Timings, measure
 
     monkeypatch.delenv(load.FAKE_ENV, raising=False)
@@ -272,7 +272,7 @@ def test_a_case_cut_short_by_its_deadline_records_the_load(monkeypatch):
     timings, calls = Timings(), []
     with pytest.raises(CaseTimeout):
         measure(lambda: calls.append(time.sleep(0.3 if calls else 0)),
-                RunPlan(warmup=5, timed=3, timeout_s=0.5), timings,
+                RunsRecord(warmup=5, timed=3, timeout_s=0.5), timings,
                 window=load.Window(probe=probe))
     assert timings.compile_s is not None and len(timings.timed_s) == 0
     assert timings.load is not None and timings.load.other_share == pytest.approx(0.75)

@@ -24,7 +24,8 @@ import pytest
 from mibench.engines import HttpClient, load_engine
 from mibench.engines.http_client import TIMEOUT
 from mibench.harness.config import ConfigError, load_config
-from mibench.harness.config.cases import LaunchSpec
+from mibench.harness.config.cases import ServerLaunch
+from mibench.harness.config.server import Launch, ReadyProbe, StopPolicy
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import run
 from mibench.harness.run.servers import LOG_TAIL, Server, ServerFailed
@@ -137,9 +138,10 @@ def test_an_http_case_against_a_dripping_server_ends_within_its_timeouts(tmp_pat
     assert took - quick < 2 * 2.0 + MARGIN_S, (took, quick)
 
 
-def launch_spec(script: str, **kw) -> LaunchSpec:
-    return LaunchSpec(command=("{python}", "-c", script, "{port}"), ready_interval_s=0.1,
-                      grace_s=2.0, **kw)
+def launch_spec(script: str, ready_timeout_s: float = 300.0, **kw) -> ServerLaunch:
+    return ServerLaunch(Launch(command=["{python}", "-c", script, "{port}"],
+                               ready=ReadyProbe(interval_s=0.1, timeout_s=ready_timeout_s),
+                               stop=StopPolicy(grace_s=2.0), **kw))
 
 
 def test_a_dripping_ready_probe_is_bounded_by_ready_timeout_s(tmp_path):
@@ -216,10 +218,12 @@ def test_stopping_a_server_stops_its_setsid_children(tmp_path):
 DRIVER = r"""
 import sys, time
 from pathlib import Path
-from mibench.harness.config.cases import LaunchSpec
+from mibench.harness.config.cases import ServerLaunch
+from mibench.harness.config.server import Launch, ReadyProbe, StopPolicy
 from mibench.harness.run.servers import Server
-launch = LaunchSpec(command=("{python}", "-c", sys.argv[1], "{port}"), ready_interval_s=0.1,
-                    grace_s=2.0, ready_timeout_s=30.0)
+launch = ServerLaunch(Launch(command=["{python}", "-c", sys.argv[1], "{port}"],
+                             ready=ReadyProbe(interval_s=0.1, timeout_s=30.0),
+                             stop=StopPolicy(grace_s=2.0)))
 started = Server(launch, "m", "float32", Path(sys.argv[2])).start()
 print(started.pid, flush=True)
 time.sleep(600)

@@ -281,7 +281,7 @@ def with_items(rec: RunRecord, n: int) -> RunRecord:
     """The same artifact as if every case had scored `n` items (summaries recomputed)."""
     out = rec.model_copy(deep=True)
     for c in out.cases:
-        c.workload.num_items = n
+        c.workload = c.workload.replace(num_items=n)  # a frozen spec
         if c.timed_s:
             make.set_times(c, c.timed_s)
     return out

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from mibench.harness.config import RunPlan, expand, load_config
+from mibench.harness.config import expand, load_config
+from mibench.harness.records import RunsRecord
 from mibench.harness.run import memory
 from mibench.harness.testing import fake_factory, fixed_peak, write_config
 
@@ -122,7 +123,8 @@ def test_bench_modes_config_runs_every_case_through_the_one_loop(tmp_path, monke
         assert (c.model, c.dtype, w.query_tokens, w.item_tokens, w.tokens) == (
             "embedded:tiny", "float32", 2000, 20, "random")
         assert (w.label_token_ids, w.delimiter, w.apply_softmax) == ((198,), 151643, False)
-        assert c.runs == (RunPlan(0, 1) if c.mode == "single" else RunPlan(1, 3))
+        assert c.runs == (RunsRecord(warmup=0, timed=1) if c.mode == "single"
+                          else RunsRecord(warmup=1, timed=3))
     calls = counting_loop(monkeypatch)
     small = load_config(path, ["workload.query_tokens=8", "cases.2.workload.num_items=3",
                                "workload.num_items=6", "cases.0.workload.num_items=2"])
@@ -284,7 +286,7 @@ def test_peak_rss_is_exact_on_linux():
 def test_the_timing_loop_records_the_timed_calls_peak_rise():
     from mibench.harness.run.measure import Timings, measure
 
-    timings = measure(touch_200mb, RunPlan(warmup=0, timed=2), Timings())
+    timings = measure(touch_200mb, RunsRecord(warmup=0, timed=2), Timings())
     assert len(timings.timed_s) == 2 and timings.peak_rise_bytes >= 150 * MiB
 
 

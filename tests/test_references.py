@@ -184,7 +184,8 @@ def test_ratio_only_when_hardware_model_dtype_and_shape_match():
                       (lambda r: [setattr(c.model, "dtype", "float32") for c in r.cases], "dtype"),
                       (lambda r: [setattr(c.model, "path", "embedded:tiny") for c in r.cases],
                        "model"),
-                      (lambda r: [setattr(c.workload, "query_tokens", 1000) for c in r.cases],
+                      (lambda r: [setattr(c, "workload", c.workload.replace(query_tokens=1000))
+                                  for c in r.cases],
                        "query_tokens")):
         bad = rec.model_copy(deep=True)
         edit(bad)

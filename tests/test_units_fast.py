@@ -207,11 +207,13 @@ def _left_file(log: Path) -> Path:
 def test_a_server_leaves_nothing_in_the_temporary_folder(tmp_path, how):
     """Each launched server gets a TMPDIR of its own, removed when it stops, or by its
     reaper when mibench is gone (the pipe closed without a stop)."""
-    from mibench.harness.config.cases import LaunchSpec
+    from mibench.harness.config.cases import ServerLaunch
+    from mibench.harness.config.server import Launch, ReadyProbe, StopPolicy
     from mibench.harness.run.servers import Server
 
-    launch = LaunchSpec(command=("{python}", "-c", LEAVES_A_FILE, "{port}"), grace_s=2.0,
-                        ready_interval_s=0.1, ready_timeout_s=30.0)
+    launch = ServerLaunch(Launch(command=["{python}", "-c", LEAVES_A_FILE, "{port}"],
+                                 ready=ReadyProbe(interval_s=0.1, timeout_s=30.0),
+                                 stop=StopPolicy(grace_s=2.0)))
     server = Server(launch, model_folder="m", dtype="float32", log=tmp_path / "server.log")
     server.start()
     left = _left_file(tmp_path / "server.log")

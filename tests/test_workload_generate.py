@@ -7,7 +7,14 @@ import json
 import pytest
 
 from mibench.engines import MibenchError
-from mibench.workloads import WorkloadSpec, generate, materialize, total_items, total_tokens
+from mibench.workloads import (
+    ItemRange,
+    WorkloadSpec,
+    generate,
+    materialize,
+    total_items,
+    total_tokens,
+)
 from mibench.workloads.jsonl import read_requests
 
 DELIM = 151643
@@ -41,7 +48,8 @@ def test_constant_is_the_seeds_tokens():
 
 
 def test_uniform_lengths_cover_the_range():
-    r = generate(spec(num_items=400, item_tokens=(4, 8)), 151936)
+    r = generate(spec(num_items=400, item_tokens=ItemRange(dist="uniform", min=4, max=8)),
+                 151936)
     lengths = {len(i) for i in r.items}
     assert lengths == {4, 5, 6, 7, 8}
 

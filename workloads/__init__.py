@@ -1,12 +1,14 @@
 """Workloads: what a benchmark case scores, as pure, seeded token generators.
 
-    spec = WorkloadSpec(query_tokens=64, num_items=16, item_tokens=(4, 8), label_token_ids=(198,),
-                        delimiter=151643)
+    spec = WorkloadSpec(query_tokens=64, num_items=16,
+                        item_tokens=ItemRange(dist="uniform", min=4, max=8),
+                        label_token_ids=(198,), delimiter=151643)
     requests = materialize(spec, vocab_size=151936, exclude={151643})
 """
 
 from mibench.workloads.generate import generate, materialize, total_items, total_tokens
 from mibench.workloads.request import Request
-from mibench.workloads.spec import WorkloadSpec
+from mibench.workloads.spec import ItemRange, WorkloadSpec
 
-__all__ = ["Request", "WorkloadSpec", "generate", "materialize", "total_items", "total_tokens"]
+__all__ = ["ItemRange", "Request", "WorkloadSpec", "generate", "materialize", "total_items",
+           "total_tokens"]

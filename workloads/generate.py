@@ -8,7 +8,7 @@ import numpy as np
 
 from mibench.workloads.jsonl import read_requests
 from mibench.workloads.request import Request
-from mibench.workloads.spec import WorkloadSpec
+from mibench.workloads.spec import ItemRange, WorkloadSpec
 
 CONSTANT_QUERY_ID, CONSTANT_ITEM_ID = 1, 2  # the seeds' [1]*Q query and [2]*L items
 
@@ -25,8 +25,8 @@ def _draw(rng: np.random.Generator, n: int, vocab_size: int, exclude: np.ndarray
 
 def item_lengths(spec: WorkloadSpec, rng: np.random.Generator) -> list[int]:
     """Per-item lengths: fixed, or uniform over the inclusive range (min, max)."""
-    if isinstance(spec.item_tokens, tuple):
-        lo, hi = spec.item_tokens
+    if isinstance(spec.item_tokens, ItemRange):
+        lo, hi = spec.item_tokens.min, spec.item_tokens.max
         return rng.integers(lo, hi + 1, size=spec.num_items).tolist()
     return [int(spec.item_tokens)] * spec.num_items
 

@@ -31,8 +31,8 @@ def lockstep(case: CaseSpec, pools: dict[str, WorkerPool], order: list[str]
     alternating; returns each side's record (a failed one where its worker failed)."""
     runs = case.runs
     if runs.timeout_s:  # a paced worker's clock also runs while the other side calls
-        case = dataclasses.replace(case, runs=dataclasses.replace(
-            runs, timeout_s=runs.timeout_s * len(pools)))
+        case = dataclasses.replace(case, runs=runs.model_copy(
+            update=dict(timeout_s=runs.timeout_s * len(pools))))
     engines: dict[str, RemoteEngine] = {}
     records: dict[str, CaseRecord] = {}
     for name in order:  # both start side by side (untimed)

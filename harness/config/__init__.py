@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import importlib
 
-_LAZY = {"load_config": "load", "CaseSpec": "cases", "RunPlan": "cases", "expand": "matrix",
-         "Config": "spec", "ConfigError": "yamlsource"}
+_LAZY = {"load_config": "load", "CaseSpec": "cases", "expand": "matrix", "Config": "spec",
+         "ConfigError": "yamlsource"}
 
-__all__ = ["CaseSpec", "Config", "ConfigError", "RunPlan", "expand", "load_config"]
+__all__ = ["CaseSpec", "Config", "ConfigError", "expand", "load_config"]
 
 
 def __getattr__(name: str):

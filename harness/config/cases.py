@@ -1,5 +1,5 @@
-"""What one expanded case is (`CaseSpec`, with its `RunPlan` and, for an http case, its
-`HttpPlan`): plain frozen dataclasses that the runner sends to engine workers.
+"""What one expanded case is (`CaseSpec`, with its run counts, a `RunsRecord`, and, for an
+http case, its `HttpPlan`): plain frozen dataclasses that the runner sends to engine workers.
 
 This module imports nothing of `mibench.engines`: a worker of `mibench ab` runs another
 revision's engines under this harness, and unpickling a case must not depend on names
@@ -13,38 +13,25 @@ import os
 import re
 
 from mibench.harness.config.keys import EngineKey, ServerRef, case_id
+from mibench.harness.config.server import Launch, flag
+from mibench.harness.records.case import RunsRecord
 from mibench.workloads import WorkloadSpec
 
 
 @dataclasses.dataclass(frozen=True)
-class RunPlan:
-    warmup: int
-    timed: int
-    timeout_s: float | None = None
-    max_rss: int | None = None  # bytes; enforced on engine workers
-    processes: int = 1  # fresh workers that each measure the case
+class ServerLaunch:
+    """How to start one server under test: the config's `launch` (config/server.py), with
+    one combination of the case's server arguments (`args`): hashable, so cases that need
+    the same server share it (harness/run/server_pool.py). The launch's own keys read
+    through it: `.name`, `.command`, `.cwd`, `.ready.timeout_s`, `.stop.grace_s`, ..."""
 
-
-@dataclasses.dataclass(frozen=True)
-class LaunchSpec:
-    """How to start one server under test (config/server.py's `launch`), with one
-    combination of the case's server arguments (`args`): hashable, so cases that need the
-    same server share it (harness/run/server_pool.py)."""
-
-    command: tuple[str, ...]
-    name: str | None = None
-    python: str | None = None  # a path, or $VARIABLE
-    env: tuple[tuple[str, str], ...] = ()
-    cwd: str | None = None
-    ready_path: str = "/health"
-    ready_timeout_s: float = 300.0
-    ready_interval_s: float = 0.5
-    stop_signal: str = "SIGTERM"
-    grace_s: float = 10.0
-    package: str | None = None
-    source: str | None = None
-    repo_path: str | None = None  # ab --server-repo: a revision's folder first on PYTHONPATH
+    launch: Launch
     args: tuple[tuple[str, object], ...] = ()
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name == "launch":  # unpickling asks before it is set
+            raise AttributeError(name)
+        return getattr(self.launch, name)
 
     def interpreter(self) -> str | None:
         """What {python} stands for: the path, the variable's value (None when it is not
@@ -66,8 +53,6 @@ class LaunchSpec:
 
     def flags(self) -> list[str]:
         """The server arguments as command-line flags (config/server.py `flag`)."""
-        from mibench.harness.config.server import flag
-
         return [w for key, value in self.args for w in flag(key, value)]
 
     def command_for(self, **values) -> list[str]:
@@ -126,7 +111,7 @@ class HttpPlan:
     # engines/wires: how requests are put to the server. engines/wires.DEFAULT_WIRE, written
     # here because this module imports no engines (tests/test_wires.py checks they agree)
     wire: str = "sglang"
-    launch: LaunchSpec | None = None  # how mibench starts the server, with its arguments
+    launch: ServerLaunch | None = None  # how mibench starts the server, with its arguments
     slo: SloPlan | None = None  # a capacity search instead of one load at clients or rate
     trials: int = 1  # the concurrency check's trials (fresh launches)
     max_fail_rate: float = 0.0  # the concurrency check's fail rate allowed
@@ -176,7 +161,7 @@ class CaseSpec:
     dtype: str
     tp: int
     workload: WorkloadSpec
-    runs: RunPlan
+    runs: RunsRecord  # max_rss enforced on engine workers; processes: fresh workers
     index: int  # position of the source line in `cases`
     http: HttpPlan | None = None  # an `engine: http` case's server and load
     # the id's parts besides engine, mode and tp: (before tp=N, after it): keys.case_id

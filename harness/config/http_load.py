@@ -27,7 +27,7 @@ def client_parts(spec, plan) -> dict[str, float]:
         tokens, items = 0, 0
     else:
         it = spec.item_tokens
-        mean = (it[0] + it[1]) / 2 if isinstance(it, tuple) else it
+        mean = (it.min + it.max) / 2 if hasattr(it, "max") else it
         tokens, items = int(spec.query_tokens + spec.num_items * mean), spec.num_items
     in_flight = plan.clients if plan.clients is not None else MAX_IN_FLIGHT
     return client_bytes(plan.requests + plan.warmup_requests, min(in_flight, plan.requests),

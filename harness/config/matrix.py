@@ -12,14 +12,14 @@ An http case (`engine: http`) has its load after its mode: `clients=N` or `rate=
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import itertools
 
 from mibench.engines import OPTIONS, MibenchError
-from mibench.harness.config.cases import CaseSpec, HttpPlan, LaunchSpec, RunPlan, SloPlan
+from mibench.harness.config.cases import CaseSpec, HttpPlan, ServerLaunch, SloPlan
 from mibench.harness.config.keys import EngineKey, case_id, id_part, model_name, short
 from mibench.harness.config.spec import HTTP_FIELDS, Case, Config, Workload
+from mibench.harness.records.case import RunsRecord
 from mibench.harness.stats.capacity import min_samples
 from mibench.workloads import WorkloadSpec
 
@@ -35,17 +35,7 @@ def _workload(config: Config, case: Case, i: int) -> Workload:
 
 def workload_specs(w: Workload) -> list[tuple[dict, WorkloadSpec]]:
     """Expand a workload's axes: (axis values by short name, spec) per combination."""
-    base = dict(tokens=w.tokens, label_token_ids=tuple(w.label_token_ids), delimiter=w.delimiter,
-                apply_softmax=w.apply_softmax, seed=w.seed, requests=w.requests,
-                semantics=w.semantics)
-    if w.requests is not None:
-        return [({}, WorkloadSpec(**base))]
-    out = []
-    for q, n, length in itertools.product(w.query_tokens, w.num_items, w.item_tokens):
-        item = (length.min, length.max) if hasattr(length, "dist") else length
-        axes = {"q": q, "items": n, "item_len": length}
-        out.append((axes, WorkloadSpec(query_tokens=q, num_items=n, item_tokens=item, **base)))
-    return out
+    return w.expand()
 
 
 def _id_parts(case: Case, params: dict, axes: dict, config: Config, patch: dict,
@@ -70,10 +60,7 @@ def _id_parts(case: Case, params: dict, axes: dict, config: Config, patch: dict,
 
 def _expand_case(config: Config, i: int, case: Case, model: str, dtype: str,
                  tp: int) -> list[CaseSpec]:
-    runs = config.runs.model_dump()
-    if case.runs is not None:
-        runs.update(case.runs.model_dump(exclude_none=True))
-    plan = RunPlan(**runs)
+    plan = config.runs.patched(case.runs)
     patch = case.workload.model_dump(exclude_unset=True) if case.workload else {}
     names = [o for o in OPTIONS if getattr(case, o) is not None]
     out = []
@@ -93,12 +80,12 @@ def _expand_case(config: Config, i: int, case: Case, model: str, dtype: str,
     return out
 
 
-def _http_runs(plan: RunPlan, http: HttpPlan) -> RunPlan:
+def _http_runs(plan: RunsRecord, http: HttpPlan) -> RunsRecord:
     """An http case is one load (warmup_requests, requests), in one process; runs.warmup,
     timed and processes do not apply to it, its timeout_s and max_rss do. With `slo` its
     timed runs are the repeats at the rate found."""
     timed = http.slo.repeats if http.slo is not None else 1
-    return dataclasses.replace(plan, warmup=0, timed=timed, processes=1)
+    return plan.model_copy(update=dict(warmup=0, timed=timed, processes=1))
 
 
 def _http_plans(config: Config, i: int, case: Case,
@@ -156,18 +143,13 @@ def _measures(case: Case) -> dict:
     return out
 
 
-def _launches(case: Case) -> list[tuple[LaunchSpec | None, tuple[str, ...]]]:
+def _launches(case: Case) -> list[tuple[ServerLaunch | None, tuple[str, ...]]]:
     """(launch with one combination of the server arguments, its case-id parts) per
     combination; [(None, ())] for a server that is not launched. Ids: `server=NAME`, then
     each argument that is an axis (`max_running_requests=16`)."""
     if case.launch is None:
         return [(None, ())]
     lc = case.launch
-    base = dict(command=tuple(lc.command), name=lc.name, python=lc.python,
-                env=tuple(sorted(lc.env.items())), cwd=lc.cwd, ready_path=lc.ready.path,
-                ready_timeout_s=lc.ready.timeout_s, ready_interval_s=lc.ready.interval_s,
-                stop_signal=lc.stop.signal, grace_s=lc.stop.grace_s, package=lc.package,
-                source=lc.source, repo_path=lc.repo_path)
     args = case.server_args or {}
     keys = list(args)
     out = []
@@ -175,7 +157,7 @@ def _launches(case: Case) -> list[tuple[LaunchSpec | None, tuple[str, ...]]]:
         chosen = tuple(zip(keys, values, strict=True))
         parts = ((f"server={lc.name}",) if lc.name else ()) + tuple(
             f"{k}={short(v)}" for k, v in chosen if len(args[k]) > 1)
-        out.append((LaunchSpec(args=chosen, **base), parts))
+        out.append((ServerLaunch(lc, chosen), parts))
     return out
 
 

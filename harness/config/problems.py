@@ -322,7 +322,7 @@ def _delimited(spec) -> bool:
 def _length(config, case, spec, facts, model: str, parity: bool = False) -> list[Problem]:
     if spec.requests is not None:
         return []
-    longest = spec.item_tokens[1] if isinstance(spec.item_tokens, tuple) else spec.item_tokens
+    longest = getattr(spec.item_tokens, "max", spec.item_tokens)
     total = spec.query_tokens + _delimited(spec) + longest
     if total <= facts.max_position_embeddings:
         return []
@@ -384,7 +384,7 @@ def _memory(config: Config, case: CaseSpec, memory: tuple[int | None, str]) -> l
         key = _where(config, case, "requests")
     else:
         it = spec.item_tokens
-        mean, longest = ((it[0] + it[1]) / 2, it[1]) if isinstance(it, tuple) else (it, it)
+        mean, longest = ((it.min + it.max) / 2, it.max) if hasattr(it, "max") else (it, it)
         shape = Shape(spec.query_tokens + (spec.delimiter is not None), spec.num_items, mean,
                       longest=longest)
         key = _axis_key(config, _where(config, case, "num_items"), spec.num_items)

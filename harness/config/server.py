@@ -1,6 +1,7 @@
 """The `launch` section of an http case: how mibench starts the server under test
-(docs/configs.md, "Servers under test"). Validated here; the matrix turns it, with one
-combination of the case's `server_args`, into a `LaunchSpec` (config/cases.py).
+(docs/configs.md, "Servers under test"). Validated here, frozen and hashable; the matrix
+carries it, with one combination of the case's `server_args`, as a `ServerLaunch`
+(config/cases.py).
 
     launch:
       name: sglang-jax                 # in case ids and log names (optional)
@@ -24,6 +25,7 @@ is written out first), {dtype}, {host} (127.0.0.1) and {port} (a free port miben
 
 from __future__ import annotations
 
+import json
 import re
 import string
 from typing import Annotated, Literal
@@ -67,6 +69,10 @@ class Launch(Strict):
     package: str | None = None
     source: str | None = None
     repo_path: str | None = None
+
+    def __hash__(self) -> int:
+        """By value (its command list and env mapping included): a server's key holds it."""
+        return hash(json.dumps(self.model_dump(mode="json"), sort_keys=True))
 
     @field_validator("command")
     @classmethod

@@ -11,6 +11,7 @@ value; a list of such lists is an axis.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from typing import Annotated, Literal
 
@@ -34,6 +35,8 @@ from mibench.harness.config.bounds import at_most
 from mibench.harness.config.server import Launch, ServerArg
 from mibench.harness.config.server_measures import ColdStart, Concurrency, Slo
 from mibench.harness.config.yamlsource import ConfigError, Locations
+from mibench.harness.records.case import RunsRecord
+from mibench.workloads import ItemRange, WorkloadSpec
 
 __all__ = ["Config", "ConfigError", "Case", "Workload", "WorkloadFields"]
 
@@ -134,6 +137,24 @@ class Workload(WorkloadFields):
         except ValidationError as e:
             raise ValueError(e.errors()[0]["msg"].removeprefix("Value error, ")) from None
 
+    def expand(self) -> list[tuple[dict, WorkloadSpec]]:
+        """Its axes expanded: (axis values by short name, spec) per combination. A spec
+        holds every key but an unset `semantics` (what its record writes)."""
+        axes = ("query_tokens", "num_items", "item_tokens")
+        unset = {"semantics"} if self.semantics is None else set()
+        fixed = self.model_dump(exclude={*axes, *unset})
+        if self.requests is not None:
+            return [({}, WorkloadSpec(**dict.fromkeys(axes), **fixed))]
+        return [({"q": q, "items": n, "item_len": length},
+                 WorkloadSpec(query_tokens=q, num_items=n, item_tokens=_item_tokens(length),
+                              **fixed))
+                for q, n, length in itertools.product(self.query_tokens, self.num_items,
+                                                      self.item_tokens)]
+
+
+def _item_tokens(length: int | Dist) -> int | ItemRange:
+    return ItemRange(**length.model_dump()) if isinstance(length, Dist) else length
+
 
 # counts bounded with a stated reason (harness/config/bounds.py)
 Warmup = Annotated[NonNegativeInt, at_most("runs.warmup")]
@@ -159,6 +180,11 @@ class Runs(RunsPatch):
     warmup: Warmup = 1
     timed: Timed = 5
     processes: Processes = 1
+
+    def patched(self, patch: RunsPatch | None) -> RunsRecord:
+        """A case's run counts: these, with the keys its `runs` sets over them."""
+        over = patch.model_dump(exclude_none=True) if patch is not None else {}
+        return RunsRecord(**{**self.model_dump(), **over})
 
 
 def _option_field(option: Option) -> tuple:

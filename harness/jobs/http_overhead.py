@@ -21,13 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
-from mibench.harness.config.cases import LaunchSpec
+from mibench.harness.config.cases import ServerLaunch
+from mibench.harness.config.server import Launch
 
 DELIMITER, LABELS = 151643, [198, 9834]
-SERVE = LaunchSpec(command=("{python}", "-m", "mibench.harness.cli", "serve", "--model",
-                            "{model}", "--host", "{host}", "--port", "{port}", "--dtype",
-                            "{dtype}"),
-                   args=(("mode", "packed"), ("delimiter", DELIMITER)))
+SERVE = ServerLaunch(Launch(command=["{python}", "-m", "mibench.harness.cli", "serve", "--model",
+                                    "{model}", "--host", "{host}", "--port", "{port}",
+                                    "--dtype", "{dtype}"]),
+                     args=(("mode", "packed"), ("delimiter", DELIMITER)))
 
 
 def request(seed: int = 3) -> tuple[list[int], list[list[int]]]:

@@ -9,27 +9,31 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from mibench.harness.config.cases import LaunchSpec
+from mibench.harness.config.cases import ServerLaunch
+from mibench.harness.config.server import Launch, ReadyProbe, StopPolicy
 from mibench.harness.jobs.invariance import DELIM, LABELS, TOL, Row, log_diff
-from mibench.workloads import WorkloadSpec
+from mibench.workloads import ItemRange, WorkloadSpec
 
 SERVE_MODES = ("single", "packed", "chunked", "prefill_extend")
 K = 4  # requests compared; as many others in flight with them
-SPEC = WorkloadSpec(query_tokens=24, num_items=4, item_tokens=(2, 6),
+SPEC = WorkloadSpec(query_tokens=24, num_items=4,
+                    item_tokens=ItemRange(dist="uniform", min=2, max=6),
                     label_token_ids=tuple(LABELS), delimiter=DELIM, apply_softmax=True,
                     seed=0, semantics="delimited")
 
 
-def _launch(mode: str) -> LaunchSpec:
-    return LaunchSpec(command=("{python}", "-m", "mibench.harness.cli", "serve", "--model",
-                               "{model}", "--host", "{host}", "--port", "{port}", "--dtype",
-                               "{dtype}"), args=(("mode", mode), ("delimiter", DELIM)),
-                      ready_timeout_s=300.0)
+def _launch(mode: str) -> ServerLaunch:
+    return ServerLaunch(Launch(command=["{python}", "-m", "mibench.harness.cli", "serve",
+                                        "--model", "{model}", "--host", "{host}", "--port",
+                                        "{port}", "--dtype", "{dtype}"],
+                               ready=ReadyProbe(timeout_s=300.0)),
+                        args=(("mode", mode), ("delimiter", DELIM)))
 
 
-FAKE = LaunchSpec(command=("{python}", "-m", "mibench.harness.testing.fake_server", "{port}",
-                           "--inflight-shift", "0.01"), ready_path="/get_server_info",
-                  ready_timeout_s=60.0, grace_s=2.0)
+FAKE = ServerLaunch(Launch(command=["{python}", "-m", "mibench.harness.testing.fake_server",
+                                    "{port}", "--inflight-shift", "0.01"],
+                           ready=ReadyProbe(path="/get_server_info", timeout_s=60.0),
+                           stop=StopPolicy(grace_s=2.0)))
 
 
 def _differences(url: str, model: str) -> tuple[float, float, float]:
@@ -46,7 +50,8 @@ def _differences(url: str, model: str) -> tuple[float, float, float]:
     among = max(log_diff(a, b) for tables in trial.passes.values()
                 for a, b in zip(trial.alone, tables, strict=True))
     retokened = cc.requests_of(SPEC, vocab, exclude, K, 2 * K)  # same shape, other tokens
-    longer = cc.requests_of(SPEC.replace(item_tokens=(7, 9)), vocab, exclude, K, 3 * K)
+    longer = cc.requests_of(SPEC.replace(item_tokens=ItemRange(dist="uniform", min=7, max=9)),
+                            vocab, exclude, K, 3 * K)
     first = trial.passes["first load"]
     same = max(log_diff(a, b) for a, b in zip(
         first, cc.score_together(engine, SPEC, reqs, retokened), strict=True))

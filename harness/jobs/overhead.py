@@ -5,7 +5,7 @@
 CONFIG (default `configs/overhead.yaml`) must expand to one case and have no parity checks.
 Both sides use one preloaded engine and the same token ids, and both time their calls with
 the one timing loop, `harness/run/measure.py`. The direct side is `measure()` on a bare
-`engine.score` call with the case's `RunPlan`: 1 + warmup + timed calls, each bracketed by
+`engine.score` call with the case's `RunsRecord`: 1 + warmup + timed calls, each bracketed by
 `perf_counter`. The harness side is `runner.run` on the config (the same calls through the
 same loop, plus config expansion, workload, provenance, metrics and an artifact write after
 the case). One direct pass compiles; then rounds alternate the two sides. Reported, as

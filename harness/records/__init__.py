@@ -21,8 +21,8 @@ from mibench.harness.records.base import (
     Record,
 )
 from mibench.harness.records.case import (
+    CaseHead,
     DeviceRef,
-    ItemRange,
     ModelRef,
     RunsRecord,
     Sparse,
@@ -77,6 +77,7 @@ from mibench.harness.records.servers import (
     SloRecord,
     SloStep,
 )
+from mibench.workloads.spec import ItemRange
 
 KINDS = {SCHEMA: RunRecord, AB_SCHEMA: ABRecord, COMPILE_SCHEMA: CompileRecord,
          NIGHTLY_SCHEMA: NightlyIndex, SUMMARY_SCHEMA: NightSummary}
@@ -89,7 +90,8 @@ def schemas() -> dict[str, dict]:
 
 __all__ = ["ABCase", "ABRecord", "AB_SCHEMA", "Artifact", "COMPILE_SCHEMA", "CaseCompile",
            "CaseLoad", "ColdStartLaunch", "ColdStartRecord", "ConcurrencyTrial", "SloRecord",
-           "SloStep", "CaseRecord", "Checkpoints", "CompileCase", "CompileRecord", "CompileTarget",
+           "SloStep", "CaseHead", "CaseRecord", "Checkpoints", "CompileCase", "CompileRecord",
+           "CompileTarget",
            "DeviceRef", "Devices", "ErrorInfo", "GitInfo", "Header", "HttpMetrics", "HttpRequest",
            "Invocation", "ItemRange", "KINDS", "NIGHTLY_SCHEMA", "NightSummary", "NightlyIndex",
            "SUMMARY_SCHEMA", "Latency", "LibTpu", "Metrics", "ModelRef",

@@ -10,11 +10,10 @@ leaves these fields as they were.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import model_serializer
 
 from mibench.harness.records.base import Record
+from mibench.workloads.spec import WorkloadSpec
 
 
 class Sparse(Record):
@@ -58,27 +57,8 @@ class TopologyRecord(Sparse):
         return TopologyRecord.model_validate(self.as_dict() | described)
 
 
-class ItemRange(Record):
-    """Item lengths drawn uniformly from an inclusive range."""
-
-    dist: Literal["uniform"]
-    min: int
-    max: int
-
-
-class WorkloadRecord(Sparse):
-    """The expanded workload (mibench.workloads.WorkloadSpec.as_dict)."""
-
-    label_token_ids: list[int]
-    query_tokens: int | None = None
-    num_items: int | None = None
-    item_tokens: int | ItemRange | None = None
-    tokens: str = "random"
-    delimiter: int | None = None
-    apply_softmax: bool = False
-    semantics: str | None = None  # absent: the engines' default
-    seed: int = 0
-    requests: str | None = None  # a JSONL file of requests instead of generated ones
+# the expanded workload: the one type a case's spec and its record hold (sparse too)
+WorkloadRecord = WorkloadSpec
 
 
 class RunsRecord(Sparse):
@@ -89,3 +69,28 @@ class RunsRecord(Sparse):
     timeout_s: float | None = None
     max_rss: int | None = None  # bytes; absent in artifacts before it
     processes: int = 1  # worker processes timing the case; absent in artifacts before it
+
+
+class CaseHead(Record):
+    """What a case of a run or compile artifact starts with: its id, engine and mode, its
+    options (as given, and as they resolved), its model, topology and workload. CaseRecord
+    and CompileCase add their own fields after these (a base's fields come first, so the
+    artifacts' key order is the same)."""
+
+    case_id: str
+    engine: str
+    mode: str
+    params: dict
+    # what the options resolved to on this machine, e.g. {"attention": "cudnn"} for auto
+    resolved: dict = {}
+    model: ModelRef
+    topology: TopologyRecord
+    workload: WorkloadRecord
+
+    @classmethod
+    def head_of(cls, case) -> dict:
+        """The head fields of an expanded case (config/cases.py `CaseSpec`), as keywords."""
+        return dict(case_id=case.case_id, engine=case.engine, mode=case.mode,
+                    params=dict(case.params), model=ModelRef(path=case.model, dtype=case.dtype),
+                    topology=TopologyRecord(tp=case.tp),
+                    workload=case.workload)

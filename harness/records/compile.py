@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import Field
 
 from mibench.harness.records.base import ErrorInfo, Header, Measured, Record
-from mibench.harness.records.case import ModelRef, TopologyRecord, WorkloadRecord
+from mibench.harness.records.case import CaseHead
 from mibench.harness.records.io import read_json, schema_file
 from mibench.harness.records.references import ReferenceSet
 
@@ -117,15 +117,8 @@ class CaseCompile(Record):
     roofline: Roofline | None = None  # the case's bound on the target (artifacts before: none)
 
 
-class CompileCase(Record):
-    case_id: str
-    engine: str
-    mode: str
-    params: dict
-    resolved: dict = {}  # options as they resolve on the target, e.g. attention: pallas
-    model: ModelRef
-    topology: TopologyRecord
-    workload: WorkloadRecord
+class CompileCase(CaseHead):
+    # `resolved`: the options as they resolve on the target, e.g. attention: pallas
     status: Literal["ok", "failed", "skipped"]
     error: ErrorInfo | None = None
     started_at: str

@@ -166,9 +166,24 @@ def _same_file(fd: int, path: Path) -> bool:
     return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
 
+def _named_by_title(schema: dict) -> dict:
+    """The schema with each definition named by its title, where pydantic names it by its
+    class: workloads' `WorkloadSpec` is the artifacts' `WorkloadRecord`."""
+    renamed = {k: d["title"] for k, d in schema.get("$defs", {}).items()
+               if d.get("title", k) != k}
+    if not renamed:
+        return schema
+    text = json.dumps(schema)
+    for old, new in renamed.items():
+        text = text.replace(json.dumps(f"#/$defs/{old}"), json.dumps(f"#/$defs/{new}"))
+    schema = json.loads(text)
+    schema["$defs"] = dict(sorted((renamed.get(k, k), d) for k, d in schema["$defs"].items()))
+    return schema
+
+
 def json_schema(model: type[Artifact], name: str) -> dict:
     """The JSON Schema of an artifact model (records/__init__.py lists every kind)."""
-    schema = model.model_json_schema(by_alias=True)
+    schema = _named_by_title(model.model_json_schema(by_alias=True))
     schema["required"] = ["schema", *schema["required"]]  # defaulted in Python, not in files
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": f"https://mibench.dev/schemas/{schema_file(name).name}",

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from mibench.errors import MibenchError
 from mibench.harness.records.base import ErrorInfo, Header, Measured, Record
-from mibench.harness.records.case import ModelRef, RunsRecord, TopologyRecord, WorkloadRecord
+from mibench.harness.records.case import CaseHead, RunsRecord
 from mibench.harness.records.io import read_json, schema_file
 from mibench.harness.records.load import CaseLoad
 from mibench.harness.records.references import ReferenceSet
@@ -130,19 +130,19 @@ class ServerInfo(Record):
     package_version: str | None = None
     source: dict | None = None  # git path, commit and dirty flag of launch.source
 
+    @classmethod
+    def of(cls, launch, started, **found) -> ServerInfo:
+        """The record of a server started from `launch` (config/cases.py ServerLaunch), as
+        `started` says (run/servers.py Started), with what was `found` of it: its log,
+        reported info, package version and source."""
+        return cls(name=launch.name, command=started.command, args=dict(launch.args),
+                   env=started.env, startup_s=started.startup_s, package=launch.package,
+                   **found)
 
-class CaseRecord(Record):
+
+class CaseRecord(CaseHead):
     """One expanded case and everything measured for it."""
 
-    case_id: str
-    engine: str
-    mode: str
-    params: dict
-    # what the options resolved to on this machine, e.g. {"attention": "cudnn"} for auto
-    resolved: dict = {}
-    model: ModelRef
-    topology: TopologyRecord
-    workload: WorkloadRecord
     runs: RunsRecord
     status: Literal["ok", "failed", "skipped"]
     error: ErrorInfo | None = None

@@ -40,7 +40,8 @@ def table(header: list[str], rows: list[list[str]], width: int | None = None) ->
 def _workload(w) -> str:
     if w.requests:
         return f"requests {Path(w.requests).name}"
-    length = w.item_tokens if isinstance(w.item_tokens, int) else "{}-{}".format(*w.item_tokens)
+    it = w.item_tokens
+    length = it if isinstance(it, int) else f"{it.min}-{it.max}"
     return f"{w.query_tokens}/{w.num_items}x{length} {w.tokens}"
 
 

@@ -13,10 +13,6 @@ from mibench.harness.records import (
     CaseRecord,
     ErrorInfo,
     Metrics,
-    ModelRef,
-    RunsRecord,
-    TopologyRecord,
-    WorkloadRecord,
 )
 from mibench.harness.run import memory
 from mibench.harness.run.measure import Timings, deadline, frozen_heap, measure
@@ -45,13 +41,7 @@ def compile_counter():
 
 
 def case_record(case: CaseSpec) -> CaseRecord:
-    r = case.runs
-    return CaseRecord(case_id=case.case_id, engine=case.engine, mode=case.mode,
-                      params=dict(case.params), model=ModelRef(path=case.model, dtype=case.dtype),
-                      topology=TopologyRecord(tp=case.tp),
-                      workload=WorkloadRecord(**case.workload.as_dict()),
-                      runs=RunsRecord(warmup=r.warmup, timed=r.timed, timeout_s=r.timeout_s,
-                                      max_rss=r.max_rss, processes=r.processes),
+    return CaseRecord(**CaseRecord.head_of(case), runs=case.runs.model_copy(),
                       status="ok", started_at=now())
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mibench.errors import MibenchError, TopologyUnavailable
 from mibench.harness.config.cases import CaseSpec
-from mibench.harness.records import ErrorInfo, ModelRef, TopologyRecord, WorkloadRecord
+from mibench.harness.records import ErrorInfo
 from mibench.harness.records.compile import CaseCompile, CompileCase, CompileTarget
 from mibench.harness.run import libtpu
 from mibench.harness.run.worker import OUTPUT_TAIL, POLL_S, WorkerDied, _death, rss_of
@@ -28,11 +28,7 @@ OUT_OF_MEMORY = "RESOURCE_EXHAUSTED"
 
 
 def case_base(case: CaseSpec, status: str = "ok") -> CompileCase:
-    return CompileCase(case_id=case.case_id, engine=case.engine, mode=case.mode,
-                       params=dict(case.params), model=ModelRef(path=case.model, dtype=case.dtype),
-                       topology=TopologyRecord(tp=case.tp),
-                       workload=WorkloadRecord(**case.workload.as_dict()),
-                       status=status, started_at=now())
+    return CompileCase(**CompileCase.head_of(case), status=status, started_at=now())
 
 
 def compile_one(case: CaseSpec, target: CompileTarget) -> CompileCase:

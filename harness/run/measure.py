@@ -28,8 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from mibench.harness.config.cases import RunPlan
-from mibench.harness.records import CaseLoad
+from mibench.harness.records import CaseLoad, RunsRecord
 from mibench.harness.run.load import Window
 from mibench.harness.run.memory import PeakRss
 
@@ -91,7 +90,7 @@ def _timed(call: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - t0, out
 
 
-def measure(call: Callable[[], object], plan: RunPlan, timings: Timings,
+def measure(call: Callable[[], object], plan: RunsRecord, timings: Timings,
             tick: Callable[[str], None] = lambda label: None,
             count_compiles: Callable | None = None, window: Window | None = None) -> Timings:
     """Run `call` 1 + warmup + timed times, appending each duration to `timings` (and the

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from mibench.errors import ServerUnavailable
-from mibench.harness.config.cases import LaunchSpec
+from mibench.harness.config.cases import ServerLaunch
 from mibench.harness.config.keys import EngineKey
 from mibench.harness.records import ServerInfo
 from mibench.harness.run.servers import (
@@ -26,7 +26,7 @@ from mibench.harness.run.servers import (
 def server_id(key: EngineKey) -> tuple | None:
     """What makes a server distinct: the model and dtype it serves and its launch (None:
     the key names no server to launch)."""
-    launch: LaunchSpec | None = key.launch
+    launch: ServerLaunch | None = key.launch
     return None if launch is None else (key.model, key.dtype, launch)
 
 
@@ -106,11 +106,8 @@ class ServerPool:
         finally:
             client.close()
         source = self.source or launch.source
-        return ServerInfo(
-            name=launch.name, command=started.command, args=dict(launch.args),
-            env=started.env, startup_s=started.startup_s,
-            log=_relative(started.log, self.artifact_dir), reported=reported,
-            package=launch.package,
+        return ServerInfo.of(
+            launch, started, log=_relative(started.log, self.artifact_dir), reported=reported,
             package_version=(package_version(server.python, launch.package, started.env)
                              if launch.package else None),
             source=source_commit(source) if source else None)

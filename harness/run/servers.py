@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 from mibench.errors import MibenchError
-from mibench.harness.config.cases import LaunchSpec
+from mibench.harness.config.cases import ServerLaunch
 from mibench.harness.run.proctree import descendants
 from mibench.harness.util import git_output, tail_of
 
@@ -120,7 +120,7 @@ class Server:
     """One launched server: `start()` (or `with Server(...)`) brings it up and returns
     `Started`; `stop()` takes its whole process group down (also at exit of `with`)."""
 
-    def __init__(self, launch: LaunchSpec, model_folder: str, dtype: str, log: Path,
+    def __init__(self, launch: ServerLaunch, model_folder: str, dtype: str, log: Path,
                  python: str | None = None, extra_env: dict[str, str] | None = None):
         self.launch, self.model_folder, self.dtype, self.log = launch, model_folder, dtype, log
         self.python = python or launch.interpreter() or sys.executable
@@ -169,7 +169,7 @@ class Server:
             [sys.executable, "-m", "mibench.harness.run.reaper"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
         spec = {"command": cmd, "env": env, "cwd": self.launch.cwd, "log": str(self.log),
-                "signal": self.launch.stop_signal, "grace_s": self.launch.grace_s,
+                "signal": self.launch.stop.signal, "grace_s": self.launch.stop.grace_s,
                 "tmp": self.tmp}
         child = Child(self.reaper)
         try:
@@ -193,7 +193,7 @@ class Server:
         most PROBE_S); a ServerFailed once the server exited or the time is out."""
         from mibench.engines import HttpClient
 
-        deadline = time.monotonic() + self.launch.ready_timeout_s
+        deadline = time.monotonic() + self.launch.ready.timeout_s
         while True:
             if self.proc.poll() is not None:
                 raise ServerFailed(f"the server exited with code {self.proc.returncode} "
@@ -204,18 +204,18 @@ class Server:
             if left > 0:
                 client = HttpClient(base_url, timeout_s=min(PROBE_S, left))
                 try:
-                    reply = client.request("GET", self.launch.ready_path)
+                    reply = client.request("GET", self.launch.ready.path)
                 finally:
                     client.close()
                 if reply.status == 200:
                     return
             if time.monotonic() >= deadline:
                 got = reply.status if reply is not None else "no probe"
-                raise ServerFailed(f"not ready after {self.launch.ready_timeout_s:g} s "
-                                   f"(GET {self.launch.ready_path}: {got}); its "
+                raise ServerFailed(f"not ready after {self.launch.ready.timeout_s:g} s "
+                                   f"(GET {self.launch.ready.path}: {got}); its "
                                    f"log {self.log} ends: {self.log_tail()}",
                                    field="launch.ready.timeout_s")
-            time.sleep(min(self.launch.ready_interval_s,
+            time.sleep(min(self.launch.ready.interval_s,
                            max(0.0, deadline - time.monotonic())))
 
     def log_tail(self) -> str:
@@ -230,7 +230,7 @@ class Server:
             with contextlib.suppress(OSError):
                 self.reaper.stdin.close()
             try:
-                self.reaper.wait(self.launch.grace_s + 15)
+                self.reaper.wait(self.launch.stop.grace_s + 15)
             except subprocess.TimeoutExpired:
                 tree = descendants(self.reaper.pid)
                 self.reaper.kill()

@@ -25,14 +25,11 @@ from mibench.harness.records import (
     ErrorInfo,
     GitInfo,
     Invocation,
-    ModelRef,
     ParityCheck,
     ParityRecord,
     Provenance,
     RunRecord,
     RunsRecord,
-    TopologyRecord,
-    WorkloadRecord,
     write_artifact,
 )
 from mibench.harness.stats.describe import per_unit_ms, rates, summarize
@@ -86,10 +83,8 @@ def timings(rng, seconds: float, n: int, pause_at: int | None) -> list[float]:
 
 
 def case_record(case: CaseSpec, value, rng, start: str) -> CaseRecord:
-    rec = CaseRecord(case_id=case.case_id, engine=case.engine, mode=case.mode,
-                     params=dict(case.params), model=ModelRef(path=case.model, dtype=case.dtype),
-                     topology=TopologyRecord(tp=case.tp),
-                     workload=WorkloadRecord(**case.workload.as_dict()),
+    # runs as artifacts before `max_rss` and `processes` wrote them
+    rec = CaseRecord(**CaseRecord.head_of(case),
                      runs=RunsRecord(warmup=case.runs.warmup, timed=case.runs.timed,
                                      timeout_s=case.runs.timeout_s), status="ok", started_at=start)
     if value is None:
