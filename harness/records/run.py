@@ -17,6 +17,7 @@ from mibench.harness.records.io import read_json, schema_file
 from mibench.harness.records.load import CaseLoad
 from mibench.harness.records.references import ReferenceSet
 from mibench.harness.records.servers import ColdStartRecord, ConcurrencyTrial, SloRecord
+from mibench.harness.util import now
 
 # run/2 adds, all optional: the run's invocation, a launched server's record, the parity
 # check `concurrency` and what it saw move; run/3 adds each case's `load` (how busy the
@@ -171,6 +172,11 @@ class CaseRecord(CaseHead):
     # an http case with `cold_start:`: its fresh launches
     cold_start: ColdStartRecord | None = None
 
+    @classmethod
+    def started(cls, case) -> CaseRecord:
+        """A case's record as it starts: its head (`head_of`), its runs, `ok`, now."""
+        return cls(**cls.head_of(case), runs=case.runs.model_copy(), status="ok",
+                   started_at=now())
 
 class ParityCheck(Record):
     """One comparison: `case_id`'s scores against `against`'s on the parity workload; for

@@ -25,7 +25,6 @@ from mibench.harness.run.pool import (
 )
 from mibench.harness.stats.describe import latency_of
 from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
-from mibench.harness.util import now
 
 # cases measured in this process so far: the first one's device peak is its own (a fresh
 # worker), a later one's only when it raised the peak (harness/run/memory.py)
@@ -40,14 +39,9 @@ def compile_counter():
     return getattr(mibench.engines, "count_compiles", None)
 
 
-def case_record(case: CaseSpec) -> CaseRecord:
-    return CaseRecord(**CaseRecord.head_of(case), runs=case.runs.model_copy(),
-                      status="ok", started_at=now())
-
-
 def failed_record(case: CaseSpec, e: BaseException) -> CaseRecord:
     """The case `failed` with `e` (type, message, the traceback being handled)."""
-    rec = case_record(case)
+    rec = CaseRecord.started(case)
     rec.status = "failed"
     rec.error = ErrorInfo(type=type(e).__name__, message=str(e),
                           traceback=traceback.format_exc())
@@ -68,7 +62,7 @@ def metrics_of(case: CaseSpec, engine, requests, timed_s: list[float],
 
 def skipped_record(case: CaseSpec, e: BaseException) -> CaseRecord:
     """The case `skipped`: this machine lacks what it needs (mibench.errors.Unavailable)."""
-    rec = case_record(case)
+    rec = CaseRecord.started(case)
     rec.status = "skipped"
     rec.error = ErrorInfo(type=type(e).__name__, message=str(e), traceback="")
     return rec
@@ -114,7 +108,7 @@ class ModelCase:
 
 def _measure_model(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
                    tick: Callable[[str], None], measuring: Callable[[], None]) -> CaseRecord:
-    rec, timings, requests, engine = case_record(case), Timings(), None, None
+    rec, timings, requests, engine = CaseRecord.started(case), Timings(), None, None
     memory.reset_torch_peak()
     rss, before = memory.PeakRss(interval=0.01), None
     fresh = _measured_here[0] == 0

@@ -51,7 +51,6 @@ from mibench.harness.records import (
     Metrics,
 )
 from mibench.harness.run import cold_start, slo
-from mibench.harness.run.case import case_record
 from mibench.harness.run.http_feed import Bodies
 from mibench.harness.run.http_send import INVALID, Load, closed_loop, open_loop, warm_up
 from mibench.harness.run.load import Window
@@ -78,7 +77,7 @@ class LoadCase:
         the server's)."""
         window = Window()
         window.mark()
-        rec = measure_http(case, pool, case_record(case), tick, measuring)
+        rec = measure_http(case, pool, CaseRecord.started(case), tick, measuring)
         window.end()
         rec.load = window.load()
         return rec

@@ -31,7 +31,7 @@ class CaseKind(Protocol):
 
     def measure(self, case: CaseSpec, pool, peak: Callable[[str], float | None],
                 tick: Callable[[str], None], measuring: Callable[[], None]) -> CaseRecord:
-        """The case's record (its head from `case_record`), its own section filled in; a
+        """The case's record (its head from `CaseRecord.started`), its own section filled in; a
         failure makes it `failed` (or `skipped`), never raises."""
         ...
 
