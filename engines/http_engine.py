@@ -4,7 +4,7 @@ through the engine contract (engines/contract.py).
 `score` sends one request and returns its ScoreResult, so every parity check works against
 a server as against an engine. What the request and the answer look like is the engine's
 wire (engines/wires/: SGLang's `/v1/score` by default); the bytes move over an HttpClient
-(engines/http_client.py). The harness's load generator (harness/run/http_case.py) uses the
+(engines/http_client.py). The harness's load generator (harness/servers/load_case.py) uses the
 same wire and client.
 
 The delimiter and the semantics are the server's (`mibench serve --delimiter

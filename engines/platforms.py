@@ -6,7 +6,7 @@ JAX starts, so every command's output is its own.
 
 Left alone: a machine with a TPU chip or a GPU, a process where `JAX_PLATFORMS` is set
 already (the user's choice), and a process without libtpu. `mibench compile` loads libtpu
-on purpose, in its own workers (TPU_LIBRARY_PATH; harness/run/libtpu.py `worker_env`),
+on purpose, in its own workers (TPU_LIBRARY_PATH; harness/compile/libtpu.py `worker_env`),
 whatever this says. Nothing here imports JAX: it runs at every command's start.
 """
 

@@ -39,7 +39,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, cls=OneLineErrors,
 
 def _version(value: bool) -> None:
     if value:
-        from mibench.harness.run.provenance import mibench_version
+        from mibench.harness.host.provenance import mibench_version
 
         print(f"mibench {mibench_version()}")
         raise typer.Exit(0)

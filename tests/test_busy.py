@@ -1,5 +1,5 @@
 """How busy the machine was, and what the verdicts between runs make of it: the probe
-(harness/run/load.py) counts only OTHER processes' CPU time, so a commit that makes
+(harness/host/load.py) counts only OTHER processes' CPU time, so a commit that makes
 mibench use more threads or wait more reads as slower, never as busy; `compare` calls a
 timing change with a busy side inconclusive and names the side and the share; a run
 records the load of each case (faked in the suite: MIBENCH_FAKE_OTHER_LOAD)."""
@@ -18,8 +18,8 @@ import time
 import pytest
 
 from mibench.harness.config import load_config
+from mibench.harness.host import load
 from mibench.harness.records import CaseLoad
-from mibench.harness.run import load
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import run
 from mibench.harness.stats.compare import compare
@@ -259,8 +259,9 @@ def test_a_busy_side_never_hides_a_failed_case(quiet_pair):
 def test_a_case_cut_short_by_its_deadline_records_the_load(monkeypatch):
     """The deadline fires during the warmup: the window still ends, and the case's load
     (here 3 of 4 ticks other processes') is recorded for compare to weigh its timeout."""
+    from mibench.harness.host.deadline import CaseTimeout
     from mibench.harness.records import RunsRecord
-    from mibench.harness.run.measure import CaseTimeout, Timings, measure
+    from mibench.harness.run.measure import Timings, measure
 
     monkeypatch.delenv(load.FAKE_ENV, raising=False)
     ticks = iter(range(100))

@@ -191,7 +191,7 @@ def knee_server(search_cap: float, repeat_cap: float, calls: list):
     `search_cap` requests/s under the search's arrival seeds and only up to `repeat_cap`
     under the repeats' (the knee: one seed meets, the next misses)."""
     from mibench.harness.records import SloStep
-    from mibench.harness.run import slo
+    from mibench.harness.servers import slo
 
     def step(plan, bodies, base_url, rate, seed, first, early):
         calls.append((rate, seed, first, early))
@@ -211,7 +211,7 @@ def knee_server(search_cap: float, repeat_cap: float, calls: list):
 ])
 def test_a_rate_that_does_not_hold_is_backed_off_one_precision_step(
         tmp_path, monkeypatch, repeat_cap, status, rate, extra_steps):
-    from mibench.harness.run import slo
+    from mibench.harness.servers import slo
 
     (case,) = cases_of(tmp_path, """
         cases:

@@ -15,8 +15,8 @@ import pytest
 
 from mibench.harness import testing
 from mibench.harness.config import expand, load_config
+from mibench.harness.host import memory
 from mibench.harness.run import case as case_module
-from mibench.harness.run import memory
 from mibench.harness.run.kinds import run_case
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.pool import EnginePool

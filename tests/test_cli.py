@@ -78,7 +78,7 @@ def test_env_json():
 
 
 def waits(share: float):
-    """A fake of the threads' run-queue clock (harness/run/peak.py `run_queue_ns`): over
+    """A fake of the threads' run-queue clock (harness/host/peak.py `run_queue_ns`): over
     each calibration they waited for a CPU `share` of the time. Whether the machine is
     busy is faked; the matmuls are real."""
     ticks = iter(range(10**6))
@@ -93,7 +93,7 @@ def waits(share: float):
 def test_env_peak_is_measured_on_cpu(tmp_path, monkeypatch, share, calibrated):
     """A quiet CPU's matmul peak is measured and cached; a busy one's is refused (whatever
     the real machine's load beside the test: the wait share is faked)."""
-    from mibench.harness.run import peak
+    from mibench.harness.host import peak
 
     monkeypatch.setenv("MIBENCH_CACHE", str(tmp_path))
     monkeypatch.setattr(peak, "run_queue_ns", waits(share))

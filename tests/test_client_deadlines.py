@@ -28,7 +28,7 @@ from mibench.harness.config.cases import ServerLaunch
 from mibench.harness.config.server import Launch, ReadyProbe, StopPolicy
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import run
-from mibench.harness.run.servers import LOG_TAIL, Server, ServerFailed
+from mibench.harness.servers.launch import LOG_TAIL, Server, ServerFailed
 from mibench.harness.testing import fixed_peak, write_config
 
 MARGIN_S = 3.0  # a busy machine's share on top of a timeout
@@ -220,7 +220,7 @@ import sys, time
 from pathlib import Path
 from mibench.harness.config.cases import ServerLaunch
 from mibench.harness.config.server import Launch, ReadyProbe, StopPolicy
-from mibench.harness.run.servers import Server
+from mibench.harness.servers.launch import Server
 launch = ServerLaunch(Launch(command=["{python}", "-c", sys.argv[1], "{port}"],
                              ready=ReadyProbe(interval_s=0.1, timeout_s=30.0),
                              stop=StopPolicy(grace_s=2.0)))

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from mibench.harness.cli import app
 from mibench.harness.records import RunRecord, read_artifact, write_artifact
-from mibench.harness.report.export import compare_markdown
+from mibench.harness.report.exporters.changes import compare_markdown
 from mibench.harness.stats.compare import compare
 from mibench.harness.stats.memory import memory_check
 

@@ -59,7 +59,7 @@ def artifact(out: Path):
 
 @pytest.fixture(scope="module")
 def libtpu_path():
-    from mibench.harness.run import libtpu
+    from mibench.harness.compile import libtpu
 
     try:
         return libtpu.find()
@@ -140,8 +140,8 @@ def test_compile_is_fast_by_default():
     """No second, unrolled compile unless `--unrolled`: the worker's environment says so
     (every revision's engines read it), and so does the engine's own default."""
     from mibench.engines.compile import UNROLLED_ENV, Recorder
-    from mibench.harness.run.compile_worker import worker_env
-    from mibench.harness.run.libtpu import LibTpuPath
+    from mibench.harness.compile.libtpu import LibTpuPath
+    from mibench.harness.compile.worker import worker_env
 
     lib = LibTpuPath(path=Path("/nonexistent/libtpu.so"), version="0", source="test")
     assert worker_env(lib)[UNROLLED_ENV] == "0" and worker_env(lib, True)[UNROLLED_ENV] == "1"

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from mibench.harness.cli import app
 from mibench.harness.records import write_artifact
-from mibench.harness.report.export import history_json
+from mibench.harness.report.exporters.changes import history_json
 from mibench.harness.stats.changepoint import Params, binary_segmentation
 from mibench.harness.stats.history import build_history, load_dir
 

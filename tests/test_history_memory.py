@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mibench.harness.records import read_artifact
-from mibench.harness.report.export import history_json, history_tables
+from mibench.harness.report.exporters.changes import history_json, history_tables
 from mibench.harness.stats.history import build_history
 
 DATA = Path(__file__).parent / "data" / "reports"

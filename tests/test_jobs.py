@@ -18,8 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mibench.harness.config import expand, load_config
+from mibench.harness.host import memory
 from mibench.harness.records import RunsRecord
-from mibench.harness.run import memory
 from mibench.harness.testing import fake_factory, fixed_peak, write_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,18 +142,18 @@ CLOCKS = {"perf_counter", "perf_counter_ns", "process_time", "thread_time", "tim
 THE_LOOP = ("harness/run/measure.py", "measure")
 # loops that time something other than one benchmark call, each for its own reason
 OTHER_LOOPS = {
-    ("harness/run/peak.py", "calibrate_cpu"): "the CPU's matmul FLOP/s (best of a few)",
+    ("harness/host/peak.py", "calibrate_cpu"): "the CPU's matmul FLOP/s (best of a few)",
     ("engines/profile.py", "_ms"): "the stage profile: sub-programs synced one by one",
     ("harness/jobs/overhead.py", "main"): "rounds: the wall time of `measure()` and of "
                                           "`runner.run` as wholes, around the one loop",
-    ("harness/run/http_send.py", "open_loop"): "a server's load: requests sent on a Poisson "
+    ("harness/servers/send.py", "open_loop"): "a server's load: requests sent on a Poisson "
                                                "schedule, each one's latency (no engine call)",
-    ("harness/run/cold_start.py", "one_launch"): "a fresh server's first and warm requests, "
+    ("harness/servers/cold_start.py", "one_launch"): "a fresh server's first and warm requests, "
                                                  "one at a time (no engine call)",
     ("engines/modes/extend.py", "extend_batch_times"): "the per-batch synced pass, outside "
                                                        "the timed runs (batch_s)",
     ("engines/compile.py", "compile_case"): "compile time of each TPU program (nothing runs)",
-    ("harness/run/compile_worker.py", "serve"): "a compile worker's case wall time",
+    ("harness/compile/worker.py", "serve"): "a compile worker's case wall time",
     ("harness/jobs/calibrate.py", "_burn"): "a busy loop: the calibration's background load",
     ("harness/jobs/verdicts.py", "main"): "the wall time of each part of the verdicts job, "
                                           "around whole runs",

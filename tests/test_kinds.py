@@ -9,7 +9,7 @@ from mibench.engines import MODES, OPTIONS
 from mibench.harness.config.spec import HTTP_FIELDS
 from mibench.harness.run import kinds
 from mibench.harness.run.case import ModelCase
-from mibench.harness.run.http_case import LoadCase
+from mibench.harness.servers.load_case import LoadCase
 
 
 def test_every_engine_has_a_kind_and_the_kinds_split_the_case_keys():

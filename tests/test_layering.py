@@ -54,7 +54,7 @@ def test_engines_never_import_the_harness():
 
 def test_the_harness_check_can_fail():
     """Control: each spelling of an import of the harness is caught."""
-    for source in ("from mibench.harness.run.memory import PeakRss",
+    for source in ("from mibench.harness.host.memory import PeakRss",
                    "def f():\n    import mibench.harness",
                    "from mibench import harness", "import harness.memory",
                    "from ...harness import memory"):
@@ -183,8 +183,8 @@ def test_every_package_folder_is_installed():
 
 # the harness's own layers, lowest first: a module imports only its own layer and those
 # below it (a lazy import inside a function counts), so the folders show the flow
-HARNESS_LAYERS = ("util", "verdicts", "records", "stats", "config", "run", "serve", "report",
-                  "ab", "nightly", "jobs", "testing", "commands", "cli")
+HARNESS_LAYERS = ("util", "verdicts", "records", "stats", "host", "config", "servers", "compile",
+                  "run", "serve", "report", "ab", "nightly", "jobs", "testing", "commands", "cli")
 
 
 def harness_layer(module: str) -> int | None:
@@ -218,6 +218,6 @@ def test_harness_packages_import_only_layers_below():
     assert upward_imports(graph) == {}
     # control: the old back-edges are found
     for a, b in (("mibench.harness.report.repro", "mibench.harness.cli"),
-                 ("mibench.harness.stats.history", "mibench.harness.run.provenance"),
-                 ("mibench.harness.run.compile", "mibench.harness.commands.common")):
+                 ("mibench.harness.stats.history", "mibench.harness.host.provenance"),
+                 ("mibench.harness.compile.runner", "mibench.harness.commands.common")):
         assert upward_imports({a: {b}}) == {a: [b]}

@@ -6,7 +6,7 @@ about 100 MiB), which used to land in the first case's rise, so `--case X` again
 full run was a "memory regression" of several hundred percent. The runner now warms the
 runtime with one tiny untimed call before the first rise it measures
 (harness/run/pool.py `warm_runtime`), and gives the C heap's free pages back to the system
-before each case (harness/run/memory.py `release_free_memory`), so a case that runs after
+before each case (harness/host/memory.py `release_free_memory`), so a case that runs after
 others does not rise by less for reusing the pages they freed.
 
 Here the engine is the test fake with a runtime that allocates `RUNTIME` bytes on its
@@ -132,7 +132,7 @@ def test_control_without_the_warm_up_the_first_case_absorbs_the_runtime(tmp_path
 
 FREED = """
 import ctypes, numpy as np
-from mibench.harness.run import memory
+from mibench.harness.host import memory
 libc = ctypes.CDLL(None)
 libc.mallopt(-3, 4 << 20)  # M_MMAP_THRESHOLD: 1 MiB blocks come from the heap
 libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: a free never gives the heap's top back

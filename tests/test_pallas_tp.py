@@ -88,8 +88,8 @@ def test_every_mode_with_pallas_scores_like_tp1(preset, tp, kv_heads):
 @pytest.fixture(scope="module")
 def libtpu_env():
     from mibench.errors import MibenchError
-    from mibench.harness.run import libtpu
-    from mibench.harness.run.compile_worker import worker_env
+    from mibench.harness.compile import libtpu
+    from mibench.harness.compile.worker import worker_env
 
     try:
         return worker_env(libtpu.find())

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from mibench.engines import MibenchError
 from mibench.harness.cli import app
 from mibench.harness.config import load_config
-from mibench.harness.run import peak as peak_mod
+from mibench.harness.host import peak as peak_mod
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import run
 from mibench.harness.testing import fake_factory, fixed_peak, write_config

@@ -12,8 +12,8 @@ import pytest
 
 from mibench.engines import MODES, Shape, model_facts
 from mibench.engines.modes.work import extend_batches
+from mibench.harness.compile.runner import resolve_target
 from mibench.harness.records.compile import COMPILE_SCHEMA, CompileRecord, CompileTarget
-from mibench.harness.run.compile import resolve_target
 from mibench.harness.stats.compile_compare import compare_compile
 from mibench.harness.stats.roofline import bound
 

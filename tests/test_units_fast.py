@@ -64,7 +64,7 @@ def test_the_reaper_stops_the_whole_tree_when_mibench_goes_away(tmp_path):
 
 def test_a_recycled_pid_is_never_signalled():
     """proctree signals a pid only while it is the process it was (same start time)."""
-    from mibench.harness.run.proctree import _signal_all, start_time
+    from mibench.harness.host.proctree import _signal_all, start_time
 
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -80,7 +80,7 @@ def test_a_recycled_pid_is_never_signalled():
 
 
 def test_moved_names_the_requests_and_items_largest_first():
-    from mibench.harness.run.concurrency import moved
+    from mibench.harness.servers.concurrency import moved
 
     alone = [np.full((3, 2), 0.5), np.full((2, 2), 0.25)]
     together = [a.copy() for a in alone]
@@ -112,7 +112,7 @@ class CrowdedEngine:
 
 
 def test_score_together_sends_every_request_at_once():
-    from mibench.harness.run.concurrency import moved, requests_of, score_alone, score_together
+    from mibench.harness.servers.concurrency import moved, requests_of, score_alone, score_together
     from mibench.workloads import WorkloadSpec
 
     spec = WorkloadSpec(query_tokens=4, num_items=3, item_tokens=2, label_token_ids=(1, 2),
@@ -209,7 +209,7 @@ def test_a_server_leaves_nothing_in_the_temporary_folder(tmp_path, how):
     reaper when mibench is gone (the pipe closed without a stop)."""
     from mibench.harness.config.cases import ServerLaunch
     from mibench.harness.config.server import Launch, ReadyProbe, StopPolicy
-    from mibench.harness.run.servers import Server
+    from mibench.harness.servers.launch import Server
 
     launch = ServerLaunch(Launch(command=["{python}", "-c", LEAVES_A_FILE, "{port}"],
                                  ready=ReadyProbe(interval_s=0.1, timeout_s=30.0),

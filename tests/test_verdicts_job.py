@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from mibench.harness.cli import app
+from mibench.harness.host import load
 from mibench.harness.jobs import verdicts as job
 from mibench.harness.jobs.verdicts_report import write
-from mibench.harness.run import load
 
 
 def _parent(pid: int) -> int | None:

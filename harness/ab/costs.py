@@ -1,7 +1,7 @@
 """Compiled cost in `mibench ab`: with a TPU target (`--target`, or the config's
 `topology.target`), the JAX cases are compiled for that target by the real TPU compiler
 once per revision, each in compile workers that import that revision's engines
-(harness/run/compile_worker.py, bootstrapped from the revision's worktree), and the two sides are
+(harness/compile/worker.py, bootstrapped from the revision's worktree), and the two sides are
 compared exactly as `compare` compares two compile artifacts (stats/compile_compare.py):
 a case that stops compiling or fitting, or whose peak HBM, bytes accessed or FLOPs per pass
 grow by more than the threshold, is a regression. Compiled costs have no noise, so one
@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mibench.harness.ab.revisions import Revision
+from mibench.harness.compile.runner import compile_cases, row
 from mibench.harness.config.matrix import CaseSpec
 from mibench.harness.records.ab import CostCheck
 from mibench.harness.records.compile import CompileCase
-from mibench.harness.run.compile import compile_cases, row
 from mibench.harness.stats.compile_compare import diff_case
 
 

@@ -27,6 +27,7 @@ from mibench.harness.ab.revisions import Revision, checkout
 from mibench.harness.config import CaseSpec, Config, expand
 from mibench.harness.config.bounds import check_flag
 from mibench.harness.config.matrix import select_cases
+from mibench.harness.host.provenance import collect, device_info
 from mibench.harness.records import CaseRecord, Checkpoints
 from mibench.harness.records.ab import (
     ABCase,
@@ -38,7 +39,6 @@ from mibench.harness.records.ab import (
     Timing,
 )
 from mibench.harness.records.compile import LibTpu
-from mibench.harness.run.provenance import collect, device_info
 from mibench.harness.run.runner import run_in_worker
 from mibench.harness.run.worker import WorkerPool, probe_env
 from mibench.harness.stats.paired import paired_test, round_log_ratio
@@ -185,7 +185,7 @@ def checkpoints(path: Path | None, total: int, argv: list[str] | None) -> Checkp
 def _compile(record: ABRecord, cases: list[CaseSpec], target, sides: dict,
              threshold: float, note: Callable[[str], None]) -> dict:
     from mibench.harness.ab.costs import compile_both
-    from mibench.harness.run import libtpu
+    from mibench.harness.compile import libtpu
 
     lib = libtpu.find()
     record.compile_target = target

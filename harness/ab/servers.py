@@ -30,18 +30,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mibench.errors import MibenchError
-from mibench.harness.ab import server_metrics
 from mibench.harness.ab.revisions import resolve, worktree
 from mibench.harness.ab.rounds import checkpoints, judge, overall
 from mibench.harness.config import CaseSpec, Config, expand
 from mibench.harness.config.bounds import check_flag
 from mibench.harness.config.matrix import select_cases
+from mibench.harness.host.provenance import collect, device_info
 from mibench.harness.records.ab import ABCase, ABRecord, RoundSample, Side
-from mibench.harness.run.http_feed import Bodies
-from mibench.harness.run.provenance import collect, device_info
-from mibench.harness.run.server_pool import ServerPool
-from mibench.harness.run.servers import ServerFailed
 from mibench.harness.run.worker import probe_env
+from mibench.harness.servers import metrics as server_metrics
+from mibench.harness.servers.feed import Bodies
+from mibench.harness.servers.launch import ServerFailed
+from mibench.harness.servers.pool import ServerPool
 from mibench.harness.util import git, now
 
 Note = Callable[[str], None]

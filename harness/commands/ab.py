@@ -69,9 +69,9 @@ def ab_command(base_rev: str, new_rev: str, config_path: Path, *, rounds: int,
     from mibench.engines import cache_dir
     from mibench.harness.ab.revisions import repository
     from mibench.harness.ab.rounds import exit_code, run_ab
+    from mibench.harness.compile.runner import resolve_target
     from mibench.harness.config import load_config
     from mibench.harness.report.ab import render_text
-    from mibench.harness.run.compile import resolve_target
 
     config = load_config(config_path, sets)
     limit = parse_threshold(cost_threshold, "--cost-threshold")

@@ -53,7 +53,7 @@ def compare(base: Annotated[Path, typer.Argument(help="Baseline artifact.")],
             case: CaseGlobs = None):
     """Regression verdict of NEW against BASE: exit 0 none, 1 regression or untested cases,
     2 nothing comparable or bad input."""
-    from mibench.harness.report.export import compare_json, compare_markdown
+    from mibench.harness.report.exporters.changes import compare_json, compare_markdown
     from mibench.harness.stats.compare import compare as compare_records
 
     limit, kind = parse_threshold(threshold), parse_format(format)

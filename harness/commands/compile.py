@@ -1,6 +1,6 @@
 """`mibench compile CONFIG... --target v6e-4`: every (selected) JAX case of each CONFIG
 compiled for a TPU slice by the real TPU compiler (libtpu), without a TPU and without
-weights (harness/run/compile.py), one artifact per config; exit 0 every case ok or skipped,
+weights (harness/compile/runner.py), one artifact per config; exit 0 every case ok or skipped,
 3 a case failed, 2 bad input, 4 the artifact could not be written mid-run (the message
 names it and what it holds). Fast by default: `--unrolled` also compiles every program
 with its scans unrolled for the FLOPs ratio, which takes many times as long."""
@@ -42,9 +42,9 @@ def compile_configs(paths: list[Path], out: Path, sets: list[str], target_flag: 
     any config failed, else 0."""
     import fnmatch
 
+    from mibench.harness.compile.runner import resolve_target
     from mibench.harness.config import load_config
     from mibench.harness.config.matrix import expand, select_cases
-    from mibench.harness.run.compile import resolve_target
 
     loaded = []
     for path in paths:
@@ -66,9 +66,8 @@ def compile_configs(paths: list[Path], out: Path, sets: list[str], target_flag: 
 def compile_config(config, cases: list, out: Path, target_flag: str | None,
                    argv: list[str], unrolled: bool = False) -> int:
     """Compile the config's `cases`, write the artifact, print a table; the exit code."""
-    from mibench.harness.records import Checkpoints, locked
-    from mibench.harness.run import libtpu
-    from mibench.harness.run.compile import (
+    from mibench.harness.compile import libtpu
+    from mibench.harness.compile.runner import (
         compile_cases,
         header,
         new_record,
@@ -76,6 +75,7 @@ def compile_config(config, cases: list, out: Path, target_flag: str | None,
         resolve_target,
         row,
     )
+    from mibench.harness.records import Checkpoints, locked
     from mibench.harness.util import now
 
     target = resolve_target(target_flag, config)

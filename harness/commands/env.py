@@ -19,8 +19,8 @@ def env(peak: Annotated[bool, typer.Option(help="Include the peak FLOP/s (measur
 
 def environment(with_peak: bool) -> dict:
     from mibench.engines import env_info
-    from mibench.harness.run.peak import PeakTable
-    from mibench.harness.run.provenance import host_info, package_versions
+    from mibench.harness.host.peak import PeakTable
+    from mibench.harness.host.provenance import host_info, package_versions
 
     info = env_info()
     info["packages"] = package_versions()

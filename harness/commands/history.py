@@ -27,7 +27,11 @@ def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (se
                 help="Write FILE.md and trend plots beside it.")] = None,
             format: Format = "md"):
     """Per-case trend over commits: medians, change points, peak vs current."""
-    from mibench.harness.report.export import history_json, history_markdown, history_plots
+    from mibench.harness.report.exporters.changes import (
+        history_json,
+        history_markdown,
+        history_plots,
+    )
     from mibench.harness.stats.history import build_history, load_dir
 
     kind = parse_format(format)

@@ -22,7 +22,7 @@ from mibench.workloads import WorkloadSpec
 class ServerLaunch:
     """How to start one server under test: the config's `launch` (config/server.py), with
     one combination of the case's server arguments (`args`): hashable, so cases that need
-    the same server share it (harness/run/server_pool.py). The launch's own keys read
+    the same server share it (harness/servers/pool.py). The launch's own keys read
     through it: `.name`, `.command`, `.cwd`, `.ready.timeout_s`, `.stop.grace_s`, ..."""
 
     launch: Launch
@@ -72,7 +72,7 @@ class ServerLaunch:
 @dataclasses.dataclass(frozen=True)
 class SloPlan:
     """An http case's latency budget and capacity search (config/server_measures.py `Slo`,
-    harness/run/slo.py): `percentile` of the answered requests within `budget_ms`,
+    harness/servers/slo.py): `percentile` of the answered requests within `budget_ms`,
     `requests` per step."""
 
     percentile: float
@@ -122,7 +122,7 @@ class HttpPlan:
     def server(self) -> ServerRef:
         """The server of the http engine key (what builds the http engine); a launched
         server's names its launch instead of an address (bound to the live base_url when
-        it starts: harness/run/server_pool.py)."""
+        it starts: harness/servers/pool.py)."""
         launched = self.launch is not None and self.base_url is None
         return ServerRef(base_url=self.base_url, served_model=self.served_model,
                          timeout_s=self.timeout_s, wire=self.wire,

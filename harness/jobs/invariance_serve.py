@@ -40,7 +40,7 @@ def _differences(url: str, model: str) -> tuple[float, float, float]:
     """(alone vs among: max over the passes, neighbours of other tokens, neighbours of
     other lengths) of one server."""
     from mibench.engines import load_engine
-    from mibench.harness.run import concurrency as cc
+    from mibench.harness.servers import concurrency as cc
 
     engine = load_engine("http", model=model, dtype="float32", base_url=url)
     vocab, exclude = engine.model_config.vocab_size, engine.special_ids
@@ -63,7 +63,7 @@ def _differences(url: str, model: str) -> tuple[float, float, float]:
 def serve_rows(model: str = "embedded:tiny", modes=SERVE_MODES) -> list[Row]:
     """One row per serve mode; the leak control (the fake server) measured once."""
     from mibench.engines import model_folder
-    from mibench.harness.run.servers import Server
+    from mibench.harness.servers.launch import Server
 
     folder = str(model_folder(model))
     out = []

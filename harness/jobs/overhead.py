@@ -78,7 +78,7 @@ def main(config_path: Path = CONFIG, rounds: int = 3, sets: list[str] | tuple = 
     if rounds < 1:
         raise MibenchError(f"must be at least 1, got {rounds}", field="--rounds")
     from mibench.engines import load_engine
-    from mibench.harness.run.peak import PeakTable
+    from mibench.harness.host.peak import PeakTable
     from mibench.harness.run.plan import plan_of
     from mibench.harness.run.pool import EnginePool
     from mibench.harness.run.runner import run

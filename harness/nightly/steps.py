@@ -127,7 +127,7 @@ class RealSteps:
         from mibench.harness.records import read_artifact
         from mibench.harness.records.io import write_output
         from mibench.harness.report import write_report
-        from mibench.harness.report.export import history_markdown, history_plots
+        from mibench.harness.report.exporters.changes import history_markdown, history_plots
         from mibench.harness.stats.history import build_history, load_dir
 
         links: dict[str, str] = {}

@@ -29,7 +29,7 @@ OLDER = ("mibench.run/1", "mibench.run/2")
 SCHEMA_FILE = schema_file(SCHEMA)
 
 
-# the `peak_memory_source` values that are a case's own peak (harness/run/memory.py):
+# the `peak_memory_source` values that are a case's own peak (harness/host/memory.py):
 # `compare` and `history` judge only these, and only one kind against the same kind
 OWN_MEMORY_SOURCES = ("device", "rss-rise")
 
@@ -67,7 +67,7 @@ class Metrics(Record):
     useful_flops: Measured = None  # minimal work of one run (harness/stats/metrics.py)
     peak_flops: Measured = None  # the peak `mfu` divides by (per chip x tp)
     mfu: Measured = None  # useful_flops / (median time x peak_flops)
-    # the case's own peak (harness/run/memory.py): on a GPU or TPU the device's peak bytes
+    # the case's own peak (harness/host/memory.py): on a GPU or TPU the device's peak bytes
     # in use, per chip; on a CPU the rise of the resident set during the case
     peak_memory_bytes: int | None = None
     # "device": the case's own device peak (a fresh worker, or the case raised the peak);
@@ -117,7 +117,7 @@ class HttpMetrics(Record):
 
 
 class ServerInfo(Record):
-    """A server mibench launched for a case (harness/run/servers.py): how it was started,
+    """A server mibench launched for a case (harness/servers/launch.py): how it was started,
     what it says it is, and where its log is."""
 
     name: str | None = None  # launch.name

@@ -21,7 +21,7 @@ TIMED_MARK = "†"
 TIMED_NOTE = (f"{TIMED_MARK} XLA compiled during the case's timed runs: its times include "
               "compiling, not the steady state (prefill+extend pads batches to "
               "`precompile_bs` buckets to avoid this); `mibench compare` fails such a case.")
-SOURCES = ("Peak memory: the case's own peak (harness/run/memory.py): device = the device's "
+SOURCES = ("Peak memory: the case's own peak (harness/host/memory.py): device = the device's "
            "peak in use per chip, <= an upper bound (device-bound: an earlier case of the "
            "worker peaked higher), rss-rise = the resident set's rise during the case (CPU), "
            "rss = the process's resident set (older artifacts). Compiles: not counted = the "

@@ -28,14 +28,14 @@ def main(fd: int, engine_root: str, role: str = "engine") -> None:
     """The worker's entry point: `python -m mibench.harness.run.bootstrap FD [ROOT [ROLE]]`,
     FD its end of the socket pair, ROOT the other revision's checkout (or empty), ROLE
     `engine` (an engine worker, harness/run/worker.py) or `compile` (a compile worker,
-    harness/run/compile_worker.py)."""
+    harness/compile/worker.py)."""
     from multiprocessing.connection import Connection
 
     conn = Connection(fd)
     if engine_root:
         use_engines_from(engine_root)  # before anything (the factory too) is unpickled
     if role == "compile":
-        from mibench.harness.run.compile_worker import serve as serve_compiles
+        from mibench.harness.compile.worker import serve as serve_compiles
 
         serve_compiles(conn)
     else:
@@ -66,7 +66,7 @@ def check(engine_root: str) -> int:
     harness/ab/revisions.py)."""
     use_engines_from(engine_root)
     try:
-        import mibench.harness.run.compile_worker  # noqa: F401
+        import mibench.harness.compile.worker  # noqa: F401
         import mibench.harness.run.worker  # noqa: F401
         from mibench.engines import load_engine  # noqa: F401  (what a worker builds with)
     except ImportError as e:

@@ -9,13 +9,14 @@ from collections.abc import Callable
 
 from mibench.errors import InvalidScores, Unavailable
 from mibench.harness.config.cases import CaseSpec
+from mibench.harness.host import memory
+from mibench.harness.host.deadline import deadline
 from mibench.harness.records import (
     CaseRecord,
     ErrorInfo,
     Metrics,
 )
-from mibench.harness.run import memory
-from mibench.harness.run.measure import Timings, deadline, frozen_heap, measure
+from mibench.harness.run.measure import Timings, frozen_heap, measure
 from mibench.harness.run.pool import (
     EnginePool,
     batch_pass,
@@ -27,7 +28,7 @@ from mibench.harness.stats.describe import latency_of
 from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
 
 # cases measured in this process so far: the first one's device peak is its own (a fresh
-# worker), a later one's only when it raised the peak (harness/run/memory.py)
+# worker), a later one's only when it raised the peak (harness/host/memory.py)
 _measured_here = [0]
 
 
@@ -71,7 +72,7 @@ def skipped_record(case: CaseSpec, e: BaseException) -> CaseRecord:
 def _ready_for_rise(pool: EnginePool, engine, requests, case: CaseSpec) -> None:
     """Before a resident-set rise is measured: the engine's runtime warmed once (its
     one-time costs are no case's), then the heap's free pages given back (a case must not
-    rise by less for reusing what earlier cases freed): harness/run/memory.py."""
+    rise by less for reusing what earlier cases freed): harness/host/memory.py."""
     if case.engine_key not in pool.warmed:
         warm_runtime(engine, requests, case)
         pool.warmed.add(case.engine_key)

@@ -6,7 +6,7 @@ the runner and the engine workers never ask which kind a case is, they ask its k
 
 - `ModelCase` (jax, torch; harness/run/case.py): an engine in this process scores the
   workload; the one timing loop (harness/run/measure.py) times its calls.
-- `LoadCase` (http; harness/run/http_case.py): a load of requests against a server,
+- `LoadCase` (http; harness/servers/load_case.py): a load of requests against a server,
   recorded request by request; the server does the work.
 
 Adding a kind: a class with the members of `CaseKind`, and its engines in `KINDS`.
@@ -49,7 +49,7 @@ def kinds() -> dict[str, CaseKind]:
     takes names from `mibench.engines`, which the worker side may not at import (it runs
     older revisions' engines for `mibench ab`: harness/run/bootstrap.py `check`)."""
     if not KINDS:
-        from mibench.harness.run.http_case import LoadCase
+        from mibench.harness.servers.load_case import LoadCase
 
         KINDS.update(jax=ModelCase(), torch=ModelCase(), http=LoadCase())
     return KINDS

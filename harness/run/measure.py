@@ -15,7 +15,7 @@ modes benchmark (`configs/bench-modes.yaml`) and both sides of the overhead job
 far the resident set peaked above its level just before the call (`memory.PeakRss`, read
 outside the `perf_counter` bracket): `Timings.peak_rise_bytes`, the largest over the timed
 calls. Around the calls (never inside a bracket) it notes how busy the machine was:
-`Timings.load`, the CPU time other processes held (harness/run/load.py).
+`Timings.load`, the CPU time other processes held (harness/host/load.py).
 """
 
 from __future__ import annotations
@@ -23,18 +23,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-import signal
-import threading
 import time
 from collections.abc import Callable
 
+from mibench.harness.host.deadline import deadline
+from mibench.harness.host.load import Window
+from mibench.harness.host.memory import PeakRss
 from mibench.harness.records import CaseLoad, RunsRecord
-from mibench.harness.run.load import Window
-from mibench.harness.run.memory import PeakRss
-
-
-class CaseTimeout(Exception):
-    """A case ran past its `runs.timeout_s`."""
 
 
 @dataclasses.dataclass
@@ -51,26 +46,6 @@ class Timings:
     first_compiles: int | None = None  # compilations during the first call
     warmup_compiles: int | None = None  # compilations during the warmup runs
     load: CaseLoad | None = None  # other processes' share of the CPU while it ran
-
-
-@contextlib.contextmanager
-def deadline(seconds: float | None):
-    """Raise CaseTimeout in the main thread once `seconds` have passed (SIGALRM). A call
-    stuck inside native code is interrupted when it returns to Python."""
-    if not seconds or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def _expire(signum, frame):
-        raise CaseTimeout(f"case exceeded runs.timeout_s={seconds:g}")
-
-    old = signal.signal(signal.SIGALRM, _expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 @contextlib.contextmanager

@@ -20,7 +20,7 @@ bfloat16 with `apply_softmax: true` (probabilities near 0.5, where it means some
   dtype) at tp 1: sharding must not change the scores, 1e-5 in float32.
 - `concurrency`: every server of an http case (each launch and its arguments) scores the
   same requests alone and all in flight together mixed with others
-  (harness/run/concurrency.py): each request's log scores must not move by more than the
+  (harness/servers/concurrency.py): each request's log scores must not move by more than the
   modes tolerance (1e-5 in float32). A server mibench launched is started afresh for the
   check, so the first request scored alone is the first it ever answers (a server whose
   first answers differ, a race at start-up, fails too). No reference needed; the record
@@ -258,8 +258,8 @@ def engine_label(case: CaseSpec) -> str:
 
 def concurrency_check(g: GroupParity, case: CaseSpec) -> ParityCheck:
     """The `concurrency` check of one server: its trials, each on a fresh launch when
-    mibench launches it (harness/run/concurrency.py)."""
-    from mibench.harness.run import concurrency as cc
+    mibench launches it (harness/servers/concurrency.py)."""
+    from mibench.harness.servers import concurrency as cc
 
     tol, _ = tolerances("concurrency", case.dtype, g.spec.apply_softmax)
     label, k, plan = engine_label(case), cc.REQUESTS, case.http
@@ -288,7 +288,7 @@ def _trial(g: GroupParity, case: CaseSpec, key: EngineKey, launched: bool, reque
     crash)."""
     from mibench.engines import load_engine
     from mibench.harness.records import ConcurrencyTrial
-    from mibench.harness.run import concurrency as cc
+    from mibench.harness.servers import concurrency as cc
 
     fresh = g.servers.fresh(case.engine_key, f"-fresh{t + 1}") if launched else \
         contextlib.nullcontext((key.base_url, None))

@@ -25,7 +25,7 @@ class EnginePool:
     """One engine per (engine, model, dtype, tp). A load failure is remembered and re-raised
     for every case that needs the same engine, without retrying. `bind` turns a key into
     the one the engine is built with (a launched server's live address:
-    harness/run/server_pool.py); the pool's own bookkeeping keeps the key it was given."""
+    harness/servers/pool.py); the pool's own bookkeeping keeps the key it was given."""
 
     def __init__(self, factory: Callable | None = None,
                  bind: Callable[[EngineKey], EngineKey] | None = None):
@@ -181,7 +181,7 @@ def warm_runtime(engine, requests: list[Request], case: CaseSpec) -> None:
     request cut to 8 query tokens and one item of 2 tokens, one label), so a process's
     one-time costs (JAX's and XLA's runtime, compiler and code pages: about 100 MiB of
     resident set on a CPU) land here and not in the resident-set rise of the first case it
-    measures (harness/run/memory.py). A failure is left to the case itself."""
+    measures (harness/host/memory.py). A failure is left to the case itself."""
     if not requests:
         return
     spec, r = case.workload, requests[0]

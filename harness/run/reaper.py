@@ -1,5 +1,5 @@
 """`python -m mibench.harness.run.reaper`: the parent of one launched server
-(harness/run/servers.py), which it starts, watches and stops as a whole process tree.
+(harness/servers/launch.py), which it starts, watches and stops as a whole process tree.
 
 mibench writes one JSON line to its stdin: the server's `command`, `env` (the whole
 environment), `cwd`, `log` (its output, appended), the stop `signal` and `grace_s`, and
@@ -12,7 +12,7 @@ Then it blocks reading stdin, a pipe whose only writer is mibench. EOF comes whe
 closes it (to stop the server) or dies in any way, kill -9 included. Then it stops its whole
 tree of descendants: the server, its children, and those that left the server's process
 group or session (`setsid`), which as orphans were reparented to the reaper rather than to
-init (harness/run/proctree.py): the stop signal to each, SIGKILL after `grace_s`. It then
+init (harness/host/proctree.py): the stop signal to each, SIGKILL after `grace_s`. It then
 removes `tmp` and exits. Imports nothing heavy: it runs beside every launched server.
 """
 
@@ -27,7 +27,7 @@ import signal
 import subprocess
 import sys
 
-from mibench.harness.run.proctree import become_subreaper, stop_tree
+from mibench.harness.host.proctree import become_subreaper, stop_tree
 
 TICK_S = 0.2  # how often the reaper looks at its children between reads
 

@@ -20,6 +20,9 @@ from mibench.errors import MibenchError, Unavailable
 from mibench.harness.config.cases import CaseSpec
 from mibench.harness.config.references import load_references
 from mibench.harness.config.spec import Config
+from mibench.harness.host.children import WorkerDied
+from mibench.harness.host.peak import PeakTable
+from mibench.harness.host.provenance import collect, device_info, git_info
 from mibench.harness.records import (
     CaseRecord,
     ErrorInfo,
@@ -33,13 +36,11 @@ from mibench.harness.records import (
 from mibench.harness.run import parity
 from mibench.harness.run.case import failed_record, metrics_of, skipped_record
 from mibench.harness.run.kinds import kind_of, run_case
-from mibench.harness.run.peak import PeakTable
 from mibench.harness.run.plan import Plan, group_of
 from mibench.harness.run.pool import EngineKey, EnginePool
 from mibench.harness.run.progress import make_progress
-from mibench.harness.run.provenance import collect, device_info, git_info
-from mibench.harness.run.server_pool import ServerPool
-from mibench.harness.run.worker import WorkerDied, WorkerPool, probe_env
+from mibench.harness.run.worker import WorkerPool, probe_env
+from mibench.harness.servers.pool import ServerPool
 from mibench.harness.stats.comparable import defect
 from mibench.harness.util import now
 
@@ -106,7 +107,7 @@ def run_in_worker(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float 
     """Measure one case in its engine's worker process, or with `runs.processes` = N in N
     fresh workers one after another (stopping at the first that fails). A pool with
     `fresh_per_case` (a GPU or TPU) gives each JAX case a worker of its own, so its device
-    peak is its own (harness/run/memory.py)."""
+    peak is its own (harness/host/memory.py)."""
     records = []
     for k in range(case.runs.processes):
         pool.fresh(case.engine_key, force=k > 0)

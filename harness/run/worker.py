@@ -33,19 +33,14 @@ from types import SimpleNamespace
 
 from mibench import errors
 from mibench.harness.config.keys import EngineKey
+from mibench.harness.host import load
+from mibench.harness.host.children import OUTPUT_TAIL, POLL_S, WorkerDied, death, rss_of
 from mibench.harness.records import CaseRecord, ErrorInfo
-from mibench.harness.run import load
 from mibench.harness.run.kinds import run_case
 from mibench.harness.run.pool import EnginePool
 from mibench.harness.util import tail_of
 
-POLL_S = 0.02
 GRACE_S = 5.0  # past the case's timeout, time the worker's own alarm has to fire first
-OUTPUT_TAIL = 2000
-
-
-class WorkerDied(Exception):
-    """The worker ended or was killed before answering; the message says why."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,7 +118,7 @@ def _case(conn, pool: EnginePool, case, peak: float | None, paced: bool) -> dict
 
 def _bound(case, key: EngineKey):
     """A launched server's case at the address this worker's engine was built with (the
-    parent bound the worker's key: harness/run/server_pool.py)."""
+    parent bound the worker's key: harness/servers/pool.py)."""
     if case.http is None or case.http.base_url is not None or key.base_url is None:
         return case
     return dataclasses.replace(case, http=case.http.at(key.base_url))
@@ -143,24 +138,6 @@ def _env() -> dict:
 
 
 # ---- the parent's side -----------------------------------------------------------------
-
-
-def rss_of(pid: int) -> int | None:
-    """Resident set of a process (Linux /proc), None where it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            kib = next(line.split()[1] for line in f if line.startswith("VmRSS:"))
-        return int(kib) * 1024
-    except (OSError, StopIteration):
-        return None
-
-
-def _death(exitcode: int | None) -> str:
-    if exitcode is not None and exitcode < 0:
-        name = signal.Signals(-exitcode).name
-        hint = " (out of memory?)" if -exitcode == signal.SIGKILL else ""
-        return f"the worker was killed by {name}{hint}"
-    return f"the worker exited with code {exitcode}"
 
 
 def remote_error(info: ErrorInfo) -> Exception:
@@ -224,7 +201,7 @@ class Worker:
                 try:
                     kind, *payload = self.conn.recv()
                 except (EOFError, OSError):
-                    self._fail(_death(self._exitcode()))
+                    self._fail(death(self._exitcode()))
                 if kind == "measuring":
                     t = self.timeout_s
                     self.deadline = time.monotonic() + t + GRACE_S if t else None
@@ -233,7 +210,7 @@ class Worker:
                     return kind, payload[0]
                 raise remote_error(payload[0])
             if self.proc.poll() is not None:
-                self._fail(_death(self.proc.returncode))
+                self._fail(death(self.proc.returncode))
             rss = rss_of(self.proc.pid) if self.max_rss else None
             if rss is not None and rss > self.max_rss:
                 self._fail(f"the worker's resident set reached {rss / 2**20:.0f} MiB, past "

@@ -193,7 +193,7 @@ def build_app(engine, settings: Settings, served: str | None = None,
     @app.get("/get_server_info")
     async def server_info():
         """SGLang's server-info endpoint: what this server is and scores with."""
-        from mibench.harness.run.provenance import mibench_version
+        from mibench.harness.host.provenance import mibench_version
 
         return {"server": "mibench serve", "version": mibench_version(),
                 "model_path": settings.model, "served_model_name": served,

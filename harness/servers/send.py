@@ -1,4 +1,4 @@
-"""Sending an http case's requests (harness/run/http_case.py): the case's bodies as they
+"""Sending an http case's requests (harness/servers/load_case.py): the case's bodies as they
 are built and what came back for each (`Load`), the closed loop (`clients` threads) and the
 open loop (Poisson arrivals at `rate`), and the warmup requests. Each request records when
 it was sent, its latency (sending to the whole answer), its status, its item count, its lag
@@ -18,7 +18,7 @@ from mibench.engines import HttpClient, MibenchError
 from mibench.harness.config.cases import HttpPlan
 from mibench.harness.config.http_load import MAX_IN_FLIGHT
 from mibench.harness.records import HttpRequest
-from mibench.harness.run.http_feed import Bodies, Built, Feed
+from mibench.harness.servers.feed import Bodies, Built, Feed
 
 ERROR_CHARS = 500
 INVALID = "invalid"  # a 200 whose scores are not the request's (wire.decode)

@@ -2,7 +2,7 @@
 server, recorded request by request (`CaseRecord.http`, harness.records.HttpMetrics).
 
 Request bodies are built as they are sent, on a thread of their own at most AHEAD ahead
-(harness/run/http_feed.py), so memory does not grow with `requests:`: request i scores the
+(harness/servers/feed.py), so memory does not grow with `requests:`: request i scores the
 workload drawn with seed `workload.seed + i` (a JSONL workload: its request i, cycling), so
 each request has its own query and a server's prefix cache only helps where it should;
 `same_query: true` repeats the workload's first request, to measure that cache on purpose.
@@ -43,6 +43,8 @@ from collections.abc import Callable
 from mibench.engines import MibenchError, fact_problem
 from mibench.harness.config.cases import CaseSpec, HttpPlan
 from mibench.harness.config.spec import HTTP_FIELDS
+from mibench.harness.host.deadline import deadline
+from mibench.harness.host.load import Window
 from mibench.harness.records import (
     CaseRecord,
     ErrorInfo,
@@ -50,11 +52,9 @@ from mibench.harness.records import (
     HttpRequest,
     Metrics,
 )
-from mibench.harness.run import cold_start, slo
-from mibench.harness.run.http_feed import Bodies
-from mibench.harness.run.http_send import INVALID, Load, closed_loop, open_loop, warm_up
-from mibench.harness.run.load import Window
-from mibench.harness.run.measure import deadline
+from mibench.harness.servers import cold_start, slo
+from mibench.harness.servers.feed import Bodies
+from mibench.harness.servers.send import INVALID, Load, closed_loop, open_loop, warm_up
 from mibench.harness.stats.describe import latency_of, summarize
 from mibench.harness.stats.metrics import score_digest
 
@@ -83,7 +83,7 @@ class LoadCase:
         return rec
 
     def after(self, case: CaseSpec, rec: CaseRecord, servers) -> None:
-        """An ok case's cold starts, when it asks for them (harness/run/cold_start.py)."""
+        """An ok case's cold starts, when it asks for them (harness/servers/cold_start.py)."""
         if rec.status == "ok" and case.http.cold_starts:
             rec.cold_start = cold_start.measure(case, servers, case.engine_key)
 

@@ -14,7 +14,7 @@ process tree (children that call `setsid` included: orphaned, they come to the r
 to init) and blocks reading a pipe whose only writer is mibench. Stopping the server closes
 that pipe; so does the kernel when mibench dies in any way, kill -9 included. Either way the
 reaper sends the stop signal to every process of the tree, waits `stop.grace_s`, SIGKILLs
-what is left, and exits (harness/run/reaper.py, harness/run/proctree.py).
+what is left, and exits (harness/run/reaper.py, harness/host/proctree.py).
 
 Each server gets a temporary folder of its own as `TMPDIR` (unless its launch sets one):
 servers leave files there (sglang-jax: five ZMQ endpoints per launch, never removed), and
@@ -41,7 +41,7 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 from mibench.harness.config.cases import ServerLaunch
-from mibench.harness.run.proctree import descendants
+from mibench.harness.host.proctree import descendants
 from mibench.harness.util import git_output, tail_of
 
 LOG_TAIL = 2000  # characters of a failed server's log carried into the case's error

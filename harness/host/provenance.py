@@ -9,8 +9,8 @@ import re
 import sys
 from pathlib import Path
 
+from mibench.harness.host.peak import cpu_model
 from mibench.harness.records import Devices, GitInfo, Provenance
-from mibench.harness.run.peak import cpu_model
 from mibench.harness.util import git_output
 
 ENV_PATTERN = re.compile(r"^(XLA_FLAGS|LIBTPU_INIT_ARGS|CUDA_VISIBLE_DEVICES|TPU_.*|JAX_.*|"

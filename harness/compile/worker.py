@@ -17,11 +17,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from mibench.errors import MibenchError, TopologyUnavailable
+from mibench.harness.compile import libtpu
 from mibench.harness.config.cases import CaseSpec
+from mibench.harness.host.children import OUTPUT_TAIL, POLL_S, WorkerDied, death, rss_of
 from mibench.harness.records import ErrorInfo
 from mibench.harness.records.compile import CaseCompile, CompileCase, CompileTarget
-from mibench.harness.run import libtpu
-from mibench.harness.run.worker import OUTPUT_TAIL, POLL_S, WorkerDied, _death, rss_of
 from mibench.harness.util import now, tail_of
 
 OUT_OF_MEMORY = "RESOURCE_EXHAUSTED"
@@ -157,9 +157,9 @@ class CompileWorker:
                 try:
                     return CompileCase.model_validate(self.conn.recv())
                 except (EOFError, OSError):
-                    self._fail(_death(self._exitcode()))
+                    self._fail(death(self._exitcode()))
             if self.proc.poll() is not None:
-                self._fail(_death(self.proc.returncode))
+                self._fail(death(self.proc.returncode))
             rss = rss_of(self.proc.pid) if cap else None
             if rss is not None and rss > cap:
                 self._fail(f"the compile worker's resident set reached {rss / 2**20:.0f} MiB, "

@@ -18,7 +18,13 @@ import secrets
 from collections.abc import Callable
 
 from mibench.errors import MibenchError
+from mibench.harness.compile.worker import (
+    CompileWorker,
+    case_base,
+    worker_env,
+)
 from mibench.harness.config.matrix import CaseSpec
+from mibench.harness.host.children import WorkerDied
 from mibench.harness.records import Devices, ErrorInfo
 from mibench.harness.records.compile import (
     CompileCase,
@@ -26,12 +32,6 @@ from mibench.harness.records.compile import (
     CompileTarget,
     LibTpu,
 )
-from mibench.harness.run.compile_worker import (
-    CompileWorker,
-    case_base,
-    worker_env,
-)
-from mibench.harness.run.worker import WorkerDied
 from mibench.harness.util import now
 
 GIB = 1024**3
@@ -50,7 +50,7 @@ HBM_PER_CHIP: dict[str, tuple[int, str]] = {
 
 
 # HBM bandwidth per chip by TPU kind (bytes/s), from the same pages; the peak bf16 FLOP/s is
-# harness/run/peak.py's VENDOR table (the MXU's figure, which a float32 matmul also runs at)
+# harness/host/peak.py's VENDOR table (the MXU's figure, which a float32 matmul also runs at)
 HBM_BANDWIDTH: dict[str, tuple[float, str]] = {
     "v6e": (1638e9, "Google Cloud TPU v6e page: HBM bandwidth per chip 1638 GBps, peak "
                     "compute per chip (bf16) 918 TFLOPs (https://cloud.google.com/tpu/docs/v6e)"),
@@ -75,7 +75,7 @@ def resolve_target(flag: str | None, config) -> CompileTarget:
         t = tpu_target(name)
     except MibenchError as e:
         raise e.under(field, MibenchError) from None
-    from mibench.harness.run.peak import VENDOR
+    from mibench.harness.host.peak import VENDOR
 
     hbm, source = HBM_PER_CHIP[t.kind]
     bandwidth, bw_source = HBM_BANDWIDTH[t.kind]
@@ -87,7 +87,7 @@ def resolve_target(flag: str | None, config) -> CompileTarget:
 
 
 def new_record(config, target: CompileTarget, lib, argv: list[str]) -> CompileRecord:
-    from mibench.harness.run.provenance import collect
+    from mibench.harness.host.provenance import collect
 
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     provenance = collect(argv, devices=Devices(platform="tpu", count=target.chips))

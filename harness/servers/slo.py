@@ -29,8 +29,8 @@ from collections.abc import Callable
 
 from mibench.harness.config.cases import CaseSpec, HttpPlan
 from mibench.harness.records import CaseRecord, HttpRequest, SloRecord, SloStep
-from mibench.harness.run.http_feed import Bodies
-from mibench.harness.run.http_send import Load, open_loop
+from mibench.harness.servers.feed import Bodies
+from mibench.harness.servers.send import Load, open_loop
 from mibench.harness.stats import capacity
 from mibench.harness.stats.describe import latency_of, summarize
 

@@ -18,9 +18,9 @@ import statistics
 import time
 
 from mibench.harness.config.cases import CaseSpec
+from mibench.harness.host.load import Window
 from mibench.harness.records import ColdStartLaunch, ColdStartRecord
-from mibench.harness.run.http_feed import Bodies
-from mibench.harness.run.load import Window
+from mibench.harness.servers.feed import Bodies
 
 
 def measure(case: CaseSpec, servers, key) -> ColdStartRecord:

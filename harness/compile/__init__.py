@@ -1,0 +1,1 @@
+"""`mibench compile`: ahead-of-time compiles for a TPU target."""

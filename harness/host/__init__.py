@@ -1,0 +1,1 @@
+"""The host a run measures on: its processes, load, memory, peaks, provenance."""

@@ -1,0 +1,1 @@
+"""Servers under test: launching, pooling, loading and judging them."""
