@@ -1,6 +1,6 @@
 """Scoring engines: the JAX engine (every mode) and the PyTorch reference (the parity oracle).
 
-    from mibench.engines import load_engine
+    from . import load_engine
     engine = load_engine("jax", model="embedded:tiny", dtype="float32", tp=1)
     result = engine.score(query, items, label_token_ids, mode="single", delimiter=151643)
     result.scores  # one row per item, one column per label
@@ -14,18 +14,6 @@ from __future__ import annotations
 
 import importlib
 
-from mibench.engines.contract import Engine
-from mibench.engines.modes.accounting import PART_OPTION, Shape
-from mibench.engines.modes.registry import (
-    AUTO_DENSE_MAX_T,
-    MODES,
-    OPTIONS,
-    Mode,
-    Option,
-    engine_mode,
-    engine_modes,
-)
-from mibench.engines.result import ScoreResult
 from mibench.errors import (
     InputError,
     InvalidScores,
@@ -35,6 +23,19 @@ from mibench.errors import (
     TopologyUnavailable,
     Unavailable,
 )
+
+from .contract import Engine
+from .modes.accounting import PART_OPTION, Shape
+from .modes.registry import (
+    AUTO_DENSE_MAX_T,
+    MODES,
+    OPTIONS,
+    Mode,
+    Option,
+    engine_mode,
+    engine_modes,
+)
+from .result import ScoreResult
 
 ENGINES = tuple(MODES)
 DTYPES = ("float32", "bfloat16")
@@ -101,16 +102,16 @@ def load_engine(name: str, model: str = "embedded:tiny", dtype: str = "float32",
     if server and name != "http":
         raise MibenchError(f"only the http engine takes {sorted(server)}", field=next(iter(server)))
     if name == "http":
-        from mibench.engines.http_engine import HttpEngine
+        from .http_engine import HttpEngine
 
         return HttpEngine(model, dtype=dtype, tp=tp, **server)
-    from mibench.engines.platforms import skip_absent_tpu
+    from .platforms import skip_absent_tpu
 
     skip_absent_tpu()  # before JAX starts: no libtpu noise on a machine without a TPU
     if name == "jax":
-        from mibench.engines.jax_engine import JaxEngine
+        from .jax_engine import JaxEngine
 
         return JaxEngine(model, dtype=dtype, tp=tp)
-    from mibench.engines.torch_engine import TorchEngine
+    from .torch_engine import TorchEngine
 
     return TorchEngine(model, dtype=dtype, tp=tp)

@@ -27,9 +27,10 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from mibench.engines import jax_attention as xa
-from mibench.engines.sharding import ACT_BTN, ACT_BTNH, REPLICATED
 from mibench.errors import MibenchError
+
+from . import jax_attention as xa
+from .sharding import ACT_BTN, ACT_BTNH, REPLICATED
 
 F32 = xa.F32
 # keys(q [B,T,N,H], k [B,S,K,H], v [B,S,K,H], key_len [B], causal) -> o [B,T,N,H], lse [B,T,N]

@@ -18,8 +18,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mibench.engines.config import ModelConfig, read_config
 from mibench.errors import MibenchError, ModelError
+
+from .config import ModelConfig, read_config
 
 EMBEDDED = "embedded:"
 INDEX = "model.safetensors.index.json"
@@ -76,7 +77,7 @@ def resolve_model(spec: str) -> Path:
     if not isinstance(spec, str) or not spec:
         raise ModelError("must be a checkpoint folder or embedded:<preset>", field="model")
     if spec.startswith(EMBEDDED):
-        from mibench.engines.model_cache import ensure_embedded
+        from .model_cache import ensure_embedded
 
         return ensure_embedded(spec[len(EMBEDDED):])
     folder = Path(spec).expanduser()
@@ -95,7 +96,7 @@ def _check_manifest(folder: Path, full: bool, preset: str | None = None,
     """A folder holding a mibench manifest (required with `preset`) must match it, else a
     ModelError naming the first file that does not; the number of files it covers (0: the
     folder has no manifest)."""
-    from mibench.engines.model_cache import (
+    from .model_cache import (
         MANIFEST,
         describe_problems,
         manifest_problems,
@@ -323,7 +324,7 @@ def verify_model(spec: str) -> str:
     hashed against the manifest (embedded models, and folders that carry one), then
     config.json, the safetensors headers and the tensors against the config. A one-line
     summary; a ModelError naming the file otherwise, with how to repair it."""
-    from mibench.engines.model_cache import MANIFEST, embedded_folder
+    from .model_cache import MANIFEST, embedded_folder
 
     if not isinstance(spec, str) or not spec:
         raise ModelError("must be a checkpoint folder or embedded:<preset>", field="model")

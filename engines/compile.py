@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import time
 
-from mibench.engines.programs import Program, ProgramFailed, Recorder
+from .programs import Program, ProgramFailed, Recorder
 
 COST_LOOPS = ("XLA's cost analysis counts a loop body once, not once per iteration: the "
               "layers run in one lax.scan (and attention tiles in inner loops), so flops and "

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from mibench.engines.config import ModelConfig
-from mibench.engines.result import ScoreResult
+from .config import ModelConfig
+from .result import ScoreResult
 
 
 @runtime_checkable

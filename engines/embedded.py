@@ -17,8 +17,9 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from mibench.engines.presets import PRESETS, hf_config
 from mibench.errors import ModelError
+
+from .presets import PRESETS, hf_config
 
 GENERATOR_VERSION = 1  # bump when the weights of a preset change: the cache key includes it
 SEED = 20260213
@@ -102,7 +103,7 @@ def _write_weights(cfg: dict, storage_dtype: str, out: Path) -> None:
 
 def make_model(preset: str, out: Path) -> Path:
     """Write preset `preset` as a Hugging Face checkpoint folder at `out`."""
-    from mibench.engines.tokenizer import write_tokenizer
+    from .tokenizer import write_tokenizer
 
     spec = _preset(preset)
     out = Path(out)

@@ -20,7 +20,7 @@ def package_versions() -> dict[str, str | None]:
 
 def device_info() -> dict:
     """Platform, device kind and count of JAX's default backend, and every device."""
-    from mibench.engines.platforms import skip_absent_tpu
+    from .platforms import skip_absent_tpu
 
     skip_absent_tpu()  # before JAX starts (the worker probe, `mibench env`)
     import jax

@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mibench.engines.config import ModelConfig, from_hf_config
-from mibench.engines.presets import PRESETS, hf_config
 from mibench.errors import MibenchError, ModelError
+
+from .config import ModelConfig, from_hf_config
+from .presets import PRESETS, hf_config
 
 EMBEDDED = "embedded:"
 INDEX = "model.safetensors.index.json"
@@ -64,10 +65,10 @@ def tokenizer_of(model: str):
     `model` is neither (a name only a server knows)."""
     import tempfile
 
-    from mibench.engines.checkpoint import load_tokenizer
+    from .checkpoint import load_tokenizer
 
     if model.startswith(EMBEDDED):
-        from mibench.engines.tokenizer import write_tokenizer
+        from .tokenizer import write_tokenizer
 
         preset = PRESETS[model[len(EMBEDDED):]]
         with tempfile.TemporaryDirectory(prefix="mibench-tokenizer-") as tmp:

@@ -23,21 +23,22 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from mibench.engines.config import ModelConfig
-from mibench.engines.facts import tokenizer_of
-from mibench.engines.http_client import DEFAULT_TIMEOUT_S, HttpClient, parse_base_url
-from mibench.engines.modes.registry import MODES, engine_mode, resolve_semantics
-from mibench.engines.request import check_texts
-from mibench.engines.result import ScoreResult
-from mibench.engines.wires import DEFAULT_WIRE, describe, fact_problem
-from mibench.engines.wires import wire as wire_named
 from mibench.errors import InputError, InvalidScores, MibenchError, ModelError
+
+from .config import ModelConfig
+from .facts import tokenizer_of
+from .http_client import DEFAULT_TIMEOUT_S, HttpClient, parse_base_url
+from .modes.registry import MODES, engine_mode, resolve_semantics
+from .request import check_texts
+from .result import ScoreResult
+from .wires import DEFAULT_WIRE, describe, fact_problem
+from .wires import wire as wire_named
 
 
 def _facts(model: str) -> ModelConfig | None:
     """The model's facts when `model` is a preset or a folder here; None for any other
     name (a model that only the server has)."""
-    from mibench.engines.facts import EMBEDDED, model_facts
+    from .facts import EMBEDDED, model_facts
 
     if model.startswith(EMBEDDED) or Path(model).expanduser().is_dir():
         return model_facts(model)
@@ -92,12 +93,12 @@ class HttpEngine:
 
     @property
     def special_ids(self) -> frozenset[int]:
-        from mibench.engines.checkpoint import special_ids
+        from .checkpoint import special_ids
 
         return special_ids(self.tokenizer)
 
     def encode(self, text: str) -> list[int]:
-        from mibench.engines.checkpoint import encode
+        from .checkpoint import encode
 
         return encode(self.tokenizer, text)
 

@@ -5,19 +5,19 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from mibench.engines.attention_paths import Paths, paths, resolve
-from mibench.engines.checkpoint import (
+from .attention_paths import Paths, paths, resolve
+from .checkpoint import (
     encode,
     load_params,
     load_tokenizer,
     resolve_model,
     special_ids,
 )
-from mibench.engines.jax_model import Decoder
-from mibench.engines.modes.registry import ATTENTIONS, MODES, choice, engine_mode
-from mibench.engines.request import make_request
-from mibench.engines.result import ScoreResult, checked_result
-from mibench.engines.sharding import fit_kv_heads, make_shard_config, place_params
+from .jax_model import Decoder
+from .modes.registry import ATTENTIONS, MODES, choice, engine_mode
+from .request import make_request
+from .result import ScoreResult, checked_result
+from .sharding import fit_kv_heads, make_shard_config, place_params
 
 
 class JaxEngine:

@@ -17,8 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from mibench.engines.config import ModelConfig
-from mibench.engines.jax_attention import F32, NEG_INF
+from .config import ModelConfig
+from .jax_attention import F32, NEG_INF
 
 
 def rms_norm(x, w, eps: float):

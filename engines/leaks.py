@@ -23,8 +23,8 @@ def leaking(kind: str, engine) -> Iterator[None]:
     scores with the request's item count."""
     from unittest import mock
 
-    from mibench.engines.modes import extend, packed
-    from mibench.engines.modes.layout import PackedBatch
+    from .modes import extend, packed
+    from .modes.layout import PackedBatch
 
     if kind == "dense mask":
         dense = PackedBatch.dense_mask

@@ -22,8 +22,9 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from mibench.engines.embedded import GENERATOR_VERSION, _preset, fingerprint, make_model
 from mibench.errors import ModelError
+
+from .embedded import GENERATOR_VERSION, _preset, fingerprint, make_model
 
 
 def cache_dir() -> Path:

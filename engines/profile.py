@@ -9,14 +9,14 @@ import time
 import jax
 import numpy as np
 
-from mibench.engines.modes.extend import (
+from .modes.extend import (
     extend,
     join_rows,
     prefill,
     score_rows,
 )
-from mibench.engines.modes.layout import extend_batches, prefix_tokens
-from mibench.engines.modes.registry import MODES, batch_sizes
+from .modes.layout import extend_batches, prefix_tokens
+from .modes.registry import MODES, batch_sizes
 
 
 def _ms(fn, repeats: int) -> tuple[float, object]:
@@ -100,7 +100,7 @@ def cudnn_check() -> dict:
     and not: the largest differences."""
     import jax.numpy as jnp
 
-    from mibench.engines.attention_paths import keys_cudnn
+    from .attention_paths import keys_cudnn
 
     out = {}
     kq, kk, kv = jax.random.split(jax.random.key(0), 3)

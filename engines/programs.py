@@ -83,7 +83,7 @@ def program_modules() -> list:
     import importlib
     import pkgutil
 
-    from mibench.engines import modes
+    from . import modes
 
     names = [f"{modes.__name__}.{m.name}" for m in pkgutil.iter_modules(modes.__path__)]
     return [importlib.import_module(n) for n in [*names, "mibench.engines.jax_engine"]]

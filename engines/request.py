@@ -7,8 +7,9 @@ import numbers
 from collections.abc import Sequence
 
 from mibench.checks import text_problem
-from mibench.engines.modes.registry import resolve_semantics
 from mibench.errors import InputError, MibenchError
+
+from .modes.registry import resolve_semantics
 
 
 @dataclasses.dataclass(frozen=True)

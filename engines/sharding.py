@@ -25,8 +25,9 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from mibench.engines.config import ModelConfig
 from mibench.errors import TopologyUnavailable
+
+from .config import ModelConfig
 
 AXIS = "tp"
 

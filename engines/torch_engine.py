@@ -15,17 +15,18 @@ import inspect
 
 import numpy as np
 
-from mibench.engines.checkpoint import (
+from mibench.errors import MibenchError
+
+from .checkpoint import (
     check_checkpoint,
     encode,
     load_tokenizer,
     resolve_model,
     special_ids,
 )
-from mibench.engines.modes.registry import MODES, engine_mode
-from mibench.engines.request import ScoreRequest, make_request
-from mibench.engines.result import ScoreResult, checked_result
-from mibench.errors import MibenchError
+from .modes.registry import MODES, engine_mode
+from .request import ScoreRequest, make_request
+from .result import ScoreResult, checked_result
 
 
 def label_scores(logits_bv, labels_k, apply_softmax: bool):

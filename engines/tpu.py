@@ -81,8 +81,8 @@ def abstract_params(cfg, dtype, shard, device) -> dict:
     import jax
     from jax.sharding import NamedSharding, SingleDeviceSharding
 
-    from mibench.engines.checkpoint import LAYER_TABLE, layer_keys
-    from mibench.engines.sharding import param_specs
+    from .checkpoint import LAYER_TABLE, layer_keys
+    from .sharding import param_specs
 
     shapes = {"embed": (cfg.vocab_size, cfg.hidden_size), "final_norm": (cfg.hidden_size,),
               "layers": {k: (cfg.num_layers, *LAYER_TABLE[k][2](cfg)) for k in layer_keys(cfg)}}
@@ -107,9 +107,9 @@ def abstract_engine(model: str, dtype: str, tp: int, target: str):
     import numpy as np
     from jax.sharding import Mesh
 
-    from mibench.engines.facts import model_facts, tokenizer_of
-    from mibench.engines.jax_engine import JaxEngine
-    from mibench.engines.sharding import AXIS, ShardConfig, kv_repeat
+    from .facts import model_facts, tokenizer_of
+    from .jax_engine import JaxEngine
+    from .sharding import AXIS, ShardConfig, kv_repeat
 
     t = tpu_target(target)
     if tp > t.chips:

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from mibench.harness.commands import (
+from .commands import (
     ab,
     bisect,
     compare,
@@ -30,8 +30,8 @@ from mibench.harness.commands import (
     serve,
     validate,
 )
-from mibench.harness.commands import compile as compile_cmd
-from mibench.harness.commands.common import OneLineErrors
+from .commands import compile as compile_cmd
+from .commands.common import OneLineErrors
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, cls=OneLineErrors,
                   help="Benchmark multi-item scoring engines: run configs, score requests.")
@@ -39,7 +39,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, cls=OneLineErrors,
 
 def _version(value: bool) -> None:
     if value:
-        from mibench.harness.host.provenance import mibench_version
+        from .host.provenance import mibench_version
 
         print(f"mibench {mibench_version()}")
         raise typer.Exit(0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mibench.errors import InvalidScores
+from .errors import InvalidScores
 
 # how far a row of softmax probabilities may sum from 1: float32 rounds each of n
 # probabilities by at most 2^-24 (row_tolerance), bfloat16 softmax probabilities are

@@ -9,7 +9,7 @@ import os
 import stat
 from pathlib import Path
 
-from mibench.errors import MibenchError
+from .errors import MibenchError
 
 
 class Unreadable(MibenchError):

@@ -6,9 +6,9 @@
     requests = materialize(spec, vocab_size=151936, exclude={151643})
 """
 
-from mibench.workloads.generate import generate, materialize, total_items, total_tokens
-from mibench.workloads.request import Request
-from mibench.workloads.spec import ItemRange, WorkloadSpec
+from .generate import generate, materialize, total_items, total_tokens
+from .request import Request
+from .spec import ItemRange, WorkloadSpec
 
 __all__ = ["ItemRange", "Request", "WorkloadSpec", "generate", "materialize", "total_items",
            "total_tokens"]

@@ -6,9 +6,9 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from mibench.workloads.jsonl import read_requests
-from mibench.workloads.request import Request
-from mibench.workloads.spec import ItemRange, WorkloadSpec
+from .jsonl import read_requests
+from .request import Request
+from .spec import ItemRange, WorkloadSpec
 
 CONSTANT_QUERY_ID, CONSTANT_ITEM_ID = 1, 2  # the seeds' [1]*Q query and [2]*L items
 

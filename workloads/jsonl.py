@@ -12,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mibench.errors import MibenchError
-from mibench.workloads.request import Request, RequestModel, parse_request
+
+from .request import Request, RequestModel, parse_request
 
 
 def _ids(value, where: str, tokenize) -> tuple[int, ...]:

@@ -24,16 +24,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mibench.engines.jax_model import decoder, label_scores, prefix_masked_attention
-from mibench.engines.modes.layout import (
+from ..jax_model import decoder, label_scores, prefix_masked_attention
+from ..request import ScoreRequest
+from ..sharding import to_host
+from .layout import (
     ExtendBatch,
     bucket_length,
     extend_batches,
     prefix_tokens,
 )
-from mibench.engines.modes.registry import batch_sizes
-from mibench.engines.request import ScoreRequest
-from mibench.engines.sharding import to_host
+from .registry import batch_sizes
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "attn"))

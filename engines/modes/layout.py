@@ -22,7 +22,7 @@ import dataclasses
 
 import numpy as np
 
-from mibench.engines.request import ScoreRequest
+from ..request import ScoreRequest
 
 
 def bucket_length(n: int) -> int:

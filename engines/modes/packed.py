@@ -11,12 +11,12 @@ import functools
 import jax
 import numpy as np
 
-from mibench.engines.attention_paths import Paths
-from mibench.engines.jax_model import decoder, label_scores, masked_attention
-from mibench.engines.modes.layout import PackedBatch, bucket_length, pack, packed_length
-from mibench.engines.modes.registry import AUTO_DENSE_MAX_T
-from mibench.engines.request import ScoreRequest
-from mibench.engines.sharding import to_host
+from ..attention_paths import Paths
+from ..jax_model import decoder, label_scores, masked_attention
+from ..request import ScoreRequest
+from ..sharding import to_host
+from .layout import PackedBatch, bucket_length, pack, packed_length
+from .registry import AUTO_DENSE_MAX_T
 
 # mask="auto" picks dense only for padded sequences this short, where a [T, T] mask is tiny
 # and the two cost the same. Measured on the 2-core CPU, tiny, float32 (dense vs segment):

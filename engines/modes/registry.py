@@ -19,9 +19,10 @@ import importlib
 import numbers
 from collections.abc import Callable, Sequence
 
-from mibench.engines.modes import accounting
-from mibench.engines.modes import work as costs
 from mibench.errors import MibenchError
+
+from . import accounting
+from . import work as costs
 
 MASKS = ("dense", "segment", "auto")
 SCHEDULES = ("parallel", "sequential")

@@ -10,11 +10,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mibench.engines.attention_paths import Paths
-from mibench.engines.jax_model import decoder, label_scores
-from mibench.engines.modes.layout import bucket_length
-from mibench.engines.request import ScoreRequest
-from mibench.engines.sharding import to_host
+from ..attention_paths import Paths
+from ..jax_model import decoder, label_scores
+from ..request import ScoreRequest
+from ..sharding import to_host
+from .layout import bucket_length
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "apply_softmax", "attn"))

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from mibench.engines.modes.accounting import (
+from .accounting import (
     Shape,
     _longest,
     bucket_length,

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from mibench.errors import MibenchError
 
 if TYPE_CHECKING:
-    from mibench.engines.http_client import HttpClient, Reply
     from mibench.errors import InputError
+
+    from ..http_client import HttpClient, Reply
 
 # name -> "module:class" under mibench.engines.wires (imported on first use), or the class
 WIRES: dict[str, object] = {"sglang": "sglang:SGLang"}

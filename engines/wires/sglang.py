@@ -20,8 +20,9 @@ from __future__ import annotations
 import json
 
 from mibench.checks import check_scores
-from mibench.engines.http_client import HttpClient, Reply
 from mibench.errors import InputError
+
+from ..http_client import HttpClient, Reply
 
 SCORE_PATH = "/v1/score"
 MODELS_PATH = "/v1/models"

@@ -24,11 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mibench.errors import MibenchError
-from mibench.harness.ab.revisions import first_parent
-from mibench.harness.ab.rounds import case_verdict, run_ab
-from mibench.harness.ab.servers import revision_side, run_server_ab
-from mibench.harness.config import Config
-from mibench.harness.util import git
+
+from ..config import Config
+from ..util import git
+from .revisions import first_parent
+from .rounds import case_verdict, run_ab
+from .servers import revision_side, run_server_ab
 
 BAD, GOOD, UNDECIDED = "regression", "no regression", "inconclusive"
 CLEAR = ("unchanged", "improvement")  # ab's case verdicts that clear a commit

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mibench.harness.ab.revisions import Revision
-from mibench.harness.compile.runner import compile_cases, row
-from mibench.harness.config.matrix import CaseSpec
-from mibench.harness.records.ab import CostCheck
-from mibench.harness.records.compile import CompileCase
-from mibench.harness.stats.compile_compare import diff_case
+from ..compile.runner import compile_cases, row
+from ..config.matrix import CaseSpec
+from ..records.ab import CostCheck
+from ..records.compile import CompileCase
+from ..stats.compile_compare import diff_case
+from .revisions import Revision
 
 
 def compile_both(cases: list[CaseSpec], target, lib, sides: dict[str, Revision],

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from mibench.harness.config.cases import CaseSpec
-from mibench.harness.records import CaseRecord
-from mibench.harness.run.case import failed_record
-from mibench.harness.run.worker import RemoteEngine, WorkerPool
+from ..config.cases import CaseSpec
+from ..records import CaseRecord
+from ..run.case import failed_record
+from ..run.worker import RemoteEngine, WorkerPool
 
 
 def lockstep(case: CaseSpec, pools: dict[str, WorkerPool], order: list[str]

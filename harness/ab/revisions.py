@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from mibench.errors import MibenchError
-from mibench.harness.util import git
+
+from ..util import git
 
 CONTRACT = "engines/contract.py"  # the engine contract a worker's harness talks to
 

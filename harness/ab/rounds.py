@@ -22,14 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mibench.errors import MibenchError
-from mibench.harness.ab.interleave import lockstep
-from mibench.harness.ab.revisions import Revision, checkout
-from mibench.harness.config import CaseSpec, Config, expand
-from mibench.harness.config.bounds import check_flag
-from mibench.harness.config.matrix import select_cases
-from mibench.harness.host.provenance import collect, device_info
-from mibench.harness.records import CaseRecord, Checkpoints
-from mibench.harness.records.ab import (
+
+from ..config import CaseSpec, Config, expand
+from ..config.bounds import check_flag
+from ..config.matrix import select_cases
+from ..host.provenance import collect, device_info
+from ..records import CaseRecord, Checkpoints
+from ..records.ab import (
     ABCase,
     ABRecord,
     CostCheck,
@@ -38,13 +37,13 @@ from mibench.harness.records.ab import (
     Side,
     Timing,
 )
-from mibench.harness.records.compile import LibTpu
-from mibench.harness.run.runner import run_in_worker
-from mibench.harness.run.worker import WorkerPool, probe_env
-from mibench.harness.stats.paired import paired_test, round_log_ratio
-from mibench.harness.stats.scores import SCORE_TOL, max_log_diff
-from mibench.harness.util import now
-from mibench.harness.verdicts import (
+from ..records.compile import LibTpu
+from ..run.runner import run_in_worker
+from ..run.worker import WorkerPool, probe_env
+from ..stats.paired import paired_test, round_log_ratio
+from ..stats.scores import SCORE_TOL, max_log_diff
+from ..util import now
+from ..verdicts import (
     COLD_START_REGRESSION,
     EXIT_CODES,
     NOT_COMPARED,
@@ -52,6 +51,8 @@ from mibench.harness.verdicts import (
     REGRESSION,
     UNTESTED,
 )
+from .interleave import lockstep
+from .revisions import Revision, checkout
 
 
 def _sample(rec: CaseRecord, r: int, first: bool) -> RoundSample:
@@ -119,7 +120,7 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
     """Measure the selected cases of `config` at both revisions; returns the record and
     its artifact path (written after every engine group, atomically). `options`: an
     ABOptions, or its fields as keywords."""
-    from mibench.harness.stats import paired
+    from ..stats import paired
 
     o = options or ABOptions(**kw)
     rounds, case_glob, out, argv, interleave = o.rounds, o.case_glob, o.out, o.argv, \
@@ -184,8 +185,8 @@ def checkpoints(path: Path | None, total: int, argv: list[str] | None) -> Checkp
 
 def _compile(record: ABRecord, cases: list[CaseSpec], target, sides: dict,
              threshold: float, note: Callable[[str], None]) -> dict:
-    from mibench.harness.ab.costs import compile_both
-    from mibench.harness.compile import libtpu
+    from ..compile import libtpu
+    from .costs import compile_both
 
     lib = libtpu.find()
     record.compile_target = target

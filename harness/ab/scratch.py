@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from mibench.harness import util
+from .. import util
 
 SOURCES = ("engines", "mibench", "pyproject.toml")  # what a revision's worker imports
 

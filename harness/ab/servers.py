@@ -30,19 +30,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mibench.errors import MibenchError
-from mibench.harness.ab.revisions import resolve, worktree
-from mibench.harness.ab.rounds import checkpoints, judge, overall
-from mibench.harness.config import CaseSpec, Config, expand
-from mibench.harness.config.bounds import check_flag
-from mibench.harness.config.matrix import select_cases
-from mibench.harness.host.provenance import collect, device_info
-from mibench.harness.records.ab import ABCase, ABRecord, RoundSample, Side
-from mibench.harness.run.worker import probe_env
-from mibench.harness.servers import metrics as server_metrics
-from mibench.harness.servers.feed import Bodies
-from mibench.harness.servers.launch import ServerFailed
-from mibench.harness.servers.pool import ServerPool
-from mibench.harness.util import git, now
+
+from ..config import CaseSpec, Config, expand
+from ..config.bounds import check_flag
+from ..config.matrix import select_cases
+from ..host.provenance import collect, device_info
+from ..records.ab import ABCase, ABRecord, RoundSample, Side
+from ..run.worker import probe_env
+from ..servers import metrics as server_metrics
+from ..servers.feed import Bodies
+from ..servers.launch import ServerFailed
+from ..servers.pool import ServerPool
+from ..util import git, now
+from .revisions import resolve, worktree
+from .rounds import checkpoints, judge, overall
 
 Note = Callable[[str], None]
 
@@ -98,7 +99,7 @@ def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int =
                       line, file=sys.stderr)) -> tuple[ABRecord, Path | None]:
     """Measure the launched http cases with both sides' servers; the record and its
     artifact path (written after every case)."""
-    from mibench.harness.stats import paired
+    from ..stats import paired
 
     if rounds < 1:
         raise MibenchError(f"must be at least 1, got {rounds}", field="--rounds")
@@ -197,7 +198,7 @@ def _capacity(case: CaseSpec, pools: dict[str, ServerPool], order: list[list[str
               ab_case: ABCase, note: Note) -> None:
     """Both sides' servers up; their capacities measured in rounds (ab/server_metrics.py).
     A side whose server does not start fails its rounds (judged as in `_measure`)."""
-    from mibench.harness.stats import paired
+    from ..stats import paired
 
     failed: dict[str, str] = {}
     sides = {name: _side(case, pool, failed, name) for name, pool in pools.items()}

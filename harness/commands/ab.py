@@ -11,7 +11,8 @@ from typing import Annotated
 import typer
 
 from mibench.errors import MibenchError
-from mibench.harness.commands.common import (
+
+from .common import (
     CaseGlobs,
     Sets,
     guarded,
@@ -67,11 +68,12 @@ def ab_command(base_rev: str, new_rev: str, config_path: Path, *, rounds: int,
                cost_threshold: str = "5%") -> int:
     """Run the A/B, print its verdict; the exit code."""
     from mibench.engines import cache_dir
-    from mibench.harness.ab.revisions import repository
-    from mibench.harness.ab.rounds import exit_code, run_ab
-    from mibench.harness.compile.runner import resolve_target
-    from mibench.harness.config import load_config
-    from mibench.harness.report.ab import render_text
+
+    from ..ab.revisions import repository
+    from ..ab.rounds import exit_code, run_ab
+    from ..compile.runner import resolve_target
+    from ..config import load_config
+    from ..report.ab import render_text
 
     config = load_config(config_path, sets)
     limit = parse_threshold(cost_threshold, "--cost-threshold")
@@ -88,7 +90,8 @@ def server_sides(base_rev: str, new_rev: str, server_repo: Path | None,
                  pythons: tuple[Path | None, Path | None]) -> dict:
     """The two sides of a server A/B: revisions of `server_repo`, or two interpreters."""
     from mibench.engines import cache_dir
-    from mibench.harness.ab.servers import python_side, revision_side
+
+    from ..ab.servers import python_side, revision_side
 
     base_python, new_python = pythons
     if server_repo is not None:
@@ -114,10 +117,10 @@ def server_ab_command(base_rev: str, new_rev: str, config_path: Path, *, rounds:
                       pythons: tuple[Path | None, Path | None]) -> int:
     """A/B of two server versions (harness/ab/servers.py), its verdict printed; the exit
     code."""
-    from mibench.harness.ab.rounds import exit_code
-    from mibench.harness.ab.servers import run_server_ab
-    from mibench.harness.config import load_config
-    from mibench.harness.report.ab import render_text
+    from ..ab.rounds import exit_code
+    from ..ab.servers import run_server_ab
+    from ..config import load_config
+    from ..report.ab import render_text
 
     config = load_config(config_path, sets)
     sides = server_sides(base_rev, new_rev, server_repo, pythons)

@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from mibench.errors import MibenchError
-from mibench.harness.commands.common import Sets, guarded
+
+from .common import Sets, guarded
 
 
 @guarded
@@ -43,10 +44,11 @@ def bisect_command(good: str, bad: str, config_path: Path, *, case_globs: list[s
     named, 2 (a MibenchError) when none can be: nothing to search, or a step left
     inconclusive within --max-rounds."""
     from mibench.engines import cache_dir
-    from mibench.harness.ab.bisect import bisect as find_first_bad
-    from mibench.harness.ab.revisions import repository
-    from mibench.harness.config import load_config
-    from mibench.harness.config.bounds import check_flag
+
+    from ..ab.bisect import bisect as find_first_bad
+    from ..ab.revisions import repository
+    from ..config import load_config
+    from ..config.bounds import check_flag
 
     if rounds < 1:
         raise MibenchError(f"must be at least 1, got {rounds}", field="--rounds")

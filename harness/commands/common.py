@@ -190,7 +190,7 @@ def parse_format(text: str) -> str:
 
 def parse_options(options: list[str]) -> dict:
     """`--option key=value` pairs (value parsed as YAML) as a dict."""
-    from mibench.harness.config.yamlsource import load_yaml
+    from ..config.yamlsource import load_yaml
 
     out = {}
     for opt in options:
@@ -247,7 +247,7 @@ def write_text(out: Path | None, text: str) -> None:
     if out is None:
         print(text, end="")
         return
-    from mibench.harness.records.io import write_output
+    from ..records.io import write_output
 
     write_output(out, text)
     print(f"wrote {out}")
@@ -255,7 +255,7 @@ def write_text(out: Path | None, text: str) -> None:
 
 def schema_of(path: Path) -> str | None:
     """The schema field of the JSON file at `path`, or None (`load` names what is wrong)."""
-    from mibench.harness.records.io import MAX_ARTIFACT_BYTES
+    from ..records.io import MAX_ARTIFACT_BYTES
 
     try:
         return json.loads(read_bounded(path, MAX_ARTIFACT_BYTES)).get("schema")
@@ -267,8 +267,8 @@ def load(path: Path):
     """A run artifact as every reader takes it (report, history, compare --noise-from):
     readable, and `defect` finds nothing no run writes (a duplicate case, tripled or empty
     timed_s, summaries that disagree with the samples); the error names file and case."""
-    from mibench.harness.records import read_artifact
-    from mibench.harness.stats.comparable import defect
+    from ..records import read_artifact
+    from ..stats.comparable import defect
 
     record = read_artifact(path)
     why = defect(record)
@@ -283,7 +283,7 @@ def select_records(records: list, globs: list[str] | None) -> list:
     artifact is a MibenchError naming --case."""
     import fnmatch
 
-    from mibench.harness.config.matrix import select_cases
+    from ..config.matrix import select_cases
 
     if not globs:
         return list(records)
@@ -295,7 +295,7 @@ def select_records(records: list, globs: list[str] | None) -> list:
 def load_checked(path: Path):
     """An artifact fit for a comparison: `load`, and `invalid` finds nothing either (it
     has cases)."""
-    from mibench.harness.stats.comparable import invalid
+    from ..stats.comparable import invalid
 
     record = load(path)
     why = invalid(record)

@@ -12,7 +12,8 @@ from typing import Annotated
 import typer
 
 from mibench.errors import MibenchError
-from mibench.harness.commands.common import (
+
+from .common import (
     CaseGlobs,
     Format,
     Threshold,
@@ -53,8 +54,8 @@ def compare(base: Annotated[Path, typer.Argument(help="Baseline artifact.")],
             case: CaseGlobs = None):
     """Regression verdict of NEW against BASE: exit 0 none, 1 regression or untested cases,
     2 nothing comparable or bad input."""
-    from mibench.harness.report.exporters.changes import compare_json, compare_markdown
-    from mibench.harness.stats.compare import compare as compare_records
+    from ..report.exporters.changes import compare_json, compare_markdown
+    from ..stats.compare import compare as compare_records
 
     limit, kind = parse_threshold(threshold), parse_format(format)
     if set(COMPILE) & {schema_of(base), schema_of(new)}:
@@ -89,15 +90,15 @@ def parse_floor(text: str | None, folder: Path | None,
     leaving out the artifacts `judged` (by run id) and runs on a busy machine, and says
     what it used (harness.stats.noise); other kinds of artifact there are skipped, one
     line each on stderr."""
-    from mibench.harness.stats.significance import NoiseFloor
+    from ..stats.significance import NoiseFloor
 
     if text is not None and folder is not None:
         raise MibenchError("give --noise-floor or --noise-from, not both", field="--noise-floor")
     if text is not None:
         return NoiseFloor(parse_threshold(text, "--noise-floor"), "--noise-floor")
     if folder is not None:
-        from mibench.harness.stats.history import load_dir
-        from mibench.harness.stats.noise import aa_noise
+        from ..stats.history import load_dir
+        from ..stats.noise import aa_noise
 
         found = load_dir(folder, load)
         for line in found.skipped:
@@ -109,11 +110,11 @@ def parse_floor(text: str | None, folder: Path | None,
 def compare_compile(base: Path, new: Path, cost_threshold: str, kind: str,
                     case: list[str] | None = None) -> int:
     """`compare` on two compile artifacts: exact costs, a threshold gate; the exit code."""
-    from mibench.harness.records import read_compile_artifact
-    from mibench.harness.stats.compile_compare import (
+    from ..records import read_compile_artifact
+    from ..stats.compile_compare import (
         compare_compile as compare_costs,
     )
-    from mibench.harness.stats.compile_compare import (
+    from ..stats.compile_compare import (
         compile_compare_json,
         compile_compare_markdown,
     )

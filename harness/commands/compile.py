@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from mibench.harness.commands.common import CaseGlobs, Sets, guarded, writable_folder
+from .common import CaseGlobs, Sets, guarded, writable_folder
 
 
 @guarded
@@ -42,9 +42,9 @@ def compile_configs(paths: list[Path], out: Path, sets: list[str], target_flag: 
     any config failed, else 0."""
     import fnmatch
 
-    from mibench.harness.compile.runner import resolve_target
-    from mibench.harness.config import load_config
-    from mibench.harness.config.matrix import expand, select_cases
+    from ..compile.runner import resolve_target
+    from ..config import load_config
+    from ..config.matrix import expand, select_cases
 
     loaded = []
     for path in paths:
@@ -66,8 +66,8 @@ def compile_configs(paths: list[Path], out: Path, sets: list[str], target_flag: 
 def compile_config(config, cases: list, out: Path, target_flag: str | None,
                    argv: list[str], unrolled: bool = False) -> int:
     """Compile the config's `cases`, write the artifact, print a table; the exit code."""
-    from mibench.harness.compile import libtpu
-    from mibench.harness.compile.runner import (
+    from ..compile import libtpu
+    from ..compile.runner import (
         compile_cases,
         header,
         new_record,
@@ -75,8 +75,8 @@ def compile_config(config, cases: list, out: Path, target_flag: str | None,
         resolve_target,
         row,
     )
-    from mibench.harness.records import Checkpoints, locked
-    from mibench.harness.util import now
+    from ..records import Checkpoints, locked
+    from ..util import now
 
     target = resolve_target(target_flag, config)
     writable_folder(out, "--out")

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from mibench.harness.commands.common import guarded
+from .common import guarded
 
 
 @guarded
@@ -19,8 +19,9 @@ def env(peak: Annotated[bool, typer.Option(help="Include the peak FLOP/s (measur
 
 def environment(with_peak: bool) -> dict:
     from mibench.engines import env_info
-    from mibench.harness.host.peak import PeakTable
-    from mibench.harness.host.provenance import host_info, package_versions
+
+    from ..host.peak import PeakTable
+    from ..host.provenance import host_info, package_versions
 
     info = env_info()
     info["packages"] = package_versions()

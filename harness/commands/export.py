@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from mibench.harness.commands.common import (
+from .common import (
     CaseGlobs,
     choices,
     guarded,
@@ -38,6 +38,6 @@ def export(artifacts: Annotated[list[Path], typer.Argument(help="Run artifacts (
 
 def export_artifacts(paths: list[Path], format: str, globs: list[str] | None = None) -> str:
     """The text of `format` for the artifacts' (selected) cases."""
-    from mibench.harness.report.exporters import exporter
+    from ..report.exporters import exporter
 
     return exporter(format).export(select_records([load(p) for p in paths], globs))

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from mibench.harness.commands.common import (
+from .common import (
     CaseGlobs,
     Format,
     guarded,
@@ -27,12 +27,12 @@ def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (se
                 help="Write FILE.md and trend plots beside it.")] = None,
             format: Format = "md"):
     """Per-case trend over commits: medians, change points, peak vs current."""
-    from mibench.harness.report.exporters.changes import (
+    from ..report.exporters.changes import (
         history_json,
         history_markdown,
         history_plots,
     )
-    from mibench.harness.stats.history import build_history, load_dir
+    from ..stats.history import build_history, load_dir
 
     kind = parse_format(format)
     out_file(out)

@@ -19,7 +19,7 @@ from typing import Annotated
 
 import typer
 
-from mibench.harness.commands.common import Sets, choices, guarded
+from .common import Sets, choices, guarded
 
 PARTS = ("level", "aa", "slow", "memory")  # harness/jobs/verdicts.py's parts, in order
 
@@ -40,7 +40,7 @@ def gpu(out: Annotated[Path, typer.Option(help="Folder for the artifact, report 
 
     Exit code: the run's (0 ok, 3 a case or parity failed, 124 stopped at the budget).
     """
-    from mibench.harness.jobs import gpu_job
+    from ..jobs import gpu_job
 
     raise typer.Exit(gpu_job.main(out, budget_s, dry_run))
 
@@ -56,7 +56,7 @@ def overhead(config: Annotated[Path | None, typer.Argument(
              out: Annotated[Path | None, typer.Option(help="Also write the JSON result to "
                                                           "FILE.")] = None):
     """What the harness adds to a direct timed loop of the same call; JSON on stdout."""
-    from mibench.harness.jobs import overhead as job
+    from ..jobs import overhead as job
 
     job.main(config if config is not None else job.CONFIG, rounds, set_ or [], out)
 
@@ -67,7 +67,7 @@ def http_overhead(calls: Annotated[int, typer.Option(help="Alternating pairs of 
                                                          "timed.")] = 40):
     """What the http path adds to a call of the same engine: mibench serve, launched, vs
     the JAX engine in process, one request at a time; JSON on stdout."""
-    from mibench.harness.jobs import http_overhead as job
+    from ..jobs import http_overhead as job
 
     job.report(calls)
 
@@ -83,7 +83,7 @@ def calibrate(out: Annotated[Path, typer.Option(help="Folder for the scratch rep
                                                       "meanwhile.")] = True):
     """Calibrate the A/B gate here: false regressions of A/A runs and detections of a 20%
     and a 50% slower prefill_extend (not part of CI; tens of minutes)."""
-    from mibench.harness.jobs import calibrate as job
+    from ..jobs import calibrate as job
 
     job.main(out, trials, rounds, load)
 
@@ -107,7 +107,8 @@ def verdicts(out: Annotated[Path, typer.Option(help="Folder for the runs, the sc
     matrix, separate runs at injected slowdowns, memory by case order (tables in
     OUT/verdicts.md; not part of CI; about 1.5 hours on 2 cores)."""
     from mibench.errors import MibenchError
-    from mibench.harness.jobs import verdicts as job
+
+    from ..jobs import verdicts as job
 
     for p in part or []:
         if p not in PARTS:
@@ -126,8 +127,8 @@ def invariance(out: Annotated[Path | None, typer.Option(help="Folder for invaria
     """Batch invariance of mibench's engines, every mode: an item alone against the same
     item among others in the mode's batching, with its negative controls (docs/parity.md;
     a few minutes on 2 cores). Exit 1 when a stated property does not hold."""
-    from mibench.harness.jobs import invariance as job
-    from mibench.harness.jobs import invariance_serve
+    from ..jobs import invariance as job
+    from ..jobs import invariance_serve
 
     result = job.main(out, model, invariance_serve.serve_rows if serve else None)
     raise typer.Exit(0 if result["all_hold"] else 1)
@@ -154,8 +155,8 @@ def nightly_scenario(out: Annotated[Path, typer.Option(help="Folder for the scra
     """The nightly loop on a scratch clone: eight commits, commit 4 makes prefill_extend
     2x slower; nights at commits 0 (seed), 2, 5 and 8, and a night beside busy loops
     (OUT/scenario.md; not part of CI; minutes on 2 cores). Exit 1 when a check fails."""
-    from mibench.harness.commands.common import parse_threshold
-    from mibench.harness.jobs import nightly_scenario as job
+    from ..jobs import nightly_scenario as job
+    from .common import parse_threshold
 
     raise typer.Exit(job.main(out, seed_runs, rounds, max_rounds, budget, noise,
                               parse_threshold(threshold)))

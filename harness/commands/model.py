@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from mibench.engines import PRESETS
-from mibench.harness.commands.common import guarded, writable_folder
+
+from .common import guarded, writable_folder
 
 model_app = typer.Typer(no_args_is_help=True, help="Model files.")
 
@@ -36,7 +37,8 @@ def make_whole(preset: str, out: Path) -> Path:
 
     from mibench.engines import make_model
     from mibench.errors import EnvironmentFailed
-    from mibench.harness.records.io import why_not_written
+
+    from ..records.io import why_not_written
 
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:

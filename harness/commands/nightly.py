@@ -12,7 +12,8 @@ from typing import Annotated
 import typer
 
 from mibench.errors import MibenchError
-from mibench.harness.commands.common import (
+
+from .common import (
     CaseGlobs,
     Sets,
     Threshold,
@@ -59,13 +60,14 @@ def nightly(config: Path,
     insufficient data or inconclusive; 1 a confirmed or known regression, a failed or
     missing case, moved scores, memory, timed compiles or parity; 2 bad input."""
     from mibench.engines import cache_dir
-    from mibench.harness.ab.revisions import repository
-    from mibench.harness.config import load_config
-    from mibench.harness.config.bounds import check_flag
-    from mibench.harness.nightly.loop import NightlyOptions
-    from mibench.harness.nightly.loop import nightly as one_night
-    from mibench.harness.nightly.steps import RealSteps
-    from mibench.harness.util import parse_duration
+
+    from ..ab.revisions import repository
+    from ..config import load_config
+    from ..config.bounds import check_flag
+    from ..nightly.loop import NightlyOptions
+    from ..nightly.loop import nightly as one_night
+    from ..nightly.steps import RealSteps
+    from ..util import parse_duration
 
     limit = parse_threshold(threshold)
     folder = checked_options(history, rounds, max_rounds, max_commits, seed_runs)
@@ -91,7 +93,7 @@ def nightly(config: Path,
 
 
 def _cases(config, globs):
-    from mibench.harness.config.matrix import expand, select_cases
+    from ..config.matrix import expand, select_cases
 
     return select_cases(expand(config), globs)
 
@@ -119,8 +121,8 @@ def accept(history: Annotated[Path, typer.Argument(help="The nightly's history f
            why: Annotated[str, typer.Option(help="Why it is intended.")]):
     """Accept the known regressions of the matching cases on purpose (who and why go into
     the history's index); the night that confirmed them becomes the baseline."""
-    from mibench.harness.nightly.index import Folder
-    from mibench.harness.nightly.index import accept as accept_known
+    from ..nightly.index import Folder
+    from ..nightly.index import accept as accept_known
 
     for k in accept_known(Folder(Path(history)), case, by, why):
         culprit = f"culprit {k.culprit[:12]}" if k.culprit else "no culprit named"

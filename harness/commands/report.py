@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from mibench.errors import MibenchError
-from mibench.harness.commands.common import (
+
+from .common import (
     CaseGlobs,
     Threshold,
     guarded,
@@ -30,7 +31,7 @@ RUN = ("mibench.run/1", "mibench.run/2", "mibench.run/3")
 
 def compile_artifacts(paths: list[Path]) -> list:
     """The `--compile` artifacts, each checked to be one (else an error naming the file)."""
-    from mibench.harness.records import read_compile_artifact
+    from ..records import read_compile_artifact
 
     for p in paths:
         if schema_of(p) not in (*COMPILE, None):  # None: unreadable, and the reader says why
@@ -73,22 +74,22 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
         if case:
             raise MibenchError("selects the cases of run artifacts; an A/B artifact holds "
                                "the cases it measured", field="--case")
-        from mibench.harness.records import read_ab
-        from mibench.harness.report.ab import render_markdown
+        from ..records import read_ab
+        from ..report.ab import render_markdown
 
         write_text(out, render_markdown(read_ab(artifacts[0])))
         return
-    from mibench.harness.config.references import load_references
+    from ..config.references import load_references
 
     refs = load_references(references) if references is not None else None
     if baseline is None and kinds <= set(COMPILE):
-        from mibench.harness.records import read_compile_artifact
-        from mibench.harness.report.compile import render_fit
+        from ..records import read_compile_artifact
+        from ..report.compile import render_fit
 
         write_text(out, render_fit(select_records([read_compile_artifact(p)
                                                    for p in artifacts], case), refs))
         return
-    from mibench.harness.report import write_report
+    from ..report import write_report
 
     comparing = baseline is not None or len(artifacts) > 1
     records = [(load_checked if comparing else load)(p) for p in artifacts]

@@ -13,14 +13,15 @@ from typing import Annotated
 import typer
 
 from mibench.errors import EnvironmentFailed, MibenchError
-from mibench.harness.commands.common import (
+
+from ..run.progress import STYLES
+from .common import (
     CaseGlobs,
     Sets,
     choices,
     guarded,
     writable_folder,
 )
-from mibench.harness.run.progress import STYLES
 
 
 @guarded
@@ -46,7 +47,7 @@ def run(config: Path, out: Annotated[Path, typer.Option(help="Artifact folder.")
                  "lines (one per case: CI logs) or none.")] = "auto",
         case: CaseGlobs = None):
     """Run every case of CONFIG, write one JSON artifact (exit 3: a case or parity failed)."""
-    from mibench.harness.run.plan import RunOptions
+    from ..run.plan import RunOptions
 
     options = RunOptions(out=out, sets=set_ or [], resume=resume, allow_mixed=allow_mixed,
                          engine_repo=engine_repo, argv=sys.argv, progress=progress,
@@ -63,11 +64,12 @@ def run_config(config_path: Path, options) -> int:
     """Load, plan, run, print a summary; returns the exit code (0 ok, 3 failures).
     `options`: the command's RunOptions (harness/run/plan.py)."""
     from mibench.engines import init_distributed, is_writer
-    from mibench.harness.config import load_config
-    from mibench.harness.report.console import render_summary, untested_line
-    from mibench.harness.run.plan import make_plan
-    from mibench.harness.run.progress import announce
-    from mibench.harness.run.runner import artifact_path, exit_code, run
+
+    from ..config import load_config
+    from ..report.console import render_summary, untested_line
+    from ..run.plan import make_plan
+    from ..run.progress import announce
+    from ..run.runner import artifact_path, exit_code, run
 
     config = load_config(config_path, options.sets)
     plan = make_plan(config, options, config_path)  # a bad --progress or --case: exit 2 now

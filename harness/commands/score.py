@@ -12,7 +12,8 @@ import typer
 
 from mibench.errors import MibenchError
 from mibench.files import read_bounded
-from mibench.harness.commands.common import (
+
+from .common import (
     SEMANTICS,
     DtypeName,
     EngineName,
@@ -186,7 +187,8 @@ def _check_memory(mode, opts: dict, query, items, delimiter, facts=None,
     parts and the device working set, which on a CPU is host memory too; text counted a
     token a byte, the most a byte-level tokenizer makes) is more than this machine has."""
     from mibench.engines import HARD_LIMIT, Shape, host_memory
-    from mibench.harness.util import gib
+
+    from ..util import gib
 
     def length(x) -> int:
         return len(x.encode("utf-8", "surrogatepass")) if isinstance(x, str) else len(x)

@@ -9,14 +9,15 @@ from typing import Annotated
 import typer
 
 from mibench.engines import MODES
-from mibench.harness.commands.common import (
+
+from ..serve.limits import Limits as ServeLimits  # `serve`'s defaults
+from .common import (
     SEMANTICS,
     DtypeName,
     choices,
     guarded,
     parse_options,
 )
-from mibench.harness.serve.limits import Limits as ServeLimits  # `serve`'s defaults
 
 
 @guarded
@@ -67,9 +68,9 @@ def serve(
     """The JAX engine behind an SGLang-compatible POST /v1/score (GET /health, GET
     /v1/models, GET /get_server_info) until Ctrl-C or SIGTERM, within the limits a
     deployment sets."""
-    from mibench.harness.serve import Settings
-    from mibench.harness.serve import serve as serve_forever
-    from mibench.harness.serve.limits import parse_size
+    from ..serve import Settings
+    from ..serve import serve as serve_forever
+    from ..serve.limits import parse_size
 
     memory = None if max_request_memory == "auto" else parse_size(max_request_memory,
                                                                   "--max-request-memory")

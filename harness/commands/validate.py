@@ -11,7 +11,8 @@ from typing import Annotated
 import typer
 
 from mibench.errors import MibenchError
-from mibench.harness.commands.common import Sets, guarded, one_line
+
+from .common import Sets, guarded, one_line
 
 
 @guarded
@@ -35,9 +36,9 @@ def validate(configs: Annotated[list[Path], typer.Argument(help="Configs to chec
 
 def validate_config(config_path: Path, sets: list[str]) -> str:
     """The case list of a valid config (a MibenchError names what is wrong)."""
-    from mibench.harness.config import load_config
-    from mibench.harness.config.matrix import expand
-    from mibench.harness.report.console import render_cases
+    from ..config import load_config
+    from ..config.matrix import expand
+    from ..report.console import render_cases
 
     config = load_config(config_path, sets)
     return render_cases(config, expand(config))

@@ -18,21 +18,22 @@ import secrets
 from collections.abc import Callable
 
 from mibench.errors import MibenchError
-from mibench.harness.compile.worker import (
-    CompileWorker,
-    case_base,
-    worker_env,
-)
-from mibench.harness.config.matrix import CaseSpec
-from mibench.harness.host.children import WorkerDied
-from mibench.harness.records import Devices, ErrorInfo
-from mibench.harness.records.compile import (
+
+from ..config.matrix import CaseSpec
+from ..host.children import WorkerDied
+from ..records import Devices, ErrorInfo
+from ..records.compile import (
     CompileCase,
     CompileRecord,
     CompileTarget,
     LibTpu,
 )
-from mibench.harness.util import now
+from ..util import now
+from .worker import (
+    CompileWorker,
+    case_base,
+    worker_env,
+)
 
 GIB = 1024**3
 # HBM per chip by TPU kind, from Google Cloud's TPU pages (their "GB" is binary: the
@@ -75,7 +76,7 @@ def resolve_target(flag: str | None, config) -> CompileTarget:
         t = tpu_target(name)
     except MibenchError as e:
         raise e.under(field, MibenchError) from None
-    from mibench.harness.host.peak import VENDOR
+    from ..host.peak import VENDOR
 
     hbm, source = HBM_PER_CHIP[t.kind]
     bandwidth, bw_source = HBM_BANDWIDTH[t.kind]
@@ -87,13 +88,14 @@ def resolve_target(flag: str | None, config) -> CompileTarget:
 
 
 def new_record(config, target: CompileTarget, lib, argv: list[str]) -> CompileRecord:
-    from mibench.harness.host.provenance import collect
+    from ..host.provenance import collect
 
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     provenance = collect(argv, devices=Devices(platform="tpu", count=target.chips))
     provenance.packages["libtpu"] = lib.version if lib else None
     from mibench.engines import COST_LOOPS
-    from mibench.harness.config.references import load_references
+
+    from ..config.references import load_references
 
     return CompileRecord(
         run_id=f"{config.name}-{target.name}-{stamp}-{secrets.token_hex(2)}",

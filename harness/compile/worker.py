@@ -17,12 +17,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from mibench.errors import MibenchError, TopologyUnavailable
-from mibench.harness.compile import libtpu
-from mibench.harness.config.cases import CaseSpec
-from mibench.harness.host.children import OUTPUT_TAIL, POLL_S, WorkerDied, death, rss_of
-from mibench.harness.records import ErrorInfo
-from mibench.harness.records.compile import CaseCompile, CompileCase, CompileTarget
-from mibench.harness.util import now, tail_of
+
+from ..config.cases import CaseSpec
+from ..host.children import OUTPUT_TAIL, POLL_S, WorkerDied, death, rss_of
+from ..records import ErrorInfo
+from ..records.compile import CaseCompile, CompileCase, CompileTarget
+from ..util import now, tail_of
+from . import libtpu
 
 OUT_OF_MEMORY = "RESOURCE_EXHAUSTED"
 
@@ -34,9 +35,10 @@ def case_base(case: CaseSpec, status: str = "ok") -> CompileCase:
 def compile_one(case: CaseSpec, target: CompileTarget) -> CompileCase:
     """Compile one case in this process (a worker with libtpu): never raises."""
     from mibench.engines import MODES, abstract_engine, compile_case
-    from mibench.harness.stats.metrics import useful_flops
-    from mibench.harness.stats.roofline import case_bound
     from mibench.workloads import materialize
+
+    from ..stats.metrics import useful_flops
+    from ..stats.roofline import case_bound
 
     rec = case_base(case)
     start = time.perf_counter()

@@ -12,10 +12,11 @@ import dataclasses
 import os
 import re
 
-from mibench.harness.config.keys import EngineKey, ServerRef, case_id
-from mibench.harness.config.server import Launch, flag
-from mibench.harness.records.case import RunsRecord
 from mibench.workloads import WorkloadSpec
+
+from ..records.case import RunsRecord
+from .keys import EngineKey, ServerRef, case_id
+from .server import Launch, flag
 
 
 @dataclasses.dataclass(frozen=True)

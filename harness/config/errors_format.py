@@ -6,7 +6,7 @@ import typing
 
 from pydantic import BaseModel, ValidationError
 
-from mibench.harness.config.yamlsource import ConfigError, Key, Locations, dotted
+from .yamlsource import ConfigError, Key, Locations, dotted
 
 MAX_SHOWN = 3
 

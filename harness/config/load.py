@@ -10,12 +10,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mibench.harness.config.errors_format import format_validation_error
-from mibench.harness.config.matrix import expand
-from mibench.harness.config.problems import case_problems, config_problems, raise_first
-from mibench.harness.config.references import load_references, resolve
-from mibench.harness.config.spec import Config
-from mibench.harness.config.yamlsource import Locations, apply_set, load_source
+from .errors_format import format_validation_error
+from .matrix import expand
+from .problems import case_problems, config_problems, raise_first
+from .references import load_references, resolve
+from .spec import Config
+from .yamlsource import Locations, apply_set, load_source
 
 
 def _workload_spots(data: dict):

@@ -16,12 +16,13 @@ import fnmatch
 import itertools
 
 from mibench.engines import OPTIONS, MibenchError
-from mibench.harness.config.cases import CaseSpec, HttpPlan, ServerLaunch, SloPlan
-from mibench.harness.config.keys import EngineKey, case_id, id_part, model_name, short
-from mibench.harness.config.spec import HTTP_FIELDS, Case, Config, Workload
-from mibench.harness.records.case import RunsRecord
-from mibench.harness.stats.capacity import min_samples
 from mibench.workloads import WorkloadSpec
+
+from ..records.case import RunsRecord
+from ..stats.capacity import min_samples
+from .cases import CaseSpec, HttpPlan, ServerLaunch, SloPlan
+from .keys import EngineKey, case_id, id_part, model_name, short
+from .spec import HTTP_FIELDS, Case, Config, Workload
 
 WORKLOAD_AXES = {"query_tokens": "q", "num_items": "items", "item_tokens": "item_len"}
 

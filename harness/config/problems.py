@@ -38,12 +38,13 @@ from mibench.engines import (
     model_facts,
     parse_base_url,
 )
-from mibench.harness.config.http_load import client_parts
-from mibench.harness.config.matrix import CaseSpec, workload_specs
-from mibench.harness.config.spec import HTTP_FIELDS, Case, Config
-from mibench.harness.config.yamlsource import Key
-from mibench.harness.util import gib
 from mibench.workloads.jsonl import scan_requests
+
+from ..util import gib
+from .http_load import client_parts
+from .matrix import CaseSpec, workload_specs
+from .spec import HTTP_FIELDS, Case, Config
+from .yamlsource import Key
 
 MAX_CASES = 10_000
 # a requests file: at least 2 bytes of JSON (`7,`) per token id, each held as a Python int

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mibench.harness.config.errors_format import format_validation_error
-from mibench.harness.config.yamlsource import ConfigError, parse_yaml, read_text
-from mibench.harness.records import ReferenceSet
-from mibench.harness.records.references import FILE_CONTEXT
+from ..records import ReferenceSet
+from ..records.references import FILE_CONTEXT
+from .errors_format import format_validation_error
+from .yamlsource import ConfigError, parse_yaml, read_text
 
 
 def load_references(path: str | Path) -> ReferenceSet:

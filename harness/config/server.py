@@ -32,7 +32,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator
 
-from mibench.harness.config.base import Seconds, Strict
+from .base import Seconds, Strict
 
 PLACEHOLDERS = ("python", "model", "dtype", "host", "port")
 NAME = r"^[A-Za-z0-9_.-]+$"

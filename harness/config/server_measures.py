@@ -14,8 +14,8 @@ from typing import Annotated
 
 from pydantic import Field, PositiveInt, model_validator
 
-from mibench.harness.config.base import Finite, Rate, Strict
-from mibench.harness.stats.capacity import min_samples
+from ..stats.capacity import min_samples
+from .base import Finite, Rate, Strict
 
 PERCENTILES = {"p50_ms": 50.0, "p90_ms": 90.0, "p95_ms": 95.0, "p99_ms": 99.0,
                "p999_ms": 99.9}

@@ -30,13 +30,14 @@ from pydantic import (
 )
 
 from mibench.engines import OPTIONS, Option
-from mibench.harness.config.base import Axis, Dtype, Rate, Seconds, Strict, nest
-from mibench.harness.config.bounds import at_most
-from mibench.harness.config.server import Launch, ServerArg
-from mibench.harness.config.server_measures import ColdStart, Concurrency, Slo
-from mibench.harness.config.yamlsource import ConfigError, Locations
-from mibench.harness.records.case import RunsRecord
 from mibench.workloads import ItemRange, WorkloadSpec
+
+from ..records.case import RunsRecord
+from .base import Axis, Dtype, Rate, Seconds, Strict, nest
+from .bounds import at_most
+from .server import Launch, ServerArg
+from .server_measures import ColdStart, Concurrency, Slo
+from .yamlsource import ConfigError, Locations
 
 __all__ = ["Config", "ConfigError", "Case", "Workload", "WorkloadFields"]
 

@@ -30,7 +30,7 @@ import dataclasses
 import os
 import time
 
-from mibench.harness.records.run import CaseLoad
+from ..records.run import CaseLoad
 
 FAKE_ENV = "MIBENCH_FAKE_OTHER_LOAD"
 MIN_TICKS = 20  # 0.1 s on 2 CPUs: a share to within 5%, enough against a 25% level

@@ -29,7 +29,7 @@ import resource
 import sys
 import threading
 
-from mibench.harness.records.run import OWN_MEMORY_SOURCES
+from ..records.run import OWN_MEMORY_SOURCES
 
 
 def rss_bytes() -> int:

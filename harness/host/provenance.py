@@ -9,9 +9,9 @@ import re
 import sys
 from pathlib import Path
 
-from mibench.harness.host.peak import cpu_model
-from mibench.harness.records import Devices, GitInfo, Provenance
-from mibench.harness.util import git_output
+from ..records import Devices, GitInfo, Provenance
+from ..util import git_output
+from .peak import cpu_model
 
 ENV_PATTERN = re.compile(r"^(XLA_FLAGS|LIBTPU_INIT_ARGS|CUDA_VISIBLE_DEVICES|TPU_.*|JAX_.*|"
                          r"MIBENCH_.*|HF_HUB_OFFLINE)$")

@@ -23,8 +23,8 @@ import os
 import time
 from pathlib import Path
 
-from mibench.harness.ab.scratch import append, commit, copy_project, slower
-from mibench.harness.stats.paired import timing_line
+from ..ab.scratch import append, commit, copy_project, slower
+from ..stats.paired import timing_line
 
 EXTEND = "engines/modes/extend.py"
 KINDS = ("aa", "slow20", "slow50")
@@ -79,8 +79,8 @@ def background_load(on: bool):
 
 
 def main(out: Path, trials: int = 20, rounds: int = 5, load: bool = True) -> dict:
-    from mibench.harness.ab.rounds import run_ab
-    from mibench.harness.config import load_config
+    from ..ab.rounds import run_ab
+    from ..config import load_config
 
     out = Path(out)
     repo, cache = out / "scratch", out / "cache"
@@ -123,9 +123,9 @@ def main(out: Path, trials: int = 20, rounds: int = 5, load: bool = True) -> dic
 
 def separate_runs(config, folder: Path, trials: int) -> dict:
     """`trials` + 1 runs, each compared with the previous one: regressions flagged."""
-    from mibench.harness.run.plan import plan_of
-    from mibench.harness.run.runner import run
-    from mibench.harness.stats.compare import compare
+    from ..run.plan import plan_of
+    from ..run.runner import run
+    from ..stats.compare import compare
 
     records = []
     for k in range(trials + 1):

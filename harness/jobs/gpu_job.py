@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 
 from mibench.errors import MibenchError
-from mibench.harness.records.io import write_output
+
+from ..records.io import write_output
 
 # this process only checks and profiles: it must not hold the GPU memory the run needs
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -82,10 +83,11 @@ def profile(dry: bool, attention: str = "auto", kernels: bool = False) -> dict:
     """Stage times of the largest-batch prefill_extend case of the config; with `kernels`,
     the top kernels of one whole call from a JAX profiler trace too."""
     from mibench.engines import load_engine, stage_profile, top_kernels
-    from mibench.harness.config import load_config
-    from mibench.harness.config.matrix import expand
-    from mibench.harness.run.pool import make_call, semantics_kw
     from mibench.workloads import materialize
+
+    from ..config import load_config
+    from ..config.matrix import expand
+    from ..run.pool import make_call, semantics_kw
 
     config = load_config(CONFIG, DRY_SETS if dry else ())
     extends = [c for c in expand(config) if c.mode == "prefill_extend"]

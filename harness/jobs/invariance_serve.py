@@ -9,10 +9,11 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from mibench.harness.config.cases import ServerLaunch
-from mibench.harness.config.server import Launch, ReadyProbe, StopPolicy
-from mibench.harness.jobs.invariance import DELIM, LABELS, TOL, Row, log_diff
 from mibench.workloads import ItemRange, WorkloadSpec
+
+from ..config.cases import ServerLaunch
+from ..config.server import Launch, ReadyProbe, StopPolicy
+from .invariance import DELIM, LABELS, TOL, Row, log_diff
 
 SERVE_MODES = ("single", "packed", "chunked", "prefill_extend")
 K = 4  # requests compared; as many others in flight with them
@@ -40,7 +41,8 @@ def _differences(url: str, model: str) -> tuple[float, float, float]:
     """(alone vs among: max over the passes, neighbours of other tokens, neighbours of
     other lengths) of one server."""
     from mibench.engines import load_engine
-    from mibench.harness.servers import concurrency as cc
+
+    from ..servers import concurrency as cc
 
     engine = load_engine("http", model=model, dtype="float32", base_url=url)
     vocab, exclude = engine.model_config.vocab_size, engine.special_ids
@@ -63,7 +65,8 @@ def _differences(url: str, model: str) -> tuple[float, float, float]:
 def serve_rows(model: str = "embedded:tiny", modes=SERVE_MODES) -> list[Row]:
     """One row per serve mode; the leak control (the fake server) measured once."""
     from mibench.engines import model_folder
-    from mibench.harness.servers.launch import Server
+
+    from ..servers.launch import Server
 
     folder = str(model_folder(model))
     out = []

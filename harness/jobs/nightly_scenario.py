@@ -37,7 +37,7 @@ import sys
 import time
 from pathlib import Path
 
-from mibench.harness.ab.scratch import append, commit, copy_project, git, slower
+from ..ab.scratch import append, commit, copy_project, git, slower
 
 PROJECT = Path(__file__).resolve().parents[2]
 EXTEND = "engines/modes/extend.py"
@@ -102,11 +102,12 @@ def index_of(history: Path) -> dict:
 def noisy_night(out: Path, history: Path, flags: dict, cores: int) -> dict:
     """The noise scenario: its night in-process, the run beside busy loops."""
     from mibench.engines import cache_dir
-    from mibench.harness.config import load_config
-    from mibench.harness.jobs.verdicts import busy_loops
-    from mibench.harness.nightly.loop import NightlyOptions
-    from mibench.harness.nightly.loop import nightly as one_night
-    from mibench.harness.nightly.steps import RealSteps
+
+    from ..config import load_config
+    from ..nightly.loop import NightlyOptions
+    from ..nightly.loop import nightly as one_night
+    from ..nightly.steps import RealSteps
+    from .verdicts import busy_loops
 
     repo = out / "noise-clone"
     shutil.copytree(history, out / "history-noise")
@@ -163,8 +164,8 @@ def checks(nights: dict, shas: list[str], noise: dict | None) -> list[tuple[str,
 
 def main(out: Path, seed_runs: int = 5, rounds: int = 5, max_rounds: int = 20,
          budget: str = "30m", noise: bool = True, threshold: float = 0.10) -> int:
-    from mibench.harness.jobs.calibrate import _cpu
-    from mibench.harness.util import parse_duration
+    from ..util import parse_duration
+    from .calibrate import _cpu
 
     out = Path(out).resolve()
     if out.exists():

@@ -31,9 +31,10 @@ import time
 from pathlib import Path
 
 from mibench.errors import MibenchError
-from mibench.harness.config import CaseSpec, Config, expand, load_config
-from mibench.harness.run.measure import Timings, measure
-from mibench.harness.run.pool import make_call
+
+from ..config import CaseSpec, Config, expand, load_config
+from ..run.measure import Timings, measure
+from ..run.pool import make_call
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "overhead.yaml"
 
@@ -78,10 +79,11 @@ def main(config_path: Path = CONFIG, rounds: int = 3, sets: list[str] | tuple = 
     if rounds < 1:
         raise MibenchError(f"must be at least 1, got {rounds}", field="--rounds")
     from mibench.engines import load_engine
-    from mibench.harness.host.peak import PeakTable
-    from mibench.harness.run.plan import plan_of
-    from mibench.harness.run.pool import EnginePool
-    from mibench.harness.run.runner import run
+
+    from ..host.peak import PeakTable
+    from ..run.plan import plan_of
+    from ..run.pool import EnginePool
+    from ..run.runner import run
 
     config = load_config(config_path, list(sets))
     case = one_case(config)
@@ -127,7 +129,7 @@ def main(config_path: Path = CONFIG, rounds: int = 3, sets: list[str] | tuple = 
     text = json.dumps(result, indent=1)
     print(text)
     if out is not None:
-        from mibench.harness.records.io import write_output
+        from ..records.io import write_output
 
         write_output(out, text + "\n")
     return result

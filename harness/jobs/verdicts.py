@@ -35,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from mibench.harness.ab.scratch import allocating, append, commit, copy_project, slower
+from ..ab.scratch import allocating, append, commit, copy_project, slower
 
 PROJECT = Path(__file__).resolve().parents[2]
 SMOKE = PROJECT / "configs" / "cpu-smoke.yaml"
@@ -87,8 +87,8 @@ def shlex_quote(text: str) -> str:
 
 
 def one_run(config, out: Path, **kw):
-    from mibench.harness.run.plan import plan_of
-    from mibench.harness.run.runner import artifact_path, run
+    from ..run.plan import plan_of
+    from ..run.runner import artifact_path, run
 
     record = run(plan_of(config, out=out, progress=False, **kw))
     return record, artifact_path(record, out)
@@ -108,7 +108,7 @@ def loads(record) -> float | None:
 
 
 def level(out: Path, runs: int) -> list[dict]:
-    from mibench.harness.config import load_config
+    from ..config import load_config
 
     config = load_config(SMOKE, ["runs.timed=10"])
     rows = []
@@ -156,7 +156,7 @@ def history_of(paths: list[Path], folder: Path) -> dict:
 
 
 def aa(out: Path, n: int, cores: int) -> dict:
-    from mibench.harness.config import load_config
+    from ..config import load_config
 
     config, paths, busy = load_config(SMOKE), [], []
     for k in range(n):
@@ -196,7 +196,7 @@ def scratch(out: Path) -> tuple[Path, dict[str, str]]:
 
 
 def slow(out: Path, pairs: int, repo: Path, shas: dict, roots: dict) -> list[dict]:
-    from mibench.harness.config import load_config
+    from ..config import load_config
 
     config, rows = load_config(SMOKE), []
     for factor, k in itertools.product(FACTORS, range(pairs)):
@@ -214,8 +214,8 @@ def slow(out: Path, pairs: int, repo: Path, shas: dict, roots: dict) -> list[dic
 
 
 def memory(out: Path, repo: Path, roots: dict, cache: Path) -> dict:
-    from mibench.harness.ab.revisions import checkout
-    from mibench.harness.config import load_config
+    from ..ab.revisions import checkout
+    from ..config import load_config
 
     (out / "memory3.yaml").write_text(MEMORY)
     config = load_config(out / "memory3.yaml")
@@ -248,8 +248,8 @@ def memory(out: Path, repo: Path, roots: dict, cache: Path) -> dict:
 
 def memory_verdict(a: Path, b: Path, case_id: str) -> str:
     """The memory part of `compare`'s verdict of one case: `memory regression` or `none`."""
-    from mibench.harness.records import read_artifact
-    from mibench.harness.stats.compare import compare
+    from ..records import read_artifact
+    from ..stats.compare import compare
 
     (c,) = [x for x in compare(read_artifact(a), read_artifact(b)).cases
             if x.case_id == case_id]
@@ -262,9 +262,9 @@ def note(line: str) -> None:
 
 def main(out: Path, parts: list[str], pairs: int = 10, aa_runs: int = 6,
          level_runs: int = 3) -> dict:
-    from mibench.harness.ab.revisions import checkout
-    from mibench.harness.jobs.calibrate import _cpu
-    from mibench.harness.jobs.verdicts_report import write
+    from ..ab.revisions import checkout
+    from .calibrate import _cpu
+    from .verdicts_report import write
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from mibench.harness.report.fmt import Table
+from ..report.fmt import Table
 
 
 def _pct(x) -> str:
@@ -77,7 +77,7 @@ def memory_table(mem: dict) -> Table:
 
 
 def write(result: dict, path: Path) -> None:
-    from mibench.harness.stats.load import BUSY_LEVEL
+    from ..stats.load import BUSY_LEVEL
 
     parts = [f"# mibench job verdicts on {result['cpu']} ({result['cores']} cores)",
              "Seconds per part: " + ", ".join(f"{k} {v:.0f}" for k, v in

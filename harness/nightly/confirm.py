@@ -23,12 +23,12 @@ import time
 from collections.abc import Callable
 
 from mibench.errors import MibenchError
-from mibench.harness.ab.bisect import step_verdict
-from mibench.harness.nightly.judge import CONFIRM, FIX, Judgement
-from mibench.harness.records import ABCase, ABRecord
-from mibench.harness.records.nightly import Known
-from mibench.harness.util import now
-from mibench.harness.verdicts import (
+
+from ..ab.bisect import step_verdict
+from ..records import ABCase, ABRecord
+from ..records.nightly import Known
+from ..util import now
+from ..verdicts import (
     CONFIRMED_REGRESSION,
     DISPROVED,
     IMPROVEMENT,
@@ -37,6 +37,7 @@ from mibench.harness.verdicts import (
     REGRESSION,
     UNCHANGED,
 )
+from .judge import CONFIRM, FIX, Judgement
 
 
 @dataclasses.dataclass

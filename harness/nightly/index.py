@@ -15,9 +15,10 @@ import fnmatch
 from pathlib import Path
 
 from mibench.errors import MibenchError
-from mibench.harness.records import RunRecord, read_artifact
-from mibench.harness.records.io import write_artifact
-from mibench.harness.records.nightly import (
+
+from ..records import RunRecord, read_artifact
+from ..records.io import write_artifact
+from ..records.nightly import (
     INDEX_FILE,
     Acceptance,
     Baseline,
@@ -25,7 +26,7 @@ from mibench.harness.records.nightly import (
     NightlyIndex,
     read_index,
 )
-from mibench.harness.util import now
+from ..util import now
 
 
 @dataclasses.dataclass(frozen=True)

@@ -33,14 +33,14 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
-from mibench.harness.records import CaseRecord, RunRecord
-from mibench.harness.records.nightly import Known, NightlyIndex
-from mibench.harness.stats.comparable import code_git, measurement_id
-from mibench.harness.stats.compare import CaseChange, Comparison, Gate, case_change, compare
-from mibench.harness.stats.load import BUSY_LEVEL, busy
-from mibench.harness.stats.noise import floor_for
-from mibench.harness.stats.significance import NoiseFloor
-from mibench.harness.verdicts import (
+from ..records import CaseRecord, RunRecord
+from ..records.nightly import Known, NightlyIndex
+from ..stats.comparable import code_git, measurement_id
+from ..stats.compare import CaseChange, Comparison, Gate, case_change, compare
+from ..stats.load import BUSY_LEVEL, busy
+from ..stats.noise import floor_for
+from ..stats.significance import NoiseFloor
+from ..verdicts import (
     ADDED,
     CHANGE_POINT,
     DISPROVED,
@@ -247,8 +247,8 @@ def change_points(e: Evidence) -> dict[tuple[str, str], str]:
     """Per case id and measurement id of the new run, the reason of a change point (`regression`)
     among the series' quiet points after the baseline's point, the new point among the
     slower ones; points of a case whose suspicion `ab` disproved are left out."""
-    from mibench.harness.stats.history import build_history
-    from mibench.harness.stats.steps import judge_steps
+    from ..stats.history import build_history
+    from ..stats.steps import judge_steps
 
     name = str(e.new.config.get("name", "?"))
     hist = build_history(e.runs, where=e.where)

@@ -25,21 +25,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mibench.harness.nightly.confirm import Budget, Measured, culprits, measure, settle
-from mibench.harness.nightly.index import Folder, baseline_run, load_index, save_index
-from mibench.harness.nightly.judge import (
-    NEED_QUIET,
-    SEED_RUNS,
-    UNTIMED_FAILS,
-    Evidence,
-    Judgement,
-    judge_night,
-    quiet_runs,
-)
-from mibench.harness.nightly.summary import rank, render
-from mibench.harness.records import RunRecord, read_artifact
-from mibench.harness.records.io import write_artifact, write_output
-from mibench.harness.records.nightly import (
+from ..records import RunRecord, read_artifact
+from ..records.io import write_artifact, write_output
+from ..records.nightly import (
     Baseline,
     Culprit,
     Disproved,
@@ -48,10 +36,10 @@ from mibench.harness.records.nightly import (
     NightSummary,
     SummaryCase,
 )
-from mibench.harness.stats.comparable import measurement_id
-from mibench.harness.stats.load import share
-from mibench.harness.util import now
-from mibench.harness.verdicts import (
+from ..stats.comparable import measurement_id
+from ..stats.load import share
+from ..util import now
+from ..verdicts import (
     CONFIRMED_REGRESSION,
     DISPROVED,
     FAILED,
@@ -65,6 +53,18 @@ from mibench.harness.verdicts import (
     SKIPPED,
     SUSPECTED_REGRESSION,
 )
+from .confirm import Budget, Measured, culprits, measure, settle
+from .index import Folder, baseline_run, load_index, save_index
+from .judge import (
+    NEED_QUIET,
+    SEED_RUNS,
+    UNTIMED_FAILS,
+    Evidence,
+    Judgement,
+    judge_night,
+    quiet_runs,
+)
+from .summary import rank, render
 
 FAILS = (CONFIRMED_REGRESSION, KNOWN_REGRESSION, *UNTIMED_FAILS)
 PROMOTES = (PASS, DISPROVED, SKIPPED, REMOVED)  # every case one of these: a confirmed pass
@@ -152,7 +152,7 @@ def nightly(o: NightlyOptions, steps, clock: Callable[[], float] = time.monotoni
 
 def _runs(folder: Folder) -> list[RunRecord]:
     """Every run of the history (other kinds of file there are skipped)."""
-    from mibench.harness.stats.history import load_dir
+    from ..stats.history import load_dir
 
     return load_dir(folder.runs).records
 
@@ -260,7 +260,7 @@ def _summary_case(j: Judgement) -> SummaryCase:
 
 def _noise(runs: list[RunRecord], new: RunRecord, folder: Folder) -> str:
     """The noise floor the night's run is judged at (leaving it out) and its source."""
-    from mibench.harness.stats.noise import floor_for
+    from ..stats.noise import floor_for
 
     floor = floor_for(runs, str(folder.runs), frozenset({new.run_id}),
                       new.provenance.devices.platform)

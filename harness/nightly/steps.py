@@ -20,9 +20,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from mibench.harness.config import Config
-from mibench.harness.records import ABRecord
-from mibench.harness.util import git, git_output
+from ..config import Config
+from ..records import ABRecord
+from ..util import git, git_output
 
 
 def globs_of(case_ids: list[str]) -> list[str]:
@@ -49,7 +49,7 @@ class RealSteps:
 
     # --- the repository ---------------------------------------------------------------
     def head(self) -> tuple[str, str]:
-        from mibench.harness.ab.revisions import resolve
+        from ..ab.revisions import resolve
 
         commit = resolve(self.repo, "HEAD")
         return commit, self.subject(commit)
@@ -61,16 +61,16 @@ class RealSteps:
         return git_output(self.repo, "cat-file", "-e", f"{commit}^{{commit}}") is not None
 
     def commits(self, good: str, bad: str) -> list[str]:
-        from mibench.harness.ab.revisions import first_parent
+        from ..ab.revisions import first_parent
 
         return first_parent(self.repo, good, bad)
 
     # --- measuring --------------------------------------------------------------------
     def run(self, out: Path) -> Path:
         """One run of the config at HEAD into `out`; the artifact's path."""
-        from mibench.harness.ab.revisions import checkout
-        from mibench.harness.run.plan import RunOptions, make_plan
-        from mibench.harness.run.runner import artifact_path, run
+        from ..ab.revisions import checkout
+        from ..run.plan import RunOptions, make_plan
+        from ..run.runner import artifact_path, run
 
         root = None if self.server else checkout(self.repo, "HEAD", self.cache).root
         options = RunOptions(out=out, sets=self.sets, cases=self.cases, argv=sys.argv,
@@ -81,8 +81,8 @@ class RealSteps:
     def ab(self, base: str, new: str, case_ids: list[str], rounds: int, out: Path
            ) -> ABRecord:
         """`ab` of the cases (exact ids) between two commits, its artifact under `out`."""
-        from mibench.harness.ab.rounds import run_ab
-        from mibench.harness.ab.servers import revision_side, run_server_ab
+        from ..ab.rounds import run_ab
+        from ..ab.servers import revision_side, run_server_ab
 
         if self.server:
             sides = {"base": revision_side(self.repo, base, self.cache),
@@ -98,7 +98,7 @@ class RealSteps:
 
     def bisect(self, good: str, bad: str, case_ids: list[str], *, rounds: int,
                max_rounds: int, afford: Callable[[int], str | None], bad_step: dict) -> dict:
-        from mibench.harness.ab.bisect import bisect
+        from ..ab.bisect import bisect
 
         return bisect(self.config, self.repo, good, bad, self.cache,
                       case_glob=globs_of(case_ids), rounds=rounds, max_rounds=max_rounds,
@@ -124,11 +124,11 @@ class RealSteps:
                 ) -> dict[str, str]:
         """`report.md` (the new run against the baseline) and `history.md` (the folder's
         runs) with their plots in `night`; name -> path (or `not written: why`)."""
-        from mibench.harness.records import read_artifact
-        from mibench.harness.records.io import write_output
-        from mibench.harness.report import write_report
-        from mibench.harness.report.exporters.changes import history_markdown, history_plots
-        from mibench.harness.stats.history import build_history, load_dir
+        from ..records import read_artifact
+        from ..records.io import write_output
+        from ..report import write_report
+        from ..report.exporters.changes import history_markdown, history_plots
+        from ..stats.history import build_history, load_dir
 
         links: dict[str, str] = {}
         try:

@@ -7,8 +7,8 @@ that do not fit are counted in one line (the JSON lists them all)."""
 
 from __future__ import annotations
 
-from mibench.harness.records.nightly import NightSummary, SummaryCase
-from mibench.harness.verdicts import (
+from ..records.nightly import NightSummary, SummaryCase
+from ..verdicts import (
     CONFIRMED_REGRESSION,
     DISPROVED,
     FAILED,

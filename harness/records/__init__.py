@@ -9,8 +9,10 @@ shipped files match.
 
 from __future__ import annotations
 
-from mibench.harness.records.ab import AB_SCHEMA, ABCase, ABRecord, read_ab
-from mibench.harness.records.base import (
+from mibench.workloads.spec import ItemRange
+
+from .ab import AB_SCHEMA, ABCase, ABRecord, read_ab
+from .base import (
     Artifact,
     Devices,
     ErrorInfo,
@@ -20,7 +22,7 @@ from mibench.harness.records.base import (
     Provenance,
     Record,
 )
-from mibench.harness.records.case import (
+from .case import (
     CaseHead,
     DeviceRef,
     ModelRef,
@@ -29,7 +31,7 @@ from mibench.harness.records.case import (
     TopologyRecord,
     WorkloadRecord,
 )
-from mibench.harness.records.compile import (
+from .compile import (
     COMPILE_SCHEMA,
     CaseCompile,
     CompileCase,
@@ -38,7 +40,7 @@ from mibench.harness.records.compile import (
     LibTpu,
     read_compile_artifact,
 )
-from mibench.harness.records.io import (
+from .io import (
     Checkpoints,
     json_schema,
     locked,
@@ -47,14 +49,14 @@ from mibench.harness.records.io import (
     write_artifact,
     write_failed,
 )
-from mibench.harness.records.nightly import (
+from .nightly import (
     NIGHTLY_SCHEMA,
     SUMMARY_SCHEMA,
     NightlyIndex,
     NightSummary,
 )
-from mibench.harness.records.references import ReferenceFigure, ReferenceSet
-from mibench.harness.records.run import (
+from .references import ReferenceFigure, ReferenceSet
+from .run import (
     SCHEMA,
     SCHEMA_FILE,
     CaseLoad,
@@ -70,14 +72,13 @@ from mibench.harness.records.run import (
     Summary,
     read_artifact,
 )
-from mibench.harness.records.servers import (
+from .servers import (
     ColdStartLaunch,
     ColdStartRecord,
     ConcurrencyTrial,
     SloRecord,
     SloStep,
 )
-from mibench.workloads.spec import ItemRange
 
 KINDS = {SCHEMA: RunRecord, AB_SCHEMA: ABRecord, COMPILE_SCHEMA: CompileRecord,
          NIGHTLY_SCHEMA: NightlyIndex, SUMMARY_SCHEMA: NightSummary}

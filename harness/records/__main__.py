@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from mibench.harness.records import schema_file, schemas
+from . import schema_file, schemas
 
 if __name__ == "__main__":
     for name, schema in schemas().items():

@@ -10,13 +10,13 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from mibench.harness.records.base import Header, Measured, Record
-from mibench.harness.records.case import WorkloadRecord
-from mibench.harness.records.compile import CompileCase, CompileTarget, LibTpu
-from mibench.harness.records.io import read_json, schema_file
-from mibench.harness.records.run import CaseLoad, ServerInfo
-from mibench.harness.records.servers import ColdStartRecord, SloRecord
-from mibench.harness.verdicts import legacy_verdict
+from ..verdicts import legacy_verdict
+from .base import Header, Measured, Record
+from .case import WorkloadRecord
+from .compile import CompileCase, CompileTarget, LibTpu
+from .io import read_json, schema_file
+from .run import CaseLoad, ServerInfo
+from .servers import ColdStartRecord, SloRecord
 
 # ab/2 adds `servers` (an A/B of server versions); ab/3 stores the verdict words of
 # harness/verdicts.py (`unchanged` or `inconclusive` where ab/2 stored `no change`; the

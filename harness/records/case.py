@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from pydantic import model_serializer
 
-from mibench.harness.records.base import Record
 from mibench.workloads.spec import WorkloadSpec
+
+from .base import Record
 
 
 class Sparse(Record):

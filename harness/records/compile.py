@@ -14,10 +14,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from mibench.harness.records.base import ErrorInfo, Header, Measured, Record
-from mibench.harness.records.case import CaseHead
-from mibench.harness.records.io import read_json, schema_file
-from mibench.harness.records.references import ReferenceSet
+from .base import ErrorInfo, Header, Measured, Record
+from .case import CaseHead
+from .io import read_json, schema_file
+from .references import ReferenceSet
 
 # compile/2 adds, all optional: the target's peak FLOP/s and HBM bandwidth with their sources,
 # each case's roofline bound, the config's reference figures; compile/1 reads as compile/2

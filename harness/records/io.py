@@ -17,7 +17,8 @@ from pydantic import ValidationError
 
 from mibench.errors import EnvironmentFailed, MibenchError
 from mibench.files import read_bounded
-from mibench.harness.records.base import Artifact, nonfinite_at
+
+from .base import Artifact, nonfinite_at
 
 SCHEMAS = Path(__file__).parent / "schemas"
 # the largest artifact a reader takes: an http case of 100,000 requests is ~15 MB, and

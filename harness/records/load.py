@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mibench.harness.records.base import Record
+from .base import Record
 
 
 class CaseLoad(Record):

@@ -16,8 +16,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from mibench.harness.records.base import Artifact, Measured, Record
-from mibench.harness.records.io import read_json, schema_file
+from .base import Artifact, Measured, Record
+from .io import read_json, schema_file
 
 NIGHTLY_SCHEMA = "mibench.nightly/1"
 SUMMARY_SCHEMA = "mibench.nightly-summary/1"

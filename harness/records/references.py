@@ -35,7 +35,7 @@ from pydantic import (
     model_validator,
 )
 
-from mibench.harness.records.base import Record
+from .base import Record
 
 Finite = Annotated[PositiveFloat, Field(allow_inf_nan=False)]
 # what `unstated` may name: the figure's fields a source can leave out

@@ -11,13 +11,14 @@ from typing import Literal
 from pydantic import Field
 
 from mibench.errors import MibenchError
-from mibench.harness.records.base import ErrorInfo, Header, Measured, Record
-from mibench.harness.records.case import CaseHead, RunsRecord
-from mibench.harness.records.io import read_json, schema_file
-from mibench.harness.records.load import CaseLoad
-from mibench.harness.records.references import ReferenceSet
-from mibench.harness.records.servers import ColdStartRecord, ConcurrencyTrial, SloRecord
-from mibench.harness.util import now
+
+from ..util import now
+from .base import ErrorInfo, Header, Measured, Record
+from .case import CaseHead, RunsRecord
+from .io import read_json, schema_file
+from .load import CaseLoad
+from .references import ReferenceSet
+from .servers import ColdStartRecord, ConcurrencyTrial, SloRecord
 
 # run/2 adds, all optional: the run's invocation, a launched server's record, the parity
 # check `concurrency` and what it saw move; run/3 adds each case's `load` (how busy the

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from mibench.harness.records.base import Measured, Record
-from mibench.harness.records.load import CaseLoad
+from .base import Measured, Record
+from .load import CaseLoad
 
 
 class SloStep(Record):

@@ -11,9 +11,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mibench.harness import verdicts as v
-from mibench.harness.records import ReferenceSet, RunRecord
-from mibench.harness.report import (
+from .. import verdicts as v
+from ..records import ReferenceSet, RunRecord
+from ..stats.comparable import label
+from ..stats.compare import (
+    DEFAULT_THRESHOLD,
+    MIN_RUNS,
+    Comparison,
+    compare,
+    speed_test,
+)
+from ..stats.scores import SCORE_TOL
+from ..stats.significance import default_floor
+from . import (
     figures,
     fmt,
     groups,
@@ -25,18 +35,8 @@ from mibench.harness.report import (
     servers,
     tables,
 )
-from mibench.harness.report.figures import Pair
-from mibench.harness.report.tables import Row
-from mibench.harness.stats.comparable import label
-from mibench.harness.stats.compare import (
-    DEFAULT_THRESHOLD,
-    MIN_RUNS,
-    Comparison,
-    compare,
-    speed_test,
-)
-from mibench.harness.stats.scores import SCORE_TOL
-from mibench.harness.stats.significance import default_floor
+from .figures import Pair
+from .tables import Row
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SUMMARY_LINES = 40  # the budget of `--summary`: a PR comment or job summary, not a page
@@ -287,7 +287,7 @@ def write_report(records: list[RunRecord], out: Path | None, baseline: RunRecord
         context["plots"] = draw_plots(context, out)
     text = render_summary(context) if summary else render(context)
     if out is not None:
-        from mibench.harness.records.io import write_output
+        from ..records.io import write_output
 
         write_output(out, text, "the report")
     return text

@@ -4,12 +4,12 @@ interval in percent, then every case with the numbers behind its verdict)."""
 
 from __future__ import annotations
 
-from mibench.harness.records.ab import ABRecord
-from mibench.harness.report.console import table
-from mibench.harness.report.fmt import Table, share
-from mibench.harness.stats.load import BUSY_LEVEL
-from mibench.harness.stats.paired import timing_line
-from mibench.harness.verdicts import REGRESSION
+from ..records.ab import ABRecord
+from ..stats.load import BUSY_LEVEL
+from ..stats.paired import timing_line
+from ..verdicts import REGRESSION
+from .console import table
+from .fmt import Table, share
 
 SUBJECT = 60  # characters of a commit subject shown (a title is no place for 300)
 CONVENTION = ("Change: time per call new / base - 1, + = slower, the same convention as "
@@ -107,7 +107,7 @@ def headline(record: ABRecord) -> str:
 
 
 def _pair(a, b, get, unit: str = "") -> str:
-    from mibench.harness.stats.compile_compare import fmt_num
+    from ..stats.compile_compare import fmt_num
 
     return (f"{fmt_num(get(a) if a else None, unit)} -> "
             f"{fmt_num(get(b) if b else None, unit)}")

@@ -4,9 +4,9 @@ per chip over the chip's HBM, and its status; then each artifact's per-case cost
 
 from __future__ import annotations
 
-from mibench.harness.records.compile import CompileCase, CompileRecord
-from mibench.harness.report.roofline import mask_bytes
-from mibench.harness.stats.compile_compare import fmt_num
+from ..records.compile import CompileCase, CompileRecord
+from ..stats.compile_compare import fmt_num
+from .roofline import mask_bytes
 
 GIB = 1024**3
 
@@ -28,8 +28,8 @@ def fit_cell(case: CompileCase | None) -> str:
 def render_fit(records: list[CompileRecord], refs=None) -> str:
     """The fit table, each artifact's costs, the roofline bound and the seeds' figures
     beside it (`refs`, else the artifacts' own reference sets)."""
-    from mibench.harness.report.references import reference_sets
-    from mibench.harness.report.roofline import roofline_table, seeds_table
+    from .references import reference_sets
+    from .roofline import roofline_table, seeds_table
 
     out = [_fit(records)]
     for table in (roofline_table(records), seeds_table(records, reference_sets(records, refs))):

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from mibench.engines import MODES
-from mibench.harness.config.matrix import short
-from mibench.harness.report.fmt import mfu
-from mibench.harness.stats.describe import median
+
+from ..config.matrix import short
+from ..stats.describe import median
+from .fmt import mfu
 
 
 def table(header: list[str], rows: list[list[str]], width: int | None = None) -> str:
@@ -57,7 +58,7 @@ def options(case) -> str:
 def untested_line(cases) -> str | None:
     """One line when `runs.timed` leaves cases without a timing verdict in `compare`
     (fewer than 3 timed runs: `untested`), else None."""
-    from mibench.harness.stats.compare import MIN_RUNS
+    from ..stats.compare import MIN_RUNS
 
     short_ = [c for c in cases if c.runs.processes * c.runs.timed < MIN_RUNS]
     if not short_:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from mibench.harness.records import CaseRecord, RunRecord
-from mibench.harness.report import plots
-from mibench.harness.report.plots import Bars, Change
-from mibench.harness.stats.compare import Comparison
-from mibench.harness.stats.describe import items_of
+from ..records import CaseRecord, RunRecord
+from ..stats.compare import Comparison
+from ..stats.describe import items_of
+from . import plots
+from .plots import Bars, Change
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from mibench.harness.config.matrix import model_name, short
-from mibench.harness.records import CaseRecord, RunRecord
-from mibench.harness.stats.compare import DECIDE, MIN_RUNS
-from mibench.harness.stats.load import DECIDER
-from mibench.harness.stats.significance import Test
-from mibench.harness.verdicts import (
+from ..config.matrix import model_name, short
+from ..records import CaseRecord, RunRecord
+from ..stats.compare import DECIDE, MIN_RUNS
+from ..stats.load import DECIDER
+from ..stats.significance import Test
+from ..verdicts import (
     IMPROVEMENT,
     INCONCLUSIVE,
     MEMORY_REGRESSION,

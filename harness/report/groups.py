@@ -7,14 +7,15 @@ import json
 from collections import defaultdict
 
 from mibench.engines import MODES
-from mibench.harness.config.matrix import short
-from mibench.harness.records import RunRecord
-from mibench.harness.report import fmt
-from mibench.harness.report.fmt import Table
-from mibench.harness.report.tables import Row
-from mibench.harness.stats.comparable import label
-from mibench.harness.stats.compare import Comparison
-from mibench.harness.stats.describe import median
+
+from ..config.matrix import short
+from ..records import RunRecord
+from ..stats.comparable import label
+from ..stats.compare import Comparison
+from ..stats.describe import median
+from . import fmt
+from .fmt import Table
+from .tables import Row
 
 
 def throughput(row: Row) -> float | None:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mibench.harness.report import fmt
-from mibench.harness.report.fmt import Table
-from mibench.harness.report.plots import _plt, _save
-from mibench.harness.report.tables import Row
+from . import fmt
+from .fmt import Table
+from .plots import _plt, _save
+from .tables import Row
 
 
 def http_rows(rows: list[Row]) -> list[Row]:

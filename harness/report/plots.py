@@ -49,7 +49,7 @@ def _save(fig, path: Path, layout: bool = True) -> Path:
     """The figure as a PNG at `path`, written whole or not at all (records/io.py)."""
     import io
 
-    from mibench.harness.records.io import write_output
+    from ..records.io import write_output
 
     if layout:
         fig.tight_layout()

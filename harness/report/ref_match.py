@@ -15,12 +15,13 @@ from __future__ import annotations
 import dataclasses
 
 from mibench.engines import MODES
-from mibench.harness.config.matrix import model_name, short
-from mibench.harness.records import ReferenceFigure, RunRecord
-from mibench.harness.records.references import RefSide, SpeedupFigure
-from mibench.harness.report import fmt
-from mibench.harness.report.tables import Row
-from mibench.harness.stats.describe import median
+
+from ..config.matrix import model_name, short
+from ..records import ReferenceFigure, RunRecord
+from ..records.references import RefSide, SpeedupFigure
+from ..stats.describe import median
+from . import fmt
+from .tables import Row
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,14 +14,14 @@ differences are of probabilities or of log scores, and parity runs its own workl
 
 from __future__ import annotations
 
-from mibench.harness.config.matrix import model_name
-from mibench.harness.records import ReferenceSet, RunRecord
-from mibench.harness.records.references import ParityFigure, SpeedupFigure
-from mibench.harness.report import fmt
-from mibench.harness.report.fmt import Table
-from mibench.harness.report.ref_match import Seen, how, mismatches, pick, seen_rows, side_figure
-from mibench.harness.report.references import ENGINES_NOTE, read_as, statistic
-from mibench.harness.report.tables import Row
+from ..config.matrix import model_name
+from ..records import ReferenceSet, RunRecord
+from ..records.references import ParityFigure, SpeedupFigure
+from . import fmt
+from .fmt import Table
+from .ref_match import Seen, how, mismatches, pick, seen_rows, side_figure
+from .references import ENGINES_NOTE, read_as, statistic
+from .tables import Row
 
 
 def _side(fig, seen: list[Seen], run: str) -> Seen | None:

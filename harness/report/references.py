@@ -12,11 +12,11 @@ script, SGLang's PyTorch stack), and mibench's `jax` is another engine: the tabl
 
 from __future__ import annotations
 
-from mibench.harness.records import ReferenceFigure, ReferenceSet
-from mibench.harness.report import fmt
-from mibench.harness.report.fmt import Table
-from mibench.harness.report.ref_match import Seen, how, mismatches, pick, seen_rows
-from mibench.harness.report.tables import Row
+from ..records import ReferenceFigure, ReferenceSet
+from . import fmt
+from .fmt import Table
+from .ref_match import Seen, how, mismatches, pick, seen_rows
+from .tables import Row
 
 ENGINES_NOTE = ("Each figure is its seed's engine (the Engine column: sglang-jax branches "
                 "through the seeds' benchmark script, SGLang's PyTorch serving stack); the "

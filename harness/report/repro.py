@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from mibench.harness.records import CaseRecord, RunRecord
+from ..records import CaseRecord, RunRecord
 
 
 def config_args(record: RunRecord) -> tuple[str, list[str], list[str]]:

@@ -11,11 +11,11 @@ its target is not the run's hardware or it compiled another workload or model.
 
 from __future__ import annotations
 
-from mibench.harness.records import CaseRecord, RunRecord
-from mibench.harness.records.compile import CompileCase, CompileRecord
-from mibench.harness.report import fmt
-from mibench.harness.report.fmt import Table
-from mibench.harness.stats.compile_counts import count
+from ..records import CaseRecord, RunRecord
+from ..records.compile import CompileCase, CompileRecord
+from ..stats.compile_counts import count
+from . import fmt
+from .fmt import Table
 
 TIMED_MARK = "†"
 TIMED_NOTE = (f"{TIMED_MARK} XLA compiled during the case's timed runs: its times include "

@@ -9,14 +9,14 @@ table, report/resources.py)."""
 
 from __future__ import annotations
 
-from mibench.harness.config.matrix import model_name
-from mibench.harness.records import ReferenceSet
-from mibench.harness.records.compile import CompileCase, CompileRecord
-from mibench.harness.report import fmt
-from mibench.harness.report.fmt import Table
-from mibench.harness.report.ref_match import Seen, mismatches, pick
-from mibench.harness.report.references import figure_value, statistic
-from mibench.harness.stats.compile_compare import fmt_num
+from ..config.matrix import model_name
+from ..records import ReferenceSet
+from ..records.compile import CompileCase, CompileRecord
+from ..stats.compile_compare import fmt_num
+from . import fmt
+from .fmt import Table
+from .ref_match import Seen, mismatches, pick
+from .references import figure_value, statistic
 
 
 def mask_bytes(case: CompileCase) -> float | None:

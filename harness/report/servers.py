@@ -8,11 +8,11 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from mibench.harness.records import RunRecord
-from mibench.harness.report import fmt
-from mibench.harness.report.fmt import Table
-from mibench.harness.report.plots import _plt, _save
-from mibench.harness.report.tables import Row
+from ..records import RunRecord
+from . import fmt
+from .fmt import Table
+from .plots import _plt, _save
+from .tables import Row
 
 
 def _load_share(load) -> str:

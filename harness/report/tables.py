@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
-from mibench.harness.records import CaseRecord, ParityCheck, RunRecord
-from mibench.harness.report import fmt
-from mibench.harness.report.fmt import Table
-from mibench.harness.report.repro import command, config_args
-from mibench.harness.report.resources import TIMED_MARK, TIMED_NOTE
-from mibench.harness.stats.comparable import label
-from mibench.harness.stats.describe import median
+from ..records import CaseRecord, ParityCheck, RunRecord
+from ..stats.comparable import label
+from ..stats.describe import median
+from . import fmt
+from .fmt import Table
+from .repro import command, config_args
+from .resources import TIMED_MARK, TIMED_NOTE
 
 TAIL_FACTOR = 1.5  # a timed run slower than 1.5x the case's median is a tail pause
 

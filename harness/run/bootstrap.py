@@ -35,12 +35,12 @@ def main(fd: int, engine_root: str, role: str = "engine") -> None:
     if engine_root:
         use_engines_from(engine_root)  # before anything (the factory too) is unpickled
     if role == "compile":
-        from mibench.harness.compile.worker import serve as serve_compiles
+        from ..compile.worker import serve as serve_compiles
 
         serve_compiles(conn)
     else:
         key, factory = conn.recv()
-        from mibench.harness.run.worker import serve
+        from .worker import serve
 
         serve(conn, key, factory)
     _exit_now(conn)

@@ -8,24 +8,25 @@ import traceback
 from collections.abc import Callable
 
 from mibench.errors import InvalidScores, Unavailable
-from mibench.harness.config.cases import CaseSpec
-from mibench.harness.host import memory
-from mibench.harness.host.deadline import deadline
-from mibench.harness.records import (
+
+from ..config.cases import CaseSpec
+from ..host import memory
+from ..host.deadline import deadline
+from ..records import (
     CaseRecord,
     ErrorInfo,
     Metrics,
 )
-from mibench.harness.run.measure import Timings, frozen_heap, measure
-from mibench.harness.run.pool import (
+from ..stats.describe import latency_of
+from ..stats.metrics import case_metrics, score_digest, useful_flops
+from .measure import Timings, frozen_heap, measure
+from .pool import (
     EnginePool,
     batch_pass,
     check_table,
     make_call,
     warm_runtime,
 )
-from mibench.harness.stats.describe import latency_of
-from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
 
 # cases measured in this process so far: the first one's device peak is its own (a fresh
 # worker), a later one's only when it raised the peak (harness/host/memory.py)

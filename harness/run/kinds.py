@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from mibench.harness.config.cases import CaseSpec
-from mibench.harness.records import CaseRecord
-from mibench.harness.run.case import ModelCase
-from mibench.harness.run.pool import EnginePool
+from ..config.cases import CaseSpec
+from ..records import CaseRecord
+from .case import ModelCase
+from .pool import EnginePool
 
 
 class CaseKind(Protocol):
@@ -49,7 +49,7 @@ def kinds() -> dict[str, CaseKind]:
     takes names from `mibench.engines`, which the worker side may not at import (it runs
     older revisions' engines for `mibench ab`: harness/run/bootstrap.py `check`)."""
     if not KINDS:
-        from mibench.harness.servers.load_case import LoadCase
+        from ..servers.load_case import LoadCase
 
         KINDS.update(jax=ModelCase(), torch=ModelCase(), http=LoadCase())
     return KINDS

@@ -26,10 +26,10 @@ import gc
 import time
 from collections.abc import Callable
 
-from mibench.harness.host.deadline import deadline
-from mibench.harness.host.load import Window
-from mibench.harness.host.memory import PeakRss
-from mibench.harness.records import CaseLoad, RunsRecord
+from ..host.deadline import deadline
+from ..host.load import Window
+from ..host.memory import PeakRss
+from ..records import CaseLoad, RunsRecord
 
 
 @dataclasses.dataclass

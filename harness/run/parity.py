@@ -53,12 +53,13 @@ import json
 import numpy as np
 
 from mibench.engines import MODES
-from mibench.harness.config.keys import EngineKey, case_id, id_part
-from mibench.harness.config.matrix import CaseSpec, workload_specs
-from mibench.harness.config.spec import Config
-from mibench.harness.records import CaseRecord, ParityCheck, ParityRecord
-from mibench.harness.run.pool import EnginePool, Scoring, make_call
 from mibench.workloads import Request, WorkloadSpec
+
+from ..config.keys import EngineKey, case_id, id_part
+from ..config.matrix import CaseSpec, workload_specs
+from ..config.spec import Config
+from ..records import CaseRecord, ParityCheck, ParityRecord
+from .pool import EnginePool, Scoring, make_call
 
 MAX_QUERY, MIN_ITEMS, MAX_ITEMS = 512, 4, 16
 # the largest |ln a - ln b| allowed, by check and dtype (isolation: the changed_length
@@ -259,7 +260,7 @@ def engine_label(case: CaseSpec) -> str:
 def concurrency_check(g: GroupParity, case: CaseSpec) -> ParityCheck:
     """The `concurrency` check of one server: its trials, each on a fresh launch when
     mibench launches it (harness/servers/concurrency.py)."""
-    from mibench.harness.servers import concurrency as cc
+    from ..servers import concurrency as cc
 
     tol, _ = tolerances("concurrency", case.dtype, g.spec.apply_softmax)
     label, k, plan = engine_label(case), cc.REQUESTS, case.http
@@ -287,8 +288,9 @@ def _trial(g: GroupParity, case: CaseSpec, key: EngineKey, launched: bool, reque
     """Trial `t` of the concurrency check: its record (an error is a trial's, not a
     crash)."""
     from mibench.engines import load_engine
-    from mibench.harness.records import ConcurrencyTrial
-    from mibench.harness.servers import concurrency as cc
+
+    from ..records import ConcurrencyTrial
+    from ..servers import concurrency as cc
 
     fresh = g.servers.fresh(case.engine_key, f"-fresh{t + 1}") if launched else \
         contextlib.nullcontext((key.base_url, None))

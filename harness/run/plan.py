@@ -10,10 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from mibench.harness.config.cases import CaseSpec
-from mibench.harness.config.matrix import expand, select_cases
-from mibench.harness.config.spec import Config
-from mibench.harness.run.progress import style
+from ..config.cases import CaseSpec
+from ..config.matrix import expand, select_cases
+from ..config.spec import Config
+from .progress import style
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,9 +8,10 @@ from collections.abc import Callable
 
 from mibench.checks import check_scores
 from mibench.errors import InvalidScores
-from mibench.harness.config.cases import CaseSpec
-from mibench.harness.config.keys import EngineKey
 from mibench.workloads import Request, WorkloadSpec, materialize
+
+from ..config.cases import CaseSpec
+from ..config.keys import EngineKey
 
 
 def default_factory(name: str, model: str, dtype: str, tp: int, **server):

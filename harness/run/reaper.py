@@ -27,7 +27,7 @@ import signal
 import subprocess
 import sys
 
-from mibench.harness.host.proctree import become_subreaper, stop_tree
+from ..host.proctree import become_subreaper, stop_tree
 
 TICK_S = 0.2  # how often the reaper looks at its children between reads
 

@@ -17,13 +17,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mibench.errors import MibenchError, Unavailable
-from mibench.harness.config.cases import CaseSpec
-from mibench.harness.config.references import load_references
-from mibench.harness.config.spec import Config
-from mibench.harness.host.children import WorkerDied
-from mibench.harness.host.peak import PeakTable
-from mibench.harness.host.provenance import collect, device_info, git_info
-from mibench.harness.records import (
+
+from ..config.cases import CaseSpec
+from ..config.references import load_references
+from ..config.spec import Config
+from ..host.children import WorkerDied
+from ..host.peak import PeakTable
+from ..host.provenance import collect, device_info, git_info
+from ..records import (
     CaseRecord,
     ErrorInfo,
     Invocation,
@@ -33,16 +34,16 @@ from mibench.harness.records import (
     write_artifact,
     write_failed,
 )
-from mibench.harness.run import parity
-from mibench.harness.run.case import failed_record, metrics_of, skipped_record
-from mibench.harness.run.kinds import kind_of, run_case
-from mibench.harness.run.plan import Plan, group_of
-from mibench.harness.run.pool import EngineKey, EnginePool
-from mibench.harness.run.progress import make_progress
-from mibench.harness.run.worker import WorkerPool, probe_env
-from mibench.harness.servers.pool import ServerPool
-from mibench.harness.stats.comparable import defect
-from mibench.harness.util import now
+from ..servers.pool import ServerPool
+from ..stats.comparable import defect
+from ..util import now
+from . import parity
+from .case import failed_record, metrics_of, skipped_record
+from .kinds import kind_of, run_case
+from .plan import Plan, group_of
+from .pool import EngineKey, EnginePool
+from .progress import make_progress
+from .worker import WorkerPool, probe_env
 
 
 def artifact_path(record: RunRecord, out_dir: str | Path) -> Path:

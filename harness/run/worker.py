@@ -32,13 +32,14 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from mibench import errors
-from mibench.harness.config.keys import EngineKey
-from mibench.harness.host import load
-from mibench.harness.host.children import OUTPUT_TAIL, POLL_S, WorkerDied, death, rss_of
-from mibench.harness.records import CaseRecord, ErrorInfo
-from mibench.harness.run.kinds import run_case
-from mibench.harness.run.pool import EnginePool
-from mibench.harness.util import tail_of
+
+from ..config.keys import EngineKey
+from ..host import load
+from ..host.children import OUTPUT_TAIL, POLL_S, WorkerDied, death, rss_of
+from ..records import CaseRecord, ErrorInfo
+from ..util import tail_of
+from .kinds import run_case
+from .pool import EnginePool
 
 GRACE_S = 5.0  # past the case's timeout, time the worker's own alarm has to fire first
 

@@ -56,8 +56,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from mibench.engines import DTYPES, InvalidScores, MibenchError, engine_mode
-from mibench.harness.serve.connections import MAX_HEADER_BYTES, guarded_protocol
-from mibench.harness.serve.limits import (
+
+from .connections import MAX_HEADER_BYTES, guarded_protocol
+from .limits import (
     Limits,
     Parsers,
     ScoringQueue,
@@ -66,7 +67,7 @@ from mibench.harness.serve.limits import (
     read_body,
     tokenize,
 )
-from mibench.harness.serve.request import (
+from .request import (
     BadRequest,
     ScoreCall,
     Scorer,
@@ -193,7 +194,7 @@ def build_app(engine, settings: Settings, served: str | None = None,
     @app.get("/get_server_info")
     async def server_info():
         """SGLang's server-info endpoint: what this server is and scores with."""
-        from mibench.harness.host.provenance import mibench_version
+        from ..host.provenance import mibench_version
 
         return {"server": "mibench serve", "version": mibench_version(),
                 "model_path": settings.model, "served_model_name": served,

@@ -23,7 +23,8 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from mibench.engines import MODES, PART_OPTION, MibenchError, Shape
-from mibench.harness.serve.request import BadRequest, ScoreCall
+
+from .request import BadRequest, ScoreCall
 
 GIB = 1024**3
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import statistics
 import time
 
-from mibench.harness.config.cases import CaseSpec
-from mibench.harness.host.load import Window
-from mibench.harness.records import ColdStartLaunch, ColdStartRecord
-from mibench.harness.servers.feed import Bodies
+from ..config.cases import CaseSpec
+from ..host.load import Window
+from ..records import ColdStartLaunch, ColdStartRecord
+from .feed import Bodies
 
 
 def measure(case: CaseSpec, servers, key) -> ColdStartRecord:

@@ -24,8 +24,9 @@ import dataclasses
 
 import numpy as np
 
-from mibench.harness.records import ConcurrencyTrial, ParityCheck
 from mibench.workloads import Request, WorkloadSpec, generate
+
+from ..records import ConcurrencyTrial, ParityCheck
 
 REQUESTS = 8  # K: the requests compared; as many others are mixed in
 SHOWN = 10  # moved scores named in the check's record, largest first

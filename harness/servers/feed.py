@@ -20,8 +20,9 @@ import queue
 import threading
 
 from mibench.engines import MibenchError
-from mibench.harness.config.http_load import AHEAD
 from mibench.workloads import Request, generate, materialize, total_tokens
+
+from ..config.http_load import AHEAD
 
 _DONE = object()
 

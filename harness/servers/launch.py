@@ -40,9 +40,10 @@ import time
 from pathlib import Path
 
 from mibench.errors import MibenchError
-from mibench.harness.config.cases import ServerLaunch
-from mibench.harness.host.proctree import descendants
-from mibench.harness.util import git_output, tail_of
+
+from ..config.cases import ServerLaunch
+from ..host.proctree import descendants
+from ..util import git_output, tail_of
 
 LOG_TAIL = 2000  # characters of a failed server's log carried into the case's error
 HOST = "127.0.0.1"

@@ -41,22 +41,23 @@ import traceback
 from collections.abc import Callable
 
 from mibench.engines import MibenchError, fact_problem
-from mibench.harness.config.cases import CaseSpec, HttpPlan
-from mibench.harness.config.spec import HTTP_FIELDS
-from mibench.harness.host.deadline import deadline
-from mibench.harness.host.load import Window
-from mibench.harness.records import (
+
+from ..config.cases import CaseSpec, HttpPlan
+from ..config.spec import HTTP_FIELDS
+from ..host.deadline import deadline
+from ..host.load import Window
+from ..records import (
     CaseRecord,
     ErrorInfo,
     HttpMetrics,
     HttpRequest,
     Metrics,
 )
-from mibench.harness.servers import cold_start, slo
-from mibench.harness.servers.feed import Bodies
-from mibench.harness.servers.send import INVALID, Load, closed_loop, open_loop, warm_up
-from mibench.harness.stats.describe import latency_of, summarize
-from mibench.harness.stats.metrics import score_digest
+from ..stats.describe import latency_of, summarize
+from ..stats.metrics import score_digest
+from . import cold_start, slo
+from .feed import Bodies
+from .send import INVALID, Load, closed_loop, open_loop, warm_up
 
 
 class LoadCase:

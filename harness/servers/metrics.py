@@ -20,18 +20,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from mibench.harness.config.cases import CaseSpec
-from mibench.harness.records import ColdStartRecord
-from mibench.harness.records.ab import ABCase, RoundSample, Timing
-from mibench.harness.servers import cold_start, slo
-from mibench.harness.servers.send import Load, warm_up
-from mibench.harness.stats.paired import paired_test
-from mibench.harness.verdicts import (
+from ..config.cases import CaseSpec
+from ..records import ColdStartRecord
+from ..records.ab import ABCase, RoundSample, Timing
+from ..stats.paired import paired_test
+from ..verdicts import (
     COLD_START_REGRESSION,
     INCONCLUSIVE,
     REGRESSION,
     UNTESTED,
 )
+from . import cold_start, slo
+from .send import Load, warm_up
 
 ROUND_SEED = 2000  # round r's arrivals: seed + ROUND_SEED + r
 

@@ -11,10 +11,11 @@ import re
 from pathlib import Path
 
 from mibench.errors import ServerUnavailable
-from mibench.harness.config.cases import ServerLaunch
-from mibench.harness.config.keys import EngineKey
-from mibench.harness.records import ServerInfo
-from mibench.harness.servers.launch import (
+
+from ..config.cases import ServerLaunch
+from ..config.keys import EngineKey
+from ..records import ServerInfo
+from .launch import (
     Server,
     ServerFailed,
     Started,

@@ -15,10 +15,11 @@ from collections.abc import Callable
 import numpy as np
 
 from mibench.engines import HttpClient, MibenchError
-from mibench.harness.config.cases import HttpPlan
-from mibench.harness.config.http_load import MAX_IN_FLIGHT
-from mibench.harness.records import HttpRequest
-from mibench.harness.servers.feed import Bodies, Built, Feed
+
+from ..config.cases import HttpPlan
+from ..config.http_load import MAX_IN_FLIGHT
+from ..records import HttpRequest
+from .feed import Bodies, Built, Feed
 
 ERROR_CHARS = 500
 INVALID = "invalid"  # a 200 whose scores are not the request's (wire.decode)

@@ -27,12 +27,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 
-from mibench.harness.config.cases import CaseSpec, HttpPlan
-from mibench.harness.records import CaseRecord, HttpRequest, SloRecord, SloStep
-from mibench.harness.servers.feed import Bodies
-from mibench.harness.servers.send import Load, open_loop
-from mibench.harness.stats import capacity
-from mibench.harness.stats.describe import latency_of, summarize
+from ..config.cases import CaseSpec, HttpPlan
+from ..records import CaseRecord, HttpRequest, SloRecord, SloStep
+from ..stats import capacity
+from ..stats.describe import latency_of, summarize
+from .feed import Bodies
+from .send import Load, open_loop
 
 REPEAT_SEED = 1000  # repeat j's arrivals: seed + REPEAT_SEED + j (steps use seed + k)
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import math
 
-from mibench.harness.records import CaseRecord, RunRecord
-from mibench.harness.stats.describe import per_unit_ms, rates, summarize
+from ..records import CaseRecord, RunRecord
+from .describe import per_unit_ms, rates, summarize
 
 SUMMARY_RTOL = 1e-6  # how closely stored summaries must match the recomputed ones
 

@@ -55,41 +55,8 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
-from mibench.harness.records import CaseRecord, RunRecord
-from mibench.harness.stats.comparable import differences, label, measurement
-from mibench.harness.stats.comparison import CaseChange, Comparison
-from mibench.harness.stats.compile_counts import timed_compile_fault
-from mibench.harness.stats.describe import (
-    items_of,
-    items_per_s,
-    ms_per_item,
-    process_runs,
-)
-from mibench.harness.stats.environment import (
-    compare_parity,
-    environment_warnings,
-)
-from mibench.harness.stats.load import (
-    BUSY_LEVEL,
-    busy_reason,
-    share,
-    timeout_busy_reason,
-)
-from mibench.harness.stats.memory import DEFAULT_MEMORY_THRESHOLD, memory_check
-from mibench.harness.stats.scores import score_check
-from mibench.harness.stats.server_compare import (
-    capacity_change,
-    capacity_timing,
-    cold_start_changes,
-)
-from mibench.harness.stats.significance import (
-    DEFAULT_ALPHA,
-    NoiseFloor,
-    Test,
-    between_runs,
-    default_floor,
-)
-from mibench.harness.verdicts import (
+from ..records import CaseRecord, RunRecord
+from ..verdicts import (
     ADDED,
     COLD_START_REGRESSION,
     FAILED,
@@ -108,6 +75,39 @@ from mibench.harness.verdicts import (
     TIMED_COMPILES,
     UNCHANGED,
     UNTESTED,
+)
+from .comparable import differences, label, measurement
+from .comparison import CaseChange, Comparison
+from .compile_counts import timed_compile_fault
+from .describe import (
+    items_of,
+    items_per_s,
+    ms_per_item,
+    process_runs,
+)
+from .environment import (
+    compare_parity,
+    environment_warnings,
+)
+from .load import (
+    BUSY_LEVEL,
+    busy_reason,
+    share,
+    timeout_busy_reason,
+)
+from .memory import DEFAULT_MEMORY_THRESHOLD, memory_check
+from .scores import score_check
+from .server_compare import (
+    capacity_change,
+    capacity_timing,
+    cold_start_changes,
+)
+from .significance import (
+    DEFAULT_ALPHA,
+    NoiseFloor,
+    Test,
+    between_runs,
+    default_floor,
 )
 
 DEFAULT_THRESHOLD = 0.05

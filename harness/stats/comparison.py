@@ -6,26 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from mibench.harness.stats.environment import (
-    ParityChange,
-)
-from mibench.harness.stats.load import (
-    BUSY_LEVEL,
-    DECIDER,
-    busy_line,
-)
-from mibench.harness.stats.memory import DEFAULT_MEMORY_THRESHOLD, MemoryCheck
-from mibench.harness.stats.scores import ScoreCheck
-from mibench.harness.stats.server_compare import (
-    MetricChange,
-)
-from mibench.harness.stats.significance import (
-    METHOD,
-    NoiseFloor,
-    Test,
-)
-from mibench.harness.verdicts import EXIT_CODES as OUTCOME_EXIT
-from mibench.harness.verdicts import (
+from ..verdicts import EXIT_CODES as OUTCOME_EXIT
+from ..verdicts import (
     INCONCLUSIVE,
     NOT_COMPARABLE,
     NOT_COMPARED,
@@ -33,6 +15,24 @@ from mibench.harness.verdicts import (
     REGRESSION,
     UNCHANGED,
     UNTESTED,
+)
+from .environment import (
+    ParityChange,
+)
+from .load import (
+    BUSY_LEVEL,
+    DECIDER,
+    busy_line,
+)
+from .memory import DEFAULT_MEMORY_THRESHOLD, MemoryCheck
+from .scores import ScoreCheck
+from .server_compare import (
+    MetricChange,
+)
+from .significance import (
+    METHOD,
+    NoiseFloor,
+    Test,
 )
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mibench.errors import MibenchError
-from mibench.harness.records.compile import CompileCase, CompileRecord
+
+from ..records.compile import CompileCase, CompileRecord
 
 
 def _bound(c: CompileCase) -> float | None:

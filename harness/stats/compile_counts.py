@@ -6,7 +6,7 @@ counts that were not taken (None: the engine or an older artifact did not count)
 
 from __future__ import annotations
 
-from mibench.harness.records import Metrics
+from ..records import Metrics
 
 NOT_COUNTED = "not counted"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from mibench.harness.records import CaseRecord, Latency, Summary
+from ..records import CaseRecord, Latency, Summary
 
 
 def summarize(values: list[float]) -> Summary | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from mibench.harness.records import ParityCheck, RunRecord
+from ..records import ParityCheck, RunRecord
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,15 +27,16 @@ import json
 from pathlib import Path
 
 from mibench.errors import MibenchError
-from mibench.harness.records import CaseRecord, RunRecord, read_artifact
-from mibench.harness.stats.changepoint import DEFAULT, METHOD, Params
-from mibench.harness.stats.comparable import code_git, differences, label, measurement
-from mibench.harness.stats.describe import items_of, median, process_runs
-from mibench.harness.stats.load import BUSY_LEVEL, busy, share
-from mibench.harness.stats.memory import own
-from mibench.harness.stats.noise import aa_noise, floor_for
-from mibench.harness.stats.steps import Step, judge_steps
-from mibench.harness.util import git_output
+
+from ..records import CaseRecord, RunRecord, read_artifact
+from ..util import git_output
+from .changepoint import DEFAULT, METHOD, Params
+from .comparable import code_git, differences, label, measurement
+from .describe import items_of, median, process_runs
+from .load import BUSY_LEVEL, busy, share
+from .memory import own
+from .noise import aa_noise, floor_for
+from .steps import Step, judge_steps
 
 RUN_KINDS = ("mibench.run/1", "mibench.run/2", "mibench.run/3")
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from mibench.harness.records import CaseRecord
-from mibench.harness.records.run import OWN_MEMORY_SOURCES as OWN_SOURCES
+from ..records import CaseRecord
+from ..records.run import OWN_MEMORY_SOURCES as OWN_SOURCES
 
 DEFAULT_MEMORY_THRESHOLD = 0.10  # peaks move little run to run: allocators are deterministic
 # growth smaller than this (bytes) is never a regression, whatever its ratio. A resident-set

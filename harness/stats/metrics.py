@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 
-from mibench.harness.records import Metrics
-from mibench.harness.stats.describe import per_unit_ms, rates, summarize
 from mibench.workloads import Request, total_items, total_tokens
+
+from ..records import Metrics
+from .describe import per_unit_ms, rates, summarize
 
 
 def useful_flops(cfg, requests: list[Request], delimiter: int | None, num_labels: int,

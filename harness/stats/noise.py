@@ -23,10 +23,11 @@ import statistics
 from collections import defaultdict
 
 from mibench.errors import MibenchError
-from mibench.harness.records import RunRecord
-from mibench.harness.stats.comparable import code_git, measurement_id
-from mibench.harness.stats.load import BUSY_LEVEL, busy
-from mibench.harness.stats.significance import NoiseFloor, default_floor
+
+from ..records import RunRecord
+from .comparable import code_git, measurement_id
+from .load import BUSY_LEVEL, busy
+from .significance import NoiseFloor, default_floor
 
 AA_CONFIDENCE = 0.90  # the learnt floor is this one-sided upper confidence limit
 

@@ -31,7 +31,7 @@ import dataclasses
 import math
 import statistics
 
-from mibench.harness.verdicts import (
+from ..verdicts import (
     IMPROVEMENT,
     REGRESSION,
     UNTESTED,

@@ -6,7 +6,7 @@ and Patterson, "Roofline", CACM 2009). Pure arithmetic."""
 
 from __future__ import annotations
 
-from mibench.harness.records.compile import CompileTarget, Roofline
+from ..records.compile import CompileTarget, Roofline
 
 METHOD = ("mibench's formulas (engines/modes/work.py): every layer counted, over the padded "
           "shapes the mode runs; XLA's cost analysis counts a scanned layer once")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from mibench.harness.records import CaseRecord
+from ..records import CaseRecord
 
 # the largest |ln score_new - ln score_base| that is not a score change: the `modes` parity
 # tolerance (docs/parity.md)

@@ -23,10 +23,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from mibench.harness.records import CaseRecord
-from mibench.harness.stats.load import busy_reason
-from mibench.harness.stats.significance import Test, between_runs
-from mibench.harness.verdicts import INCONCLUSIVE, UNTESTED
+from ..records import CaseRecord
+from ..verdicts import INCONCLUSIVE, UNTESTED
+from .load import busy_reason
+from .significance import Test, between_runs
 
 MIN_REPEATS = 3  # repeats at the rate found, a side, for a capacity verdict
 MIN_LAUNCHES = 3  # cold starts a side for a cold-start verdict

@@ -21,16 +21,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from mibench.harness.stats.changepoint import DEFAULT, Params, binary_segmentation
-from mibench.harness.stats.load import BUSY_LEVEL, busy, busy_reason
-from mibench.harness.stats.significance import DEFAULT_ALPHA, NoiseFloor, between_runs
-from mibench.harness.verdicts import (
+from ..verdicts import (
     CHANGE_POINT,
     IMPROVEMENT,
     INCONCLUSIVE,
     REGRESSION,
     SUSPECTED_STEP,
 )
+from .changepoint import DEFAULT, Params, binary_segmentation
+from .load import BUSY_LEVEL, busy, busy_reason
+from .significance import DEFAULT_ALPHA, NoiseFloor, between_runs
 
 STEP = 2.0  # a neighbouring ratio of time per item this large (either way) is looked at
 

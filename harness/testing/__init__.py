@@ -135,7 +135,7 @@ def fake_factory(**kwargs):
 
 def fixed_peak(flops: float = 1e11):
     """A PeakTable that measures nothing: the same peak for every dtype."""
-    from mibench.harness.host.peak import PeakTable
+    from ..host.peak import PeakTable
 
     table = PeakTable("cpu", "cpu")
     table.values = {"float32": flops, "bfloat16": flops}

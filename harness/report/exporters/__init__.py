@@ -17,8 +17,9 @@ from __future__ import annotations
 from types import ModuleType
 
 from mibench.errors import MibenchError
-from mibench.harness.report.exporters import bmf, csv, json
-from mibench.harness.report.exporters.frame import cases_frame
+
+from . import bmf, csv, json
+from .frame import cases_frame
 
 __all__ = ["EXPORTERS", "cases_frame", "exporter"]
 

@@ -10,11 +10,11 @@ import dataclasses
 import json
 from pathlib import Path
 
-from mibench.harness.report import fmt, plots, render
-from mibench.harness.report.fmt import Table
-from mibench.harness.stats.compare import MIN_RUNS, Comparison
-from mibench.harness.stats.compile_counts import count
-from mibench.harness.stats.history import History, Series
+from ...stats.compare import MIN_RUNS, Comparison
+from ...stats.compile_counts import count
+from ...stats.history import History, Series
+from .. import fmt, plots, render
+from ..fmt import Table
 
 # /2: the timing verdicts are regression, improvement, unchanged (the whole interval within
 # the threshold) and inconclusive (was `noise`, and part of `unchanged`); the cases carry
@@ -104,7 +104,7 @@ def parity_changes(comp: Comparison) -> tuple[Table | None, Table | None]:
 
 
 def compare_markdown(comp: Comparison, note: str | None = None) -> str:
-    from mibench.harness.report import method_lines
+    from .. import method_lines
 
     failing, passing = parity_changes(comp)
     return _render("compare.md.j2", comp=comp, verdict=fmt.verdict_line(comp),

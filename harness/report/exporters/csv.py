@@ -12,7 +12,7 @@ import csv
 import io
 import re
 
-from mibench.harness.report.exporters.rows import COLUMNS, case_rows
+from .rows import COLUMNS, case_rows
 
 NAME, SUFFIX = "csv", ".csv"
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from mibench.errors import MibenchError
-from mibench.harness.report.exporters.rows import COLUMNS, case_rows
+
+from .rows import COLUMNS, case_rows
 
 
 def cases_frame(artifacts):
@@ -26,8 +27,8 @@ def cases_frame(artifacts):
 
 
 def _records(artifacts) -> list:
-    from mibench.harness.records import RunRecord, read_artifact
-    from mibench.harness.stats.history import load_dir
+    from ...records import RunRecord, read_artifact
+    from ...stats.history import load_dir
 
     if isinstance(artifacts, str | Path):
         artifacts = [artifacts]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from mibench.harness.report.exporters.rows import COLUMNS, case_rows
+from .rows import COLUMNS, case_rows
 
 NAME, SUFFIX = "json", ".json"
 SCHEMA = "mibench.export/2"

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 
-from mibench.harness.records import CaseRecord, RunRecord
-from mibench.harness.stats.comparable import measurement_id
-from mibench.harness.stats.describe import items_of, median, process_runs
+from ...records import CaseRecord, RunRecord
+from ...stats.comparable import measurement_id
+from ...stats.describe import items_of, median, process_runs
 
 WORKLOAD = ("query_tokens", "num_items", "item_tokens", "tokens", "semantics",
             "apply_softmax", "seed", "requests")
