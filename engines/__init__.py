@@ -26,12 +26,11 @@ from mibench.errors import (
 
 from .contract import Engine
 from .modes.accounting import PART_OPTION, Shape
+from .modes.options import OPTIONS, Option
 from .modes.registry import (
     AUTO_DENSE_MAX_T,
     MODES,
-    OPTIONS,
     Mode,
-    Option,
     engine_mode,
     engine_modes,
 )

@@ -14,7 +14,8 @@ from .checkpoint import (
     special_ids,
 )
 from .jax_model import Decoder
-from .modes.registry import ATTENTIONS, MODES, choice, engine_mode
+from .modes.options import ATTENTIONS, choice
+from .modes.registry import MODES, engine_mode
 from .request import make_request
 from .result import ScoreResult, checked_result
 from .sharding import fit_kv_heads, make_shard_config, place_params

@@ -16,7 +16,8 @@ from .modes.extend import (
     score_rows,
 )
 from .modes.layout import extend_batches, prefix_tokens
-from .modes.registry import MODES, batch_sizes
+from .modes.options import batch_sizes
+from .modes.registry import MODES
 
 
 def _ms(fn, repeats: int) -> tuple[float, object]:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from mibench.checks import text_problem
 from mibench.errors import InputError, MibenchError
 
-from .modes.registry import resolve_semantics
+from .modes.options import resolve_semantics
 
 
 @dataclasses.dataclass(frozen=True)

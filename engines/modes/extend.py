@@ -33,7 +33,7 @@ from .layout import (
     extend_batches,
     prefix_tokens,
 )
-from .registry import batch_sizes
+from .options import batch_sizes
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "attn"))
