@@ -21,7 +21,21 @@ class ItemRange(BaseModel):
     max: int
 
 
-class WorkloadSpec(BaseModel):
+class Sparse(BaseModel):
+    """A model whose dump holds only the fields that were set (given, read or assigned):
+    the artifact's records (harness/records/case.py) and the workload."""
+
+    @model_serializer(mode="wrap")
+    def _only_set(self, handler):
+        data = handler(self)
+        return {k: v for k, v in data.items() if k in self.model_fields_set}
+
+    def as_dict(self) -> dict:
+        """The JSON form (what the artifact holds)."""
+        return self.model_dump(mode="json")
+
+
+class WorkloadSpec(Sparse):
     """Either a generated request (`query_tokens`, `num_items`, `item_tokens`) or the
     requests of a JSONL file (`requests`, an absolute path).
 
@@ -49,15 +63,6 @@ class WorkloadSpec(BaseModel):
     semantics: str | None = None  # absent: the engines' default
     seed: int = 0
     requests: str | None = None  # a JSONL file of requests instead of generated ones
-
-    @model_serializer(mode="wrap")
-    def _only_set(self, handler):
-        data = handler(self)
-        return {k: v for k, v in data.items() if k in self.model_fields_set}
-
-    def as_dict(self) -> dict:
-        """The JSON form (what the artifact holds): a range as {dist: uniform, min, max}."""
-        return self.model_dump(mode="json")
 
     def replace(self, **changes) -> WorkloadSpec:
         """This spec with `changes` (valid values: a range is an ItemRange)."""

@@ -10,24 +10,14 @@ leaves these fields as they were.
 
 from __future__ import annotations
 
-from pydantic import model_serializer
-
+from mibench.workloads.spec import Sparse as SparseModel
 from mibench.workloads.spec import WorkloadSpec
 
 from .base import Record
 
 
-class Sparse(Record):
+class Sparse(Record, SparseModel):
     """A record whose dump holds only the fields that were set (given, read or assigned)."""
-
-    @model_serializer(mode="wrap")
-    def _only_set(self, handler):
-        data = handler(self)
-        return {k: v for k, v in data.items() if k in self.model_fields_set}
-
-    def as_dict(self) -> dict:
-        """The JSON form (what the artifact holds)."""
-        return self.model_dump(mode="json")
 
 
 class ModelRef(Sparse):
