@@ -34,10 +34,12 @@ from .modes.registry import (
     engine_mode,
     engine_modes,
 )
+from .request import SEMANTICS  # an item read after `query + [delimiter]`, or `query`
 from .result import ScoreResult
 
 ENGINES = tuple(MODES)
 DTYPES = ("float32", "bfloat16")
+
 
 # public name -> (module under mibench.engines, attribute): loaded on first use
 _LAZY = {
@@ -76,8 +78,8 @@ _LAZY = {
 
 __all__ = ["AUTO_DENSE_MAX_T", "DTYPES", "ENGINES", "MODES", "OPTIONS", "PART_OPTION", "Engine",
            "InputError", "InvalidScores", "MibenchError", "Mode", "ModelError", "Option",
-           "ScoreResult", "Shape", "ServerUnavailable", "TopologyUnavailable", "Unavailable",
-           "engine_mode", "engine_modes", "load_engine", *_LAZY]
+           "SEMANTICS", "ScoreResult", "Shape", "ServerUnavailable", "TopologyUnavailable",
+           "Unavailable", "engine_mode", "engine_modes", "load_engine", *_LAZY]
 
 
 def __getattr__(name: str):

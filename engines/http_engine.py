@@ -28,9 +28,8 @@ from mibench.errors import InputError, InvalidScores, MibenchError, ModelError
 from .config import ModelConfig
 from .facts import tokenizer_of
 from .http_client import DEFAULT_TIMEOUT_S, HttpClient, parse_base_url
-from .modes.options import resolve_semantics
 from .modes.registry import MODES, engine_mode
-from .request import check_texts
+from .request import check_texts, resolve_semantics
 from .result import ScoreResult
 from .wires import DEFAULT_WIRE, describe, fact_problem
 from .wires import wire as wire_named

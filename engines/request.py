@@ -9,7 +9,24 @@ from collections.abc import Sequence
 from mibench.checks import text_problem
 from mibench.errors import InputError, MibenchError
 
-from .modes.options import resolve_semantics
+SEMANTICS = ("delimited", "plain")
+
+
+def resolve_semantics(semantics, delimiter) -> str:
+    """The semantics a request is scored under: `delimited` (each item read after
+    `query + [delimiter]`) or `plain` (after `query` alone). None derives it: delimited when
+    there is a delimiter, else plain. A MibenchError naming `semantics` for any other value
+    and for `delimited` without a delimiter."""
+    if semantics is None:
+        return "plain" if delimiter is None else "delimited"
+    if not isinstance(semantics, str) or semantics not in SEMANTICS:
+        raise MibenchError(f"must be one of {', '.join(SEMANTICS)}, got {semantics!r}",
+                           field="semantics")
+    if semantics == "delimited" and delimiter is None:
+        raise MibenchError("delimited semantics reads each item after `query + [delimiter]` "
+                           "and needs a delimiter token; give one, or use semantics plain "
+                           "(`query + item`)", field="semantics")
+    return semantics
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,7 +15,6 @@ SCHEDULES = ("parallel", "sequential")
 # `auto` picks per backend (engines/attention_paths.py): cudnn on a GPU in bfloat16, pallas
 # on a TPU (at any tp: per chip on its own heads), else xla (the tiled kernels)
 ATTENTIONS = ("auto", "xla", "pallas", "cudnn")
-SEMANTICS = ("delimited", "plain")
 
 
 def positive_int(value, field: str) -> int:
@@ -78,21 +77,6 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "kernels, Pallas splash (TPU) or cuDNN flash (GPU, bfloat16)", ATTENTIONS,
            id_omits="auto"),
 )}
-
-
-def resolve_semantics(semantics, delimiter) -> str:
-    """The semantics a request is scored under: `delimited` (each item read after
-    `query + [delimiter]`) or `plain` (after `query` alone). None derives it: delimited when
-    there is a delimiter, else plain. A MibenchError naming `semantics` for any other value
-    and for `delimited` without a delimiter."""
-    if semantics is None:
-        return "plain" if delimiter is None else "delimited"
-    semantics = choice(semantics, "semantics", SEMANTICS)
-    if semantics == "delimited" and delimiter is None:
-        raise MibenchError("delimited semantics reads each item after `query + [delimiter]` "
-                           "and needs a delimiter token; give one, or use semantics plain "
-                           "(`query + item`)", field="semantics")
-    return semantics
 
 
 def batch_sizes(extend_batch_size, precompile_bs) -> tuple[int, list[int]]:

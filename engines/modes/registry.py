@@ -20,9 +20,10 @@ from collections.abc import Callable, Sequence
 
 from mibench.errors import MibenchError
 
+from ..request import SEMANTICS, resolve_semantics
 from . import accounting
 from . import work as costs
-from .options import OPTIONS, SEMANTICS, _short_sizes, batch_sizes, resolve_semantics
+from .options import OPTIONS, _short_sizes, batch_sizes
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -33,7 +33,7 @@ try:  # typer >= 0.20 carries its own copy of click
 except ImportError:  # pragma: no cover - older typer on the click package
     from click import exceptions as click_errors
 
-from mibench.engines import DTYPES, ENGINES, MODES  # the registries (no jax: fast help)
+from mibench.engines import DTYPES, ENGINES, MODES  # the registries (no jax)
 from mibench.errors import MibenchError
 from mibench.files import read_bounded
 
@@ -165,7 +165,6 @@ ModeName = Annotated[str, typer.Option(
     metavar=choices(dict.fromkeys(m for modes in MODES.values() for m in modes)),
     help="The engine's mode (the jax engine has every one).")]
 DtypeName = Annotated[str, typer.Option(metavar=choices(DTYPES), help="Parameter dtype.")]
-SEMANTICS = ("delimited", "plain")
 
 
 def parse_threshold(text: str, field: str = "--threshold") -> float:

@@ -10,11 +10,11 @@ from typing import Annotated
 
 import typer
 
+from mibench.engines import SEMANTICS
 from mibench.errors import MibenchError
 from mibench.files import read_bounded
 
 from .common import (
-    SEMANTICS,
     DtypeName,
     EngineName,
     ModeName,

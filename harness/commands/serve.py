@@ -8,11 +8,10 @@ from typing import Annotated
 
 import typer
 
-from mibench.engines import MODES
+from mibench.engines import MODES, SEMANTICS
 
 from ..serve.limits import Limits as ServeLimits  # `serve`'s defaults
 from .common import (
-    SEMANTICS,
     DtypeName,
     choices,
     guarded,

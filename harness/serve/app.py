@@ -55,7 +55,7 @@ import time
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from mibench.engines import DTYPES, InvalidScores, MibenchError, engine_mode
+from mibench.engines import DTYPES, SEMANTICS, InvalidScores, MibenchError, engine_mode
 
 from .connections import MAX_HEADER_BYTES, guarded_protocol
 from .limits import (
@@ -75,7 +75,6 @@ from .request import (
     parse_request,
 )
 
-SEMANTICS = ("delimited", "plain")
 SHUTDOWN_MARGIN_S = 5.0  # after --shutdown-timeout: uvicorn's cancelling and the exit
 KIND = {400: "BadRequestError", 408: "RequestTimeoutError", 413: "RequestTooLargeError",
         503: "ServiceUnavailableError"}
