@@ -7,14 +7,12 @@ and so is the memory estimate's check (`Mode.memory_fit`). No weights are genera
 loaded: each model's facts come from its preset or its `config.json` (`model_facts`).
 
 - `config_problems`, before expanding: at most MAX_CASES cases; each case's engine, mode
-  (`engine_mode`) and options; the http keys (base_url or launch, one load shape); parity's
-  reference engine and mode.
+  and options; the http keys; parity's reference and its `topologies` beside an http case.
 - `case_problems`, on the expanded cases: models (a preset or a checkpoint folder); a
   launched server's folder and interpreter; the mode's rules; labels and delimiter inside
   the vocabulary; `query + delimiter + item` within the maximum length; the constant
-  workload's tokens (1, 2) not the delimiter; a `requests:` file and each of its lines; the
-  host memory a case needs within this machine's (`host_memory`) and HARD_LIMIT; the parity
-  workload, the same way.
+  workload's tokens (1, 2) not the delimiter; a `requests:` file and each of its lines; a
+  case's host memory within this machine's and HARD_LIMIT; the parity workload, the same way.
 """
 
 from __future__ import annotations
