@@ -34,11 +34,6 @@ def _workload(config: Config, case: Case, i: int) -> Workload:
         raise config.error(("cases", i, "workload"), str(e)) from None
 
 
-def workload_specs(w: Workload) -> list[tuple[dict, WorkloadSpec]]:
-    """Expand a workload's axes: (axis values by short name, spec) per combination."""
-    return w.expand()
-
-
 def _id_parts(case: Case, params: dict, axes: dict, config: Config, patch: dict,
               extra: tuple[str, ...] = ()) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The case id's parts (keys.case_id): before tp=N the mode options an id names and
@@ -67,7 +62,7 @@ def _expand_case(config: Config, i: int, case: Case, model: str, dtype: str,
     out = []
     for values in itertools.product(*(getattr(case, o) for o in names)):
         params = dict(zip(names, values, strict=True))
-        for axes, spec in workload_specs(_workload(config, case, i)):
+        for axes, spec in _workload(config, case, i).expand():
             axes = {**axes, "model": model, "dtype": dtype}
             for http, extra in _http_plans(config, i, case, spec):
                 parts = _id_parts(case, params, axes, config, patch, extra)

@@ -40,7 +40,7 @@ from mibench.workloads.jsonl import scan_requests
 
 from ..util import gib
 from .http_load import client_parts
-from .matrix import CaseSpec, workload_specs
+from .matrix import CaseSpec
 from .spec import HTTP_FIELDS, Case, Config
 from .yamlsource import Key
 
@@ -212,7 +212,7 @@ def _parity(config: Config, facts: dict) -> list[Problem]:
         parity = config.workload.patched(config.parity.workload)
     except ValueError as e:
         return [Problem(("parity", "workload"), str(e))]
-    spec = workload_specs(parity)[0][1]
+    spec = parity.expand()[0][1]
     try:
         Mode.resolve_semantics(spec.semantics, spec.delimiter)
     except MibenchError as e:

@@ -56,7 +56,7 @@ from mibench.engines import MODES
 from mibench.workloads import Request, WorkloadSpec
 
 from ..config.keys import EngineKey, case_id, id_part
-from ..config.matrix import CaseSpec, workload_specs
+from ..config.matrix import CaseSpec
 from ..config.spec import Config
 from ..records import CaseRecord, ParityCheck, ParityRecord
 from .pool import EnginePool, Scoring, make_call
@@ -78,7 +78,7 @@ ABS_TOL_SOFTMAX = {"bfloat16": 2e-2}
 
 def parity_workload(config: Config) -> WorkloadSpec:
     w = config.workload.patched(config.parity.workload if config.parity else None)
-    spec = workload_specs(w)[0][1]
+    spec = w.expand()[0][1]
     if spec.requests is not None:
         return spec
     if spec.tokens == "constant":  # identical items prove nothing: parity keeps random ones
