@@ -4,11 +4,14 @@ each parsing its arguments and calling a plain function. Any expected failure is
 
 Exit codes: 0 ok; 1 a regression (compare, ab, nightly); 2 bad input or nothing that could be
 judged; 3 a case or a parity check failed (run, compile); 4 the environment failed mid-run
-(a full disk, a file-size limit); 130 interrupted.
+(a full disk, a file-size limit); 130 interrupted (Ctrl-C, or SIGTERM: a CI job cancelled or
+timed out gets the same clean stop as Ctrl-C: servers and workers stopped, the finished cases
+kept).
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import Annotated
 
@@ -70,9 +73,15 @@ app.add_typer(model.model_app, name="model")
 app.add_typer(job.job_app, name="job")
 
 
+def _terminated(signum, frame) -> None:
+    raise KeyboardInterrupt  # the same stop as Ctrl-C (module docstring)
+
+
 def main() -> None:
     from mibench.engines import skip_absent_tpu
 
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # `serve` installs its own
+        signal.signal(signal.SIGTERM, _terminated)
     skip_absent_tpu()  # libtpu without a TPU: no start-up noise here or in the workers
     try:
         app()
