@@ -56,6 +56,22 @@ def test_a_certain_miss_is_certain_and_nothing_earlier_is(n, p):
         assert capacity.nearest_rank(worst, p) >= capacity.nearest_rank(best, p)
 
 
+@pytest.mark.parametrize("n, p, max_failed", [(36, 90, 0), (36, 90, 3), (100, 99, 2)])
+def test_a_decided_miss_holds_however_the_requests_in_flight_end(n, p, max_failed):
+    """Each overdue request ends over the budget or failed: the miss is decided only when
+    every such ending misses, and without overdue ones it is the answered rule."""
+    for over, failed, overdue in itertools.product(range(8), range(5), range(6)):
+        endings = [(over + overdue - j, failed + j) for j in range(overdue + 1)]
+        every = all(f > max_failed or capacity.certain_miss(o, n, p) for o, f in endings)
+        assert capacity.decided_miss(over, failed, overdue, n, p, max_failed) == every
+        if overdue == 0:
+            assert every == (failed > max_failed or capacity.certain_miss(over, n, p))
+    # 2 of 100 over p99: one answered over and one in flight past it decide it, unless a
+    # failure is allowed (the one in flight may fail instead)
+    assert capacity.decided_miss(1, 0, 1, 100, 99, 0)
+    assert not capacity.decided_miss(1, 0, 1, 100, 99, 1)
+
+
 def served(capacity_rate: float, saturate_above: float = math.inf):
     """A model server: meets the budget at rates up to `capacity_rate`; its client falls
     behind above `saturate_above`."""

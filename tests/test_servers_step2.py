@@ -90,6 +90,23 @@ def test_capacity_of_a_serial_server_is_found_below_its_limit(tmp_path):
     assert (tmp_path / "report-capacity.png").is_file()
 
 
+def test_a_step_far_past_capacity_stops_on_requests_in_flight_past_the_budget(tmp_path):
+    """A server at a tenth of the rate offered answers its first request only after 0.5 s;
+    the requests still in flight past the 200 ms budget decide the miss (4 of 36 at p90),
+    so the step stops sending long before the 36 arrivals (1.8 s) are all out: waiting for
+    4 answers over the budget would send all of them."""
+    record = run_config(tmp_path, case_body(
+        fake("--serial-ms", "500"),
+        "slo: {p90_ms: 200, start_rate: 20, min_rate: 19, max_rate: 40, repeats: 1}"))
+    (case,) = record.cases
+    s = case.slo
+    assert s.status == "not met", s.note
+    first = s.steps[0]
+    assert first.rate == 20 and first.stopped_early and not first.meets
+    assert first.sent <= 18, first  # the old rule (answers only) sent all 36
+    assert first.over_budget >= 4 and first.ok == first.sent  # every request was answered
+
+
 def test_a_budget_that_never_binds_claims_no_capacity(tmp_path):
     record = run_config(tmp_path, case_body(
         fake(), "slo: {p50_ms: 60000, start_rate: 10, max_rate: 20, repeats: 1}"))

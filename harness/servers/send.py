@@ -8,6 +8,7 @@ behind its arrival (open loop) and, when it failed, the answer or the reason (tr
 from __future__ import annotations
 
 import concurrent.futures
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +39,7 @@ class Load:
         self.tokens = [0] * count
         self.first_scores: list[list[float]] | None = None
         self.stop = threading.Event()
+        self.in_flight: dict[int, float] = {}  # request index -> when it was sent
         self._clients: list[HttpClient] = []
         self._lock = threading.Lock()
 
@@ -58,9 +60,12 @@ class Load:
         """Send a built request; its record (times relative to `start`)."""
         b, i = self.bodies, built.index
         self.tokens[i - self.first] = built.tokens
-        t0 = time.perf_counter()
-        reply = b.wire.send(client, built.body)
-        t1 = time.perf_counter()
+        t0 = self.in_flight[i] = time.perf_counter()
+        try:
+            reply = b.wire.send(client, built.body)
+        finally:
+            t1 = time.perf_counter()
+            del self.in_flight[i]
         status, error = reply.status, None
         if reply.ok:
             try:
@@ -112,13 +117,21 @@ def arrivals(n: int, rate: float, seed: int) -> np.ndarray:
 
 def open_loop(load: Load, first: int, n: int, rate: float, seed: int,
               out: list[HttpRequest | None],
-              enough: Callable[[HttpRequest], bool] | None = None) -> None:
+              enough: Callable[[HttpRequest | None, int], bool] | None = None,
+              overdue_s: float = math.inf) -> None:
     """Requests sent at Poisson arrivals of `rate` per second, whatever is in flight (at
     most MAX_IN_FLIGHT: a later arrival waits for one to end, and records its lag). When
-    `enough(record)` says so after an answer, no more are sent (those in flight end)."""
+    `enough(record, overdue)` says so, no more are sent (those in flight end): after each
+    answer (`record`), and at each arrival (`record` None), with `overdue` the requests in
+    flight for longer than `overdue_s` (a server that fell behind answers late, or never,
+    so a step need not wait for its answers to know)."""
     local, failures = threading.local(), []
     slots = threading.BoundedSemaphore(min(n, MAX_IN_FLIGHT))
     lock = threading.Lock()
+
+    def overdue() -> int:
+        now = time.perf_counter()  # a copy: tasks add and remove theirs meanwhile
+        return sum(1 for t in tuple(load.in_flight.values()) if now - t > overdue_s)
 
     def task(built: Built, start: float, scheduled: float) -> None:
         try:
@@ -128,7 +141,7 @@ def open_loop(load: Load, first: int, n: int, rate: float, seed: int,
             out[built.index - first] = record
             if enough is not None:
                 with lock:
-                    if enough(record):
+                    if enough(record, overdue()):
                         load.stop.set()
         except BaseException as e:  # a bug here, not a failed request: re-raised below
             failures.append(e)
@@ -146,6 +159,10 @@ def open_loop(load: Load, first: int, n: int, rate: float, seed: int,
             if delay > 0:
                 time.sleep(delay)
             slots.acquire()
+            if enough is not None and overdue_s < math.inf:
+                with lock:
+                    if enough(None, overdue()):
+                        load.stop.set()
             built = None if load.stop.is_set() else load.feed.take()
             if built is None or failures:
                 slots.release()

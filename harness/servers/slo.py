@@ -8,9 +8,11 @@ After the case's warmup requests, each step sends `slo.requests` requests at one
 case's sequence, so every step scores requests of its own) and is judged by
 harness/stats/capacity.py, which also picks the next rate: up by 2x until a rate misses,
 then the bracket cut at its geometric middle until it is within the precision. A step
-stops sending as soon as enough requests were answered over the budget (or failed) to
-miss it whatever the rest would do; those in flight still end, so the next step starts
-on a drained server. A client that surely sent more than 5% of a step's requests late (its
+stops sending as soon as enough requests were answered over the budget, failed, or are
+still in flight past the budget (they will be answered over it, or fail) to miss it
+whatever the rest would do: a server far past its capacity is judged within about the
+budget, not after the backlog of its answers. Those in flight still end, so the next step
+starts on a drained server. A client that surely sent more than 5% of a step's requests late (its
 threads could not keep the schedule) stops the search: the record says the client, not the
 server, fell behind.
 
@@ -57,18 +59,18 @@ def step(plan: HttpPlan, bodies: Bodies, base_url: str, rate: float, seed: int,
     limit = int(s.max_error_rate * n)  # failures a step may have
     counts = {"over": 0, "failed": 0}
 
-    def enough(r: HttpRequest) -> bool:
-        if r.status != 200:
+    def enough(r: HttpRequest | None, overdue: int) -> bool:
+        if r is not None and r.status != 200:
             counts["failed"] += 1
-        elif 1000 * r.latency_s > s.budget_ms:
+        elif r is not None and 1000 * r.latency_s > s.budget_ms:
             counts["over"] += 1
-        return early and (counts["failed"] > limit or capacity.certain_miss(
-            counts["over"], n, s.percentile))
+        return early and capacity.decided_miss(counts["over"], counts["failed"], overdue, n,
+                                               s.percentile, limit)
 
     load = Load(plan, bodies, base_url, first=first, count=n)
     out: list[HttpRequest | None] = [None] * n
     try:
-        open_loop(load, first, n, rate, seed, out, enough)
+        open_loop(load, first, n, rate, seed, out, enough, overdue_s=s.budget_ms / 1000)
     finally:
         load.close()
     done = [r for r in out if r is not None]

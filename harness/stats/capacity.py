@@ -82,6 +82,15 @@ def certain_miss(over_budget: int, n: int, percentile: float) -> bool:
     return over_budget >= n - rank + 1
 
 
+def decided_miss(over: int, failed: int, overdue: int, n: int, percentile: float,
+                 max_failed: int) -> bool:
+    """Whether a step of `n` requests surely misses: `over` answered over the budget,
+    `failed` failed (more than `max_failed` misses) and `overdue` still in flight past the
+    budget, each of which ends over it or failed, whatever the rest do."""
+    return all(failed + j > max_failed or certain_miss(over + overdue - j, n, percentile)
+               for j in range(overdue + 1))
+
+
 def late_after(rate: float) -> float:
     """Seconds after its arrival a send counts as late at `rate`."""
     return max(LATE_MIN_S, LATE_GAP_SHARE / rate)
