@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -212,6 +213,58 @@ def test_no_server_outlives_a_killed_or_interrupted_mibench(tmp_path, how):
     if how != "SIGKILL":
         assert proc.returncode == 130
         assert "continue with --resume" in proc.stderr.read().decode()
+
+
+def answered(port: int) -> int:
+    """How many requests the fake server on `port` has answered (0 before it is up)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/get_server_info", timeout=5) as r:
+            return json.loads(r.read())["answered"]
+    except OSError:
+        return 0
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_capacity_search_keeps_the_steps_it_walked(tmp_path, how):
+    """Ctrl-C or SIGTERM mid-search: the case is kept as failed (Interrupted) with the steps
+    it finished, not lost with the process. The fake server answers in 20 ms one at a
+    time; the first step (36 requests at 3/s) takes 12 s, the rest of the search about 15
+    s: the signal comes once the server has answered 40 requests (past the first step)."""
+    marker = f"1.{uuid.uuid4().int % 10**8}"  # --first-ms: a unique command line, +1 ms
+    path = write(tmp_path, f"""
+        cases:
+          - engine: http
+            mode: single
+            launch:
+              name: fake
+              command: ["{{python}}", "-m", "mibench.harness.testing.fake_server", "{{port}}",
+                        "--serial-ms", "20", "--first-ms", "{marker}"]
+              ready: {{path: /get_server_info, timeout_s: 60}}
+              stop: {{grace_s: 2}}
+            slo: {{p90_ms: 300, start_rate: 3, precision: 0.05, repeats: 3}}
+        """)
+    proc = subprocess.Popen([sys.executable, "-m", "mibench.harness.cli", "run", str(path),
+                             "--out", str(tmp_path / "out"), "--progress", "none"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True, preexec_fn=terminal_sigint)
+    try:
+        (server,) = wait_until(lambda: processes_with(marker), 60, "the server")
+        port = (Path("/proc") / str(server) / "cmdline").read_bytes().split(b"\0")[3]
+        wait_until(lambda: answered(int(port)) >= 40, 120, "the first step")
+        os.kill(proc.pid, getattr(signal, how))
+        _, err = proc.communicate(timeout=60)
+        wait_until(lambda: not processes_with(marker), 20, "the server to stop")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "keeping what the running case measured" in err.decode()
+    (artifact,) = (tmp_path / "out").glob("*.json")
+    (case,) = json.loads(artifact.read_text())["cases"]
+    assert case["status"] == "failed" and case["error"]["type"] == "Interrupted", case["error"]
+    steps = case["slo"]["steps"]
+    assert steps and steps[0]["rate"] == 3 and steps[0]["sent"] == 36, steps
+    assert case["slo"]["repeats"] == []  # stopped before the search ended
 
 
 @pytest.mark.parametrize("case, key, words", [

@@ -93,8 +93,9 @@ def run_config(config_path: Path, options) -> int:
     try:  # a multi-process run's processes score in-process: the mesh spans them
         record = run(plan)
     except KeyboardInterrupt:
-        print("interrupted: the finished cases are in the artifact under "
-              f"{resume or options.out}; continue with --resume ARTIFACT", file=sys.stderr)
+        print("interrupted: the finished cases (and what the interrupted one measured, as "
+              f"failed) are in the artifact under {resume or options.out}; continue with "
+              "--resume ARTIFACT", file=sys.stderr)
         raise
     except OSError as e:  # the folder went away or became unwritable mid-run (a server's
         if not _under(e.filename, folder):  # log beside the artifact; the artifact itself

@@ -13,6 +13,12 @@ class WorkerDied(Exception):
     """The worker ended or was killed before answering; the message says why."""
 
 
+class Interrupted(Exception):
+    """Raised in an engine worker by SIGTERM, which its parent sends when the run is
+    interrupted (Ctrl-C, SIGTERM) mid-case: the case ends as a failed record of what it
+    measured before, and the parent keeps it (harness/run/worker.py)."""
+
+
 def rss_of(pid: int) -> int | None:
     """Resident set of a process (Linux /proc), None where it cannot be read."""
     try:

@@ -68,6 +68,11 @@ class EnginePool:
         if hasattr(engine, "close"):
             engine.close()
 
+    def interrupted(self, key: EngineKey):
+        """What an interrupted case measured (engines in worker processes keep it:
+        harness/run/worker.py); in this process the interruption ended the case: None."""
+        return None
+
     def close(self) -> None:
         for key in list(self._engines):
             self.discard(key)

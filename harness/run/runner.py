@@ -13,6 +13,7 @@ import contextlib
 import datetime as dt
 import secrets
 import shlex
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -218,6 +219,22 @@ class RunState:
                 f"{lost_words}", f"free space (or raise the limit) and go on with: "
                 f"{resume_command(self.plan, self.path)}")
 
+    def keep_interrupted(self, case: CaseSpec, here) -> None:
+        """After an interruption mid-case: the record of what the case measured before it
+        (a worker's, when it sends one in time), saved; a second Ctrl-C skips the wait."""
+        if not self.plan.writer:
+            return
+        print("interrupted: keeping what the running case measured (Ctrl-C again to "
+              "skip)", file=sys.stderr, flush=True)
+        rec = self.pool.interrupted(case.engine_key)
+        if rec is None:
+            return
+        rec.commit, rec.dirty = here.commit, here.dirty
+        rec.server = self.servers.info(case.engine_key)
+        self.done[case.case_id] = rec
+        self.measured.append(case.case_id)
+        self.save()
+
     def needed_after(self, i: int, group_done: bool) -> set[EngineKey]:
         """Engines that later cases, or the parity of the unfinished group, still need."""
         later = self.cases[i + 1:]
@@ -313,7 +330,11 @@ def _run_cases(s: RunState, todo: list[CaseSpec], measure_case: Callable, here) 
                 s.progress.start_case(todo.index(case) + 1, len(todo), case.case_id,
                                       case.runs.processes
                                       * (1 + case.runs.warmup + case.runs.timed))
-                rec = measure_case(case, s.pool, s.peak, s.progress.tick)
+                try:
+                    rec = measure_case(case, s.pool, s.peak, s.progress.tick)
+                except KeyboardInterrupt:  # Ctrl-C or SIGTERM: keep what it measured
+                    s.keep_interrupted(case, here)
+                    raise
                 rec.commit, rec.dirty = here.commit, here.dirty
                 rec.server = s.servers.info(case.engine_key)
                 kind_of(case.engine).after(case, rec, s.servers)  # a load case's cold starts

@@ -11,6 +11,11 @@ paced case waits for `("go",)` before each call, see `_case`),
 worker that exits or is killed, passes `max_rss`, or runs past the case's timeout is
 killed and the request fails with `WorkerDied` naming the cause and the worker's last
 output. The engine stays loaded (and compiled) across the group's cases.
+
+A run interrupted mid-case (Ctrl-C, SIGTERM) keeps what the case measured: the parent
+sends its worker SIGTERM, which raises `Interrupted` in the case, whose kind turns it into
+a failed record of what came before (a capacity search's steps, a load's answered
+requests), sent back as usual (`Worker.interrupt`, at most INTERRUPT_WAIT_S).
 """
 
 from __future__ import annotations
@@ -35,13 +40,14 @@ from mibench import errors
 
 from ..config.keys import EngineKey
 from ..host import load
-from ..host.children import OUTPUT_TAIL, POLL_S, WorkerDied, death, rss_of
+from ..host.children import OUTPUT_TAIL, POLL_S, Interrupted, WorkerDied, death, rss_of
 from ..records import CaseRecord, ErrorInfo
 from ..util import tail_of
 from .kinds import run_case
 from .pool import EnginePool
 
 GRACE_S = 5.0  # past the case's timeout, time the worker's own alarm has to fire first
+INTERRUPT_WAIT_S = 20.0  # an interrupted case's time to send what it measured
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +72,7 @@ def serve(conn, key: EngineKey, factory: Callable | None) -> None:
     are plain data (dicts, lists, numbers), so a worker whose engines come from another
     revision never sends the parent a class it does not have."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and closes us
+    signal.signal(signal.SIGTERM, _interrupted)  # the parent was interrupted mid-case
     load.root_pid = os.getppid()  # the parent's process tree is mibench's own
     pool = EnginePool(factory)
     handlers = {
@@ -81,7 +88,7 @@ def serve(conn, key: EngineKey, factory: Callable | None) -> None:
     while True:
         try:
             op, *args = conn.recv()
-        except EOFError:  # the parent is gone
+        except (EOFError, Interrupted):  # the parent is gone, or stopping
             return
         if op == "close":
             return
@@ -90,6 +97,13 @@ def serve(conn, key: EngineKey, factory: Callable | None) -> None:
         except Exception as e:
             conn.send(("error", ErrorInfo(type=type(e).__name__, message=str(e),
                                           traceback=traceback.format_exc())))
+
+
+def _interrupted(signum, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the record is on its way
+    raise Interrupted("the run was interrupted (Ctrl-C or SIGTERM) during this case; what "
+                      "it measured before is kept, and `mibench run --resume` measures it "
+                      "again")
 
 
 def _case(conn, pool: EnginePool, case, peak: float | None, paced: bool) -> dict:
@@ -235,6 +249,28 @@ class Worker:
     def output_tail(self) -> str:
         return tail_of(self.log, OUTPUT_TAIL)
 
+    def interrupt(self, wait_s: float = INTERRUPT_WAIT_S) -> dict | None:
+        """Stop the case this worker measures (SIGTERM raises `Interrupted` in it) and wait
+        up to `wait_s` for its record of what it measured; None when none came."""
+        if self.dead or self.proc.poll() is not None:
+            return None
+        os.kill(self.proc.pid, signal.SIGTERM)
+        end = time.monotonic() + wait_s
+        while (left := end - time.monotonic()) > 0:
+            if not self.conn.poll(min(left, 0.2)):
+                if self.proc.poll() is not None:
+                    return None
+                continue
+            try:
+                kind, *payload = self.conn.recv()
+            except (EOFError, OSError):
+                return None
+            if kind == "done":
+                return payload[0]
+            if kind == "error":
+                return None
+        return None
+
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
@@ -331,6 +367,13 @@ class WorkerPool(EnginePool):
     def discard(self, key: EngineKey) -> None:
         self._measured.discard(key)
         super().discard(key)
+
+    def interrupted(self, key: EngineKey) -> CaseRecord | None:
+        """What the case `key`'s worker was measuring when the run was interrupted, as its
+        record (`Worker.interrupt`); None when it sent none."""
+        engine = self._engines.get(key)
+        payload = engine.worker.interrupt() if engine is not None else None
+        return CaseRecord.model_validate(payload) if payload else None
 
     def spawn(self, key: EngineKey) -> None:
         """Start the worker of `key` without waiting for it (`get` then waits): two pools'

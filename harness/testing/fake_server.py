@@ -50,7 +50,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(head + body)
 
     def do_GET(self):
-        self._send(200, {"version": "fake-score-server", "args": vars(ARGS)})
+        with LOCK:
+            answered = STATE["answered"]
+        self._send(200, {"version": "fake-score-server", "args": vars(ARGS),
+                         "answered": answered})
 
     def do_POST(self):
         req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
