@@ -167,6 +167,28 @@ def test_a_calibration_on_a_busy_machine_is_not_cached_nor_used(tmp_path, monkey
     assert (tmp_path / "cache" / "peak.json").exists() and "(cached" in table.source
 
 
+def test_lines_say_what_a_long_case_does_at_most_once_a_minute():
+    """`lines`: a case's ticks are silent for a minute after its start or the last line,
+    then one says what it just did (a capacity search's step); the case's line ends it."""
+    import io
+
+    from mibench.harness.run.progress import HEARTBEAT_S, LineProgress
+
+    t, out = [0.0], io.StringIO()
+    p = LineProgress(10, stream=out, timer=lambda: t[0])
+    p.start_case(1, 1, "http/single/slo=p99:5000ms/tp=1", 10)
+    said = []
+    for dt, label in [(10, "warmup"), (HEARTBEAT_S, "slo 1/s missed"), (30, "slo 0.5/s met"),
+                      (HEARTBEAT_S - 30 + 1, "slo 0.707/s met"), (5, "slo repeat 1/3")]:
+        t[0] += dt
+        p.tick(label)
+        said.append(out.getvalue().count("\n"))
+    assert said == [0, 1, 1, 2, 2], out.getvalue()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("[1/1] http/single/slo=p99:5000ms/tp=1: slo 1/s missed elapsed")
+    assert "slo 0.707/s met" in lines[1]
+
+
 # --- the bar and its ETA ----------------------------------------------------------------
 
 

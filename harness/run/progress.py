@@ -7,7 +7,10 @@
   3/5`), the bar, the case's number, elapsed time and the ETA. The case id is cut in its
   middle to fit the terminal (80 columns and up); the bar keeps its width.
 - `lines`: one plain line per finished case (`[i/n] CASE_ID STATUS N items/s elapsed
-  H:MM:SS ETA H:MM:SS`) and one per parity group, flushed at once: for CI logs and pipes;
+  H:MM:SS ETA H:MM:SS`) and one per parity group, flushed at once: for CI logs and pipes.
+  A case that runs on says what it just did at most once every HEARTBEAT_S (`[i/n]
+  CASE_ID: slo 0.25/s met elapsed H:MM:SS`), so an hour-long capacity search is not an
+  hour of silence;
 - `auto` (the default): `bar` when stderr is a terminal, else `lines`;
 - `none`: nothing.
 
@@ -28,6 +31,7 @@ FIRST_CALL = "compile"  # the tick label of a worker's first call (harness/run/m
 BAR_WIDTH = (12, 24)  # at 80 columns, from 120 columns
 # case i/n (up to 7), elapsed (7), `ETA 0:00:00` (11) and the gaps between the 5 columns
 FIXED_COLUMNS = 29
+HEARTBEAT_S = 60.0  # `lines`: the least time between a running case's lines
 
 
 class Eta:
@@ -211,17 +215,22 @@ class LineProgress(NullProgress):
         self._stream = stream  # None: sys.stderr at print time (so capture sees it)
         self.eta = Eta(total_calls, timer)
         self._case = ""  # "[i/n] case_id"
+        self._said = timer()  # when the last line was printed
 
     def _print(self, line: str) -> None:
         stream = self._stream or sys.stderr
         print(line, file=stream, flush=True)
+        self._said = self.eta.clock()
 
     def start_case(self, i: int, n: int, case_id: str, calls: int) -> None:
         self.eta.start_case(i, n, calls)
         self._case = f"[{i}/{n}] {case_id}"
+        self._said = self.eta.clock()
 
     def tick(self, label: str) -> None:
         self.eta.tick(label)
+        if self.eta.clock() - self._said >= HEARTBEAT_S:
+            self._print(f"{self._case}: {label} elapsed {clock(self.eta.elapsed())}")
 
     def end_case(self, record) -> None:
         self.eta.end_case()
