@@ -222,7 +222,7 @@ class RunState:
     def keep_interrupted(self, case: CaseSpec, here) -> None:
         """After an interruption mid-case: the record of what the case measured before it
         (a worker's, when it sends one in time), saved; a second Ctrl-C skips the wait."""
-        if not self.plan.writer:
+        if not (self.plan.writer and self.plan.workers):  # in-process: it ended with it
             return
         print("interrupted: keeping what the running case measured (Ctrl-C again to "
               "skip)", file=sys.stderr, flush=True)
