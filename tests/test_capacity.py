@@ -272,3 +272,33 @@ def test_the_capacity_plot_marks_a_rate_found_only_when_it_held(monkeypatch, sta
     (ax,) = figs[0].axes
     assert sum(line.get_linestyle() == "-." for line in ax.get_lines()) == lines
     assert sum(line.get_linestyle() == "--" for line in ax.get_lines()) == 1  # the budget
+
+
+def test_the_capacity_plot_names_cases_by_what_differs_and_marks_missed_repeats(monkeypatch):
+    """Two cases that differ in one id part are named by it in the legend; a repeat that
+    missed the budget is a `+`, one that met it an `x`."""
+    from types import SimpleNamespace
+
+    from mibench.harness.records import SloStep
+    from mibench.harness.report import servers
+
+    def step(rate, ms, meets):
+        return SloStep(rate=rate, seed=0, sent=36, ok=36, error_rate=0.0, stopped_early=False,
+                       percentile_ms=ms, p50_ms=ms / 2, meets=meets, why="")
+
+    rows = []
+    for n, repeat_ms in [(1, 90.0), (16, 400.0)]:
+        slo = SimpleNamespace(steps=[step(5.0, 50.0, True), step(10.0, 300.0, False)],
+                              repeats=[step(5.0, repeat_ms, repeat_ms <= 150)], percentile=90,
+                              budget_ms=150, rate=5.0, status="found")
+        case_id = f"http/single/server=s/max_running_requests={n}/slo=p90:150ms/tp=1"
+        rows.append(SimpleNamespace(case=SimpleNamespace(slo=slo, case_id=case_id), run="r"))
+    figs = []
+    monkeypatch.setattr(servers, "_save", lambda fig, path: figs.append(fig) or path)
+    servers.capacity_chart(rows, Path("unused.png"))
+    (ax,) = figs[0].axes
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["max_running_requests=1: p90", "max_running_requests=16: p90"]
+    assert [line.get_marker() for line in ax.get_lines() if line.get_marker() in "x+"] \
+        == ["x", "+"]
+    assert servers.distinct_parts(["a/b", "a/b"]) == ["a/b", "a/b"]  # nothing differs

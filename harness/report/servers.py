@@ -56,33 +56,43 @@ def capacity_chart(rows: list[Row], path: Path) -> Path | None:
     if not chosen:
         return None
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = plt.subplots(figsize=(8, 4.5 + 0.2 * len(chosen)))
     many = len({r.run for r in chosen}) > 1
-    for k, r in enumerate(chosen):
+    names = distinct_parts([r.case.case_id for r in chosen])
+    for k, (r, name) in enumerate(zip(chosen, names, strict=True)):
         s = r.case.slo
         steps = sorted((x for x in s.steps if x.percentile_ms), key=lambda x: x.rate)
         color = f"C{k % 10}"
-        name = (f"{r.run} " if many else "") + r.case.case_id
         ax.plot([x.rate for x in steps], [x.percentile_ms for x in steps], "-", color=color,
-                lw=1, label=f"{name}: p{s.percentile:g}")
+                lw=1, label=f"{name}: p{s.percentile:g}" + (f" ({r.run})" if many else ""))
         ax.plot([x.rate for x in steps], [x.p50_ms for x in steps], ":", color=color, lw=1)
         for x in steps:
             ax.plot([x.rate], [x.percentile_ms], "o", color=color,
                     mfc=color if x.meets else "none", ms=5)
-        reps = [x for x in s.repeats if x.percentile_ms]
-        ax.plot([x.rate for x in reps], [x.percentile_ms for x in reps], "x", color=color,
-                ms=6)
+        for x in (x for x in s.repeats if x.percentile_ms):
+            ax.plot([x.rate], [x.percentile_ms], "x" if x.meets else "+", color=color, ms=7)
         ax.axhline(s.budget_ms, color=color, ls="--", lw=0.8)
         if s.rate is not None and s.status == "found":  # `not held`: no capacity claimed
             ax.axvline(s.rate, color=color, ls="-.", lw=0.6)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.margins(y=0.08)
     ax.set_xlabel("offered rate (requests/s, Poisson)")
     ax.set_ylabel("latency (ms)")
     ax.set_title("Latency against rate: percentile (solid), p50 (dotted), budget (dashed), "
-                 "rate found (dash-dot), its repeats (x); hollow: missed", fontsize=8)
-    ax.legend(fontsize=7)
+                 "rate found (dash-dot), its repeats (x met, + missed); hollow: missed",
+                 fontsize=8)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
     return _save(fig, path)
+
+
+def distinct_parts(ids: list[str]) -> list[str]:
+    """Each case id without the `/` parts every one of them shares (a legend's names);
+    the whole id where nothing is left."""
+    parts = [i.split("/") for i in ids]
+    shared = set.intersection(*(set(p) for p in parts)) if parts else set()
+    return ["/".join(x for x in p if x not in shared) or i for p, i in zip(parts, ids,
+                                                                          strict=True)]
 
 
 def trials_table(records: list[RunRecord]) -> Table | None:
