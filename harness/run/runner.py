@@ -226,7 +226,12 @@ class RunState:
             return
         print("interrupted: keeping what the running case measured (Ctrl-C again to "
               "skip)", file=sys.stderr, flush=True)
-        rec = self.pool.interrupted(case.engine_key)
+        try:
+            rec = self.pool.interrupted(case.engine_key)
+        except Exception as e:  # the interruption goes on without it
+            print(f"interrupted: the running case's record could not be read ({e})",
+                  file=sys.stderr)
+            return
         if rec is None:
             return
         rec.commit, rec.dirty = here.commit, here.dirty
