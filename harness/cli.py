@@ -35,6 +35,7 @@ from .commands import (
 )
 from .commands import compile as compile_cmd
 from .commands.common import OneLineErrors
+from .util import sigterm_as_ctrl_c
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, cls=OneLineErrors,
                   help="Benchmark multi-item scoring engines: run configs, score requests.")
@@ -73,15 +74,11 @@ app.add_typer(model.model_app, name="model")
 app.add_typer(job.job_app, name="job")
 
 
-def _terminated(signum, frame) -> None:
-    raise KeyboardInterrupt  # the same stop as Ctrl-C (module docstring)
-
-
 def main() -> None:
     from mibench.engines import skip_absent_tpu
 
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # `serve` installs its own
-        signal.signal(signal.SIGTERM, _terminated)
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # an ignored SIGTERM stays so
+        sigterm_as_ctrl_c()
     skip_absent_tpu()  # libtpu without a TPU: no start-up noise here or in the workers
     try:
         app()

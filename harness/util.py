@@ -1,11 +1,12 @@
 """Small helpers every layer of the harness may use (they import nothing of it): git, the
 time stamp of records, a duration from the command line, byte sizes for people, the tail
-of a log."""
+of a log, SIGTERM as Ctrl-C."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+import signal
 import subprocess
 from pathlib import Path
 
@@ -72,3 +73,13 @@ def tail_of(path: str | Path, chars: int) -> str:
     except OSError:
         return ""
     return text[-chars:]
+
+
+def sigterm_as_ctrl_c() -> None:
+    """From now on SIGTERM (`kill`, a cancelled or timed-out CI job) raises
+    KeyboardInterrupt in the main thread: the same clean stop as Ctrl-C."""
+    signal.signal(signal.SIGTERM, _as_ctrl_c)
+
+
+def _as_ctrl_c(signum, frame) -> None:
+    raise KeyboardInterrupt

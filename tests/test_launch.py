@@ -176,6 +176,23 @@ def terminal_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def start_run(config: Path, out: Path) -> subprocess.Popen:
+    """`mibench run CONFIG` as from a terminal (Ctrl-C reaches it), in a session of its
+    own, its output piped."""
+    return subprocess.Popen([sys.executable, "-m", "mibench.harness.cli", "run", str(config),
+                             "--out", str(out), "--progress", "none"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True, preexec_fn=terminal_sigint)
+
+
+def kill_leftovers(proc: subprocess.Popen, marker: str) -> None:
+    """Whatever a failed test left running: mibench, and the server marked `marker`."""
+    if proc.poll() is None:
+        proc.kill()
+    for pid in processes_with(marker):
+        os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGINT", "SIGTERM"])
 def test_no_server_outlives_a_killed_or_interrupted_mibench(tmp_path, how):
     """mibench stuck in a case against a server that never answers: kill -9 (the reaper
@@ -194,10 +211,7 @@ def test_no_server_outlives_a_killed_or_interrupted_mibench(tmp_path, how):
             clients: 1
             timeout_s: 600
         """)
-    proc = subprocess.Popen([sys.executable, "-m", "mibench.harness.cli", "run", str(path),
-                             "--out", str(tmp_path / "out"), "--progress", "none"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, preexec_fn=terminal_sigint)
+    proc = start_run(path, tmp_path / "out")
     try:
         (server,) = wait_until(lambda: processes_with(marker), 60, "the server")
         wait_until(lambda: list((tmp_path / "out").glob("*.json")), 30, "the artifact")
@@ -206,10 +220,7 @@ def test_no_server_outlives_a_killed_or_interrupted_mibench(tmp_path, how):
         proc.wait(30)
         wait_until(lambda: not processes_with(marker), 20, "the server to stop")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        for pid in processes_with(marker):
-            os.kill(pid, signal.SIGKILL)
+        kill_leftovers(proc, marker)
     if how != "SIGKILL":
         assert proc.returncode == 130
         assert "continue with --resume" in proc.stderr.read().decode()
@@ -243,10 +254,7 @@ def test_an_interrupted_capacity_search_keeps_the_steps_it_walked(tmp_path, how)
               stop: {{grace_s: 2}}
             slo: {{p90_ms: 300, start_rate: 3, precision: 0.05, repeats: 3}}
         """)
-    proc = subprocess.Popen([sys.executable, "-m", "mibench.harness.cli", "run", str(path),
-                             "--out", str(tmp_path / "out"), "--progress", "none"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, preexec_fn=terminal_sigint)
+    proc = start_run(path, tmp_path / "out")
     try:
         (server,) = wait_until(lambda: processes_with(marker), 60, "the server")
         port = (Path("/proc") / str(server) / "cmdline").read_bytes().split(b"\0")[3]
@@ -255,8 +263,7 @@ def test_an_interrupted_capacity_search_keeps_the_steps_it_walked(tmp_path, how)
         _, err = proc.communicate(timeout=60)
         wait_until(lambda: not processes_with(marker), 20, "the server to stop")
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        kill_leftovers(proc, marker)
     assert proc.returncode == 130, err
     assert "keeping what the running case measured" in err.decode()
     (artifact,) = (tmp_path / "out").glob("*.json")

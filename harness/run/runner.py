@@ -232,10 +232,16 @@ class RunState:
             print(f"interrupted: the running case's record could not be read ({e})",
                   file=sys.stderr)
             return
-        if rec is None:
-            return
+        if rec is not None:
+            self.keep(case, rec, here)
+
+    def keep(self, case: CaseSpec, rec: CaseRecord, here, finished: bool = False) -> None:
+        """A case's record, stamped with the checkout and its server, into the artifact
+        (saved); `finished`: its kind's work after it first (a load case's cold starts)."""
         rec.commit, rec.dirty = here.commit, here.dirty
         rec.server = self.servers.info(case.engine_key)
+        if finished:
+            kind_of(case.engine).after(case, rec, self.servers)
         self.done[case.case_id] = rec
         self.measured.append(case.case_id)
         self.save()
@@ -340,12 +346,7 @@ def _run_cases(s: RunState, todo: list[CaseSpec], measure_case: Callable, here) 
                 except KeyboardInterrupt:  # Ctrl-C or SIGTERM: keep what it measured
                     s.keep_interrupted(case, here)
                     raise
-                rec.commit, rec.dirty = here.commit, here.dirty
-                rec.server = s.servers.info(case.engine_key)
-                kind_of(case.engine).after(case, rec, s.servers)  # a load case's cold starts
-                s.done[case.case_id] = rec
-                s.measured.append(case.case_id)
-                s.save()
+                s.keep(case, rec, here, finished=True)
                 s.progress.end_case(rec)
             group_done = i + 1 == len(s.cases) or group_of(s.cases[i + 1]) != group_of(case)
             if group_done:

@@ -46,7 +46,6 @@ import asyncio
 import dataclasses
 import inspect
 import os
-import signal
 import socket
 import sys
 import threading
@@ -57,6 +56,7 @@ from fastapi.responses import JSONResponse
 
 from mibench.engines import DTYPES, SEMANTICS, InvalidScores, MibenchError, engine_mode
 
+from ..util import sigterm_as_ctrl_c
 from .connections import MAX_HEADER_BYTES, guarded_protocol
 from .limits import (
     Limits,
@@ -351,10 +351,6 @@ class Served:
         self.sock.close()
 
 
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt
-
-
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000,
           limits: Limits | None = None) -> None:
     """`mibench serve`: check, bind, load the engine, warm it, serve until SIGINT/SIGTERM
@@ -377,7 +373,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000,
         # uvicorn's graceful shutdown on SIGINT/SIGTERM: stop accepting, wait for the
         # requests in flight to answer (at most shutdown_timeout); then it re-raises the
         # signal, which ends up here (SIGTERM as SIGINT)
-        signal.signal(signal.SIGTERM, _interrupt)
+        sigterm_as_ctrl_c()
         try:
             _server(app, watchdog=True).run(sockets=[sock])
         except KeyboardInterrupt:
