@@ -4,7 +4,8 @@ each parsing its arguments and calling a plain function. Any expected failure is
 
 Exit codes: 0 ok; 1 a regression (compare, ab, nightly); 2 bad input or nothing that could be
 judged; 3 a case or a parity check failed (run, compile); 4 the environment failed mid-run
-(a full disk, a file-size limit); 130 interrupted (Ctrl-C, or SIGTERM: a CI job cancelled or
+(a full disk, a file-size limit); for `nightly` also 5 a run of undecided nights and 6 another
+night holds the history folder; 130 interrupted (Ctrl-C, or SIGTERM: a CI job cancelled or
 timed out gets the same clean stop as Ctrl-C: servers and workers stopped, the finished cases
 kept).
 """
@@ -69,6 +70,7 @@ app.command()(compare.compare)
 app.command()(history.history)
 app.command()(nightly.nightly)
 app.command()(nightly.accept)
+app.command()(nightly.regressions)
 app.command()(export.export)
 app.add_typer(model.model_app, name="model")
 app.add_typer(job.job_app, name="job")

@@ -96,20 +96,32 @@ INSUFFICIENT_DATA = "insufficient data"
 CONFIRMED_REGRESSION = "confirmed regression"
 KNOWN_REGRESSION = "known regression"
 DISPROVED = "disproved"
+SUSPICIOUS_IMPROVEMENT = "suspicious improvement"
 
 NIGHTLY = {
-    PASS: "nothing to confirm (or `ab` cleared a busy run): the night passes",
+    PASS: "`compare` (or `ab`) shows it within the threshold: the case passes; a night whose "
+          "cases all pass moves the baseline",
     SUSPECTED_REGRESSION: "the history says slower beyond the threshold and its noise (or a "
                           "change point after the baseline); `ab` is to confirm it",
     INSUFFICIENT_DATA: "too few quiet runs of one commit in the history to learn its noise "
-                       "(or no interval, or a new measurement): not judged on timing",
+                       "(or a new measurement) and `ab` did not decide it: the night keeps "
+                       "the baseline",
     CONFIRMED_REGRESSION: "`ab` between the last passing commit and HEAD confirmed it: the "
                           "night fails",
     KNOWN_REGRESSION: "a confirmed regression not yet fixed or accepted: failing, not "
                       "re-bisected",
     DISPROVED: "`ab` found no regression where the history suspected one: marked, not "
                "chased again",
+    IMPROVEMENT: "`ab` confirmed it faster beyond the threshold: kept in the history for a "
+                 "look; it moves the baseline only when the new run's `modes`/`engines` "
+                 "parity against the reference passed, else it waits for `accept`",
+    SUSPICIOUS_IMPROVEMENT: "a confirmed speedup of 2x or more without the new run's "
+                            "`modes`/`engines` parity against the reference having run and "
+                            "passed (a mode that scores nothing is fast): named first, exit "
+                            "0, never moves the baseline without `accept`",
 }
+# a night's words that decide nothing: the night keeps the baseline and says what would
+UNDECIDED_WORDS = (INCONCLUSIVE, INSUFFICIENT_DATA, SUSPECTED_REGRESSION)
 
 GROUPS = {"timing": TIMING, "case": CASE, "outcome": OUTCOME, "history": HISTORY,
           "nightly": NIGHTLY}

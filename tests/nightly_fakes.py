@@ -64,6 +64,10 @@ class FakeSteps:
         self.n, self.effects, self.head_i = n, effects or {}, 0
         self.load, self.fail, self.scale, self.score = QUIET, set(), {}, 0.5
         self.ab_says: dict[str, list[float]] = {}
+        self.rewritten = False  # a force-push: HEAD no longer descends from the baseline
+        self.spread = 0.0  # noise no load measurement sees: each run's log-sd (VM neighbours)
+        self.parity: dict[str, str] = {}  # case id -> the status of its modes parity check
+        self.during_run = None  # called after each run (what another process does meanwhile)
         self.calls: list[tuple] = []
         self.counter = itertools.count()
 
@@ -83,6 +87,9 @@ class FakeSteps:
     def reaches(self, commit):
         return any(sha(i) == commit for i in range(self.n + 1))
 
+    def descends(self, ancestor, commit):
+        return self.index(ancestor) <= self.index(commit) and not self.rewritten
+
     def commits(self, good, bad):
         return [sha(i) for i in range(self.index(good) + 1, self.index(bad) + 1)]
 
@@ -93,6 +100,8 @@ class FakeSteps:
         record = self.record(k)
         path = Path(out) / f"{record.run_id}.json"
         write_artifact(record, path)
+        if self.during_run is not None:
+            self.during_run()
         return path
 
     def record(self, k: int) -> RunRecord:
@@ -109,12 +118,21 @@ class FakeSteps:
         for case in expand(self.config):
             seconds = SECONDS[case.case_id] * self.factor(self.head_i, case.case_id)
             seconds *= self.scale.get(case.case_id, 1.0)
+            if self.spread:
+                seconds *= math.exp(self.spread * rng.standard_normal())
             value = ("RuntimeError", "boom") if case.case_id in self.fail else seconds
             c = make.case_record(case, value, rng, started)
             c.scores = [[[self.score]]] if c.status == "ok" else None
             c.load = CaseLoad(window_s=2.0, cpus=2, other_share=self.load,
                               other_cpu_s=4 * self.load, own_cpu_s=1.0, source="fake")
             record.cases.append(c)
+        if self.parity:
+            from mibench.harness.records import ParityCheck, ParityRecord
+
+            record.parity = ParityRecord(reference={}, workload={}, checks=[ParityCheck(
+                check="modes", case_id=cid, against="jax/single/tp=1", max_log_diff=0.0,
+                tolerance=1e-5, status=status) for cid, status in self.parity.items()],
+                passed=all(s == "passed" for s in self.parity.values()))
         return record
 
     def ab(self, base, new, case_ids, rounds, out):
@@ -130,17 +148,26 @@ class FakeSteps:
         write_artifact(record, Path(out) / f"{record.run_id}.json")
         return record
 
-    def bisect(self, good, bad, case_ids, *, rounds, max_rounds, afford, bad_step):
+    def bisect(self, good, bad, case_ids, *, rounds, max_rounds, afford, bad_rounds):
+        """bisect's own search (ab/search.py Searcher) over the commits' factors, each
+        round 1% noise; BAD's rounds are the confirmation's."""
+        from mibench.harness.ab.search import Searcher, search
+
         self.calls.append(("bisect", self.index(good), self.index(bad), tuple(case_ids)))
-        assert bad_step["commit"] == bad and bad_step["verdict"] == "regression"
+        assert set(bad_rounds) == set(case_ids) and all(bad_rounds.values())
         g = self.index(good)
-        for i in range(g + 1, self.index(bad) + 1):
-            if any(self.factor(i, c) > 1.5 * self.factor(g, c) for c in case_ids):
-                return {"verdict": "found", "first_bad": sha(i), "subject": self.subject(sha(i)),
-                        "steps": [bad_step, {}], "candidates": self.index(bad) - g,
-                        "stopped": None, "decide": None}
-        return {"verdict": "inconclusive", "first_bad": None, "steps": [bad_step],
-                "candidates": self.index(bad) - g, "stopped": None, "decide": "more rounds"}
+        rng = np.random.default_rng(g)
+
+        def measure(commit, k):
+            i = self.index(commit)
+            return ({c: [math.log(self.factor(i, c) / self.factor(g, c))
+                         + 0.01 * rng.standard_normal() for _ in range(k)] for c in case_ids},
+                    {c: "fake ab" for c in case_ids})
+
+        s = Searcher(good=good, commits=self.commits(good, bad), measure=measure,
+                     tree=lambda c: c, subject=self.subject, rounds=rounds,
+                     most_rounds=max_rounds, afford=afford)
+        return search(s, list(case_ids), bad_rounds)
 
     # --- commands and reports ------------------------------------------------------------
     def ab_command(self, base, new, case_ids, rounds):
@@ -150,9 +177,9 @@ class FakeSteps:
     def bisect_command(self, good, bad, case_ids, max_rounds):
         return f"mibench bisect {good[:12]} {bad[:12]} nightly.yaml --case {case_ids[0]}"
 
-    def reports(self, new, baseline, runs, night):
+    def reports(self, new, baseline, runs, night, evidence=""):
         night.mkdir(parents=True, exist_ok=True)
-        (night / "report.md").write_text("report\n")
+        (night / "report.md").write_text("report\n" + evidence)
         (night / "history.md").write_text("history\n")
         return {"report": str(night / "report.md"), "history": str(night / "history.md")}
 

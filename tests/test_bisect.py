@@ -1,10 +1,11 @@
-"""`mibench bisect` takes `ab`'s own verdicts: a step whose interval reaches beyond the
-minimum effect is undecided, is measured again within `--max-rounds`, and a search left
-undecided names no commit (exit 2, saying what would decide it).
+"""`mibench bisect` judges each step by the level its A/B rounds against GOOD sit at (near
+GOOD, near BAD, between): a step left undecided gets more rounds within `--max-rounds`,
+and a search left undecided names no commit (exit 2, saying what would decide it).
 
-Each step's A/B rounds are given here (per-round new/base ratios) and judged by `ab`'s own
-judge (ab/rounds.judge), so only the worker processes are left out; test_ab.py runs the
-real thing."""
+Each step's A/B rounds are given here (per-round new/base ratios, judged by `ab`'s own
+judge, ab/rounds.judge, whose round log ratios the search reads), so only the worker
+processes are left out; test_ab.py runs the real thing, tests/test_sequential.py the
+search's error rates."""
 
 from __future__ import annotations
 
@@ -53,13 +54,18 @@ def history(tmp_path, monkeypatch):
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q")
-    shas = [commit(repo, f"commit {i}") for i in range(7)]
+    shas = []
+    for i in range(7):  # each commit changes the measured code (engines/)
+        (repo / "engines").mkdir(exist_ok=True)
+        (repo / "engines" / "version.py").write_text(f"VERSION = {i}\n")
+        shas.append(commit(repo, f"commit {i}"))
     asked: list[tuple[str, int]] = []
     state = {}
 
-    def fake_ab(config, repo_, good, sha, cache, *, rounds, case_glob, note):
+    def fake_ab(config, repo_, good, sha, cache, *, rounds, case_glob, note, **kw):
         asked.append((sha, rounds))
-        ratios = state["behaviour"][shas.index(sha)][:rounds]
+        done = sum(r for s_, r in asked[:-1] if s_ == sha)  # rounds given before: the next
+        ratios = state["behaviour"][shas.index(sha)][done:done + rounds]
         return types.SimpleNamespace(cases=[judged(ratios)]), None
 
     monkeypatch.setattr(bisect_module, "run_ab", fake_ab)
@@ -87,7 +93,7 @@ def test_a_clear_history_names_the_first_slow_commit(history):
     """Control: with decided steps the search names commit 4 (the first 2x one)."""
     found = history.search([SAME] * 4 + [SLOW] * 3, rounds=5)
     assert found["verdict"] == "found" and found["first_bad"] == history.shas[4]
-    assert found["evidence"]["jax/single/tp=1"].startswith("regression: +")
+    assert "ab: regression: +" in found["evidence"]["jax/single/tp=1"]
     assert all(rounds == 5 for _, rounds in history.asked)  # nothing re-measured
 
 
@@ -97,20 +103,21 @@ def test_a_wide_interval_names_no_commit(history):
     found = history.search([SAME] * 3 + [WIDE] + [SLOW] * 3, rounds=3, max_rounds=3)
     assert found["verdict"] == "inconclusive" and found["first_bad"] is None
     assert found["undecided"]["commit"] == history.shas[3]
-    assert found["undecided"]["evidence"]["jax/single/tp=1"].startswith("inconclusive: ")
+    assert "ab: inconclusive: " in found["undecided"]["evidence"]["jax/single/tp=1"]
     assert "--rounds 12" in found["decide"] and "--max-rounds 12" in found["decide"]
 
 
 def test_an_undecided_step_gets_more_rounds_within_the_budget(history):
-    """A step undecided at 3 rounds is measured at 6 and 12, not 24 (--max-rounds 12)."""
-    found = history.search([SAME] * 3 + [WIDE] + [SLOW] * 3, rounds=3, max_rounds=12)
+    """A step undecided at 3 rounds gets 3 more (6 in all), then 6 more (12), not 24
+    (--max-rounds 12): the rounds accumulate, each look judging all of them."""
+    found = history.search([SAME] * 3 + [WIDE] + [SLOW * 2] * 3, rounds=3, max_rounds=12)
     assert found["verdict"] == "inconclusive"
-    assert [r for sha, r in history.asked if sha == history.shas[3]] == [3, 6, 12]
+    assert [r for sha, r in history.asked if sha == history.shas[3]] == [3, 3, 6]
     history.asked.clear()
-    # a step that more rounds decide: inconclusive at 3 rounds, a regression at 6
-    noisy = [1.0, 2.0, 2.0, 2.0, 2.0, 2.0]
-    found = history.search([SAME] * 3 + [noisy] + [SLOW] * 3, rounds=3, max_rounds=12)
-    assert [r for sha, r in history.asked if sha == history.shas[3]] == [3, 6]
+    # a step that more rounds decide: undecided at 3 and 6 rounds, near BAD's level at 12
+    noisy = [1.0, 2.0, 2.0] + [2.0] * 9
+    found = history.search([SAME] * 3 + [noisy] + [SLOW * 2] * 3, rounds=3, max_rounds=12)
+    assert [r for sha, r in history.asked if sha == history.shas[3]] == [3, 3, 6]
     assert found["verdict"] == "found" and found["first_bad"] == history.shas[3]
 
 

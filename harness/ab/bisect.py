@@ -1,18 +1,24 @@
-"""`mibench bisect`: the first commit on BAD's first-parent line after GOOD whose A/B run
-against GOOD is a regression (binary search, as asv's `find`, with `ab`'s paired test).
+"""`mibench bisect`: the commit(s) on BAD's first-parent line after GOOD that made the
+change BAD shows against GOOD, found by the level each step sits at.
 
-Each step takes `ab`'s own per-case verdicts (ab/rounds.case_verdict, the words `ab`
-prints): a commit is bad when a case is a `regression`, good when every case is
-`unchanged` or an `improvement`, and undecided otherwise (an interval that reaches beyond
-the minimum effect is `inconclusive`; too few rounds or a failing base is `untested`). An
-undecided step is measured again with twice the rounds while that stays within
-`max_rounds`; one still undecided ends the search without naming a commit, saying what
-would decide it: a search on undecided evidence can name the wrong commit.
+1. **BAD's level.** BAD is measured against GOOD (`ab`, paired rounds; the nightly passes
+   its confirmation's rounds instead) until its interval shows it slower than the threshold
+   and settled (harness/stats/sequential.py `settled`): that is the change searched for.
+   BAD clearly within the threshold of GOOD: nothing to bisect (a MibenchError).
+2. **What cannot matter is not measured.** A commit whose measured code (`engines/`, all a
+   revision's worker takes from its checkout; a server's whole tree) is byte-identical to
+   its parent's sits at its parent's level: only the commits that change it are candidates,
+   and a candidate whose code is identical to a commit already measured (GOOD and BAD
+   included: a revert) takes its rounds. One candidate: it is named without a run.
+3. **Binary search by level.** Each candidate step is an `ab` of the commit against GOOD,
+   judged by stats/sequential.py: `regression` (near BAD's level), `no regression` (near
+   GOOD's), `partial` (surely between the two: the search splits there and names a commit
+   on each side), or undecided: more rounds are added at the next look (r, 2r, 4r, ... up to
+   `max_rounds`) while `afford` allows; a step still undecided ends the search without
+   naming a commit, saying what would decide it.
 
-The nightly (harness/nightly/) bisects within a time budget: `afford(rounds)` says why an
-A/B of that many rounds may not start (None: it may), and a step it stops ends the search
-like an undecided one; `bad_step` is BAD's A/B against GOOD already measured (the night's
-confirmation), so BAD is not measured again.
+The threshold reaches every step: it is `ab`'s minimum effect and the margin a partial step
+keeps off both levels. Each step is printed as it goes (`note`).
 """
 
 from __future__ import annotations
@@ -26,150 +32,105 @@ from pathlib import Path
 from mibench.errors import MibenchError
 
 from ..config import Config
-from ..util import git
+from ..stats.paired import MIN_EFFECT
+from ..util import git, git_output
 from .revisions import first_parent
-from .rounds import case_verdict, run_ab
+from .rounds import run_ab
+from .search import MEASURED, Rounds, Searcher, search
 from .servers import revision_side, run_server_ab
-
-BAD, GOOD, UNDECIDED = "regression", "no regression", "inconclusive"
-CLEAR = ("unchanged", "improvement")  # ab's case verdicts that clear a commit
-
-
-def step_verdict(case_verdicts: list[str]) -> str:
-    """A commit's verdict from `ab`'s case verdicts: `regression` when one case regressed,
-    `no regression` when every case is unchanged or improved, else `inconclusive`."""
-    if BAD in case_verdicts:
-        return BAD
-    if case_verdicts and all(v in CLEAR for v in case_verdicts):
-        return GOOD
-    return UNDECIDED
 
 
 @dataclasses.dataclass(frozen=True)
 class Search:
     """What one bisect measures: the config, the repository, GOOD, where A/B runs cache
-    their worktrees, the case globs, the rounds of a step and the most rounds a step may
-    take (`max_rounds`), and whether `repo` is a server's repository (ab/servers.py)."""
+    their worktrees, the case globs, whether `repo` is a server's repository
+    (ab/servers.py) and the threshold (ab's minimum effect)."""
 
     config: Config
     repo: Path
     good: str
     cache: Path
     case_glob: list[str] | str | None
-    rounds: int = 5
-    max_rounds: int | None = None
     servers: bool = False
-    afford: Callable[[int], str | None] | None = None  # why an A/B may not start, or None
+    threshold: float = MIN_EFFECT
 
-    @property
-    def budget(self) -> int:
-        """The most rounds one step may take (None: 4 x `rounds`)."""
-        return max(self.rounds, self.max_rounds if self.max_rounds is not None
-                   else 4 * self.rounds)
-
-    def ab(self, commit: str, rounds: int):
+    def ab(self, commit: str, rounds: int, note: Callable[[str], None]):
         if self.servers:
             sides = {"base": revision_side(self.repo, self.good, self.cache),
                      "new": revision_side(self.repo, commit, self.cache)}
             record, _ = run_server_ab(self.config, sides, rounds=rounds,
-                                      case_globs=self.case_glob, note=lambda line: None)
+                                      case_globs=self.case_glob, note=note,
+                                      min_effect=self.threshold)
         else:
             record, _ = run_ab(self.config, self.repo, self.good, commit, self.cache,
-                               rounds=rounds, case_glob=self.case_glob,
-                               note=lambda line: None)
+                               rounds=rounds, case_glob=self.case_glob, note=note,
+                               min_effect=self.threshold)
         return record
 
-    def step(self, commit: str, note: Callable[[str], None]) -> dict:
-        """A/B runs of `commit` against GOOD until decided or out of rounds: the last one's
-        {commit, subject, verdict, rounds, evidence: {case_id: 'verdict: why'}, stopped}
-        (`stopped`: why the budget stopped it before it was decided, else None)."""
-        rounds, limit = self.rounds, self.budget
-        subject = git(self.repo, "log", "-1", "--format=%s", commit)
-        record, stopped = None, None
-        while True:
-            stopped = self.afford(rounds) if self.afford is not None else None
-            if stopped is not None:
-                break
-            record = self.ab(commit, rounds)
-            verdicts = {c.case_id: case_verdict(c) for c in record.cases}
-            verdict = step_verdict(list(verdicts.values()))
-            if verdict != UNDECIDED or rounds * 2 > limit:
-                break
-            note(f"    {commit[:12]}: {verdict} at {rounds} rounds; again with {rounds * 2}")
-            rounds *= 2
-        if record is None:
-            return {"commit": commit, "subject": subject, "verdict": UNDECIDED, "rounds": 0,
-                    "evidence": {}, "stopped": stopped}
-        return {"commit": commit, "subject": subject, "verdict": verdict,
-                "rounds": rounds, "stopped": stopped,
-                "evidence": {c.case_id: f"{verdicts[c.case_id]}: {c.why}"
-                             for c in record.cases}}
+    def measure(self, note: Callable[[str], None]):
+        def run(commit: str, rounds: int) -> tuple[Rounds, dict[str, str]]:
+            record = self.ab(commit, rounds, lambda line: note(f"    {line}"))
+            return ({c.case_id: list(c.timing.round_log_ratios) if c.timing else []
+                     for c in record.cases},
+                    {c.case_id: f"{c.verdict}: {c.why}" for c in record.cases})
+        return run
+
+    def tree(self, commit: str) -> str:
+        """The hash of the commit's measured code: `engines/` (a server: its whole tree)."""
+        if not self.servers:
+            found = git_output(self.repo, "rev-parse", f"{commit}:{MEASURED}")
+            if found:
+                return found.strip()
+        return git(self.repo, "rev-parse", f"{commit}^{{tree}}")
 
 
 def bisect(config: Config, repo: Path, good: str, bad: str, cache: Path, *,
            case_glob: list[str] | str | None, rounds: int = 5, max_rounds: int | None = None,
            servers: bool = False, afford: Callable[[int], str | None] | None = None,
-           bad_step: dict | None = None,
+           bad_rounds: Rounds | None = None, threshold: float = MIN_EFFECT,
            note: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> dict:
-    """{verdict, first_bad, subject, evidence, steps, candidates, undecided, decide}.
+    """{verdict, first_bad, subject, culprits, evidence, steps, candidates, undecided,
+    decide, stopped, skipped, method}.
 
-    `verdict` is `found` (`first_bad` and `subject` name the commit, `evidence` its case
-    lines) or `inconclusive` (`first_bad` None; `undecided` is the step that stayed
-    undecided within `max_rounds`, and `decide` says what would decide it). Each of `steps`
-    is {commit, subject, verdict, rounds, evidence}. A MibenchError when BAD is clearly no
-    regression against GOOD (nothing to search). `servers`: `repo` is a server's repository
-    and each step is an A/B of its launched servers (ab/servers.py). `afford` and
-    `bad_step`: see the module docstring (a search the budget stopped has `stopped`, the
-    reason, and `decide`)."""
+    `verdict` is `found` (`first_bad` and `subject` name the first culprit, `culprits` every
+    commit named, each {commit, subject, change: {case: change}, partial}, `evidence` the
+    first one's case lines) or `inconclusive` (`first_bad` None; `undecided` is the step that
+    stayed undecided, `decide` what would decide it, `stopped` the budget's reason when it
+    stopped it). Each of `steps` is {commit, subject, verdict, rounds, evidence, stopped,
+    same_as}. A MibenchError when BAD is clearly no regression against GOOD or has GOOD's
+    measured code (nothing to search). `bad_rounds`: BAD's rounds against GOOD already
+    measured (the nightly's confirmation), added to before BAD is measured again."""
     commits = first_parent(repo, good, bad)
     if not commits:
         raise MibenchError(f"has no commits after {good} on its first-parent line",
                            field="BAD_REV")
-    search = Search(config, repo, good, cache, case_glob, rounds, max_rounds, servers, afford)
-    steps: list[dict] = []
-
-    def verdict_of(commit: str) -> str:
-        known = bad_step if bad_step is not None and commit == commits[-1] else None
-        step = known or search.step(commit, note)
-        steps.append(step)
-        note(f"step {len(steps)}: {commit[:12]} {step['subject']!r}: {step['verdict']} "
-             f"({step['rounds']} rounds)")
-        for case_id, line in step["evidence"].items():
-            note(f"    {case_id}: {line}")
-        return step["verdict"]
-
-    result = {"verdict": UNDECIDED, "first_bad": None, "subject": None, "evidence": {},
-              "steps": steps, "candidates": len(commits), "undecided": None, "decide": None,
-              "stopped": None}
-    first = verdict_of(commits[-1])
-    if first == GOOD:
-        raise MibenchError(f"shows no regression against {good} in the selected cases: "
-                           "nothing to bisect", field=bad)
-    lo, hi = 0, len(commits) - 1
-    while first == BAD and lo < hi:
-        mid = (lo + hi) // 2
-        found = verdict_of(commits[mid])
-        if found == UNDECIDED:
-            break
-        hi, lo = (mid, lo) if found == BAD else (hi, mid + 1)
-    if steps[-1]["verdict"] == UNDECIDED:
-        result["undecided"] = steps[-1]
-        result["stopped"] = steps[-1].get("stopped")
-        result["decide"] = what_decides(search, steps[-1], bad)
-        return result
-    named = next(s for s in steps if s["commit"] == commits[lo])
-    result.update(verdict="found", first_bad=commits[lo], subject=named["subject"],
-                  evidence=named["evidence"])
+    most = max(rounds, max_rounds if max_rounds is not None else 4 * rounds)
+    run = Search(config, repo, good, cache, case_glob, servers, threshold)
+    s = Searcher(good=good, commits=commits, measure=run.measure(note), tree=run.tree,
+                 subject=lambda c: git(repo, "log", "-1", "--format=%s", c), rounds=rounds,
+                 most_rounds=most, threshold=threshold, afford=afford or (lambda r: None),
+                 note=note)
+    cases = _case_ids(config, case_glob)
+    result = search(s, cases, bad_rounds)
+    if result["verdict"] != "found":
+        result["decide"] = what_decides(run, result["undecided"], bad, most)
     return result
 
 
-def what_decides(search: Search, step: dict, bad: str) -> str:
+def _case_ids(config: Config, case_glob) -> list[str]:
+    from ..config import expand
+    from ..config.matrix import select_cases
+
+    return [c.case_id for c in select_cases(expand(config), case_glob)]
+
+
+def what_decides(search: Search, step: dict, bad: str, most: int) -> str:
     """The line that says what would decide an undecided step: more rounds (the command
     with a larger budget) or a quieter machine."""
-    more = max(step["rounds"], search.budget) * 4
+    more = max(step["rounds"], most) * 4
     globs = [search.case_glob] if isinstance(search.case_glob, str) else search.case_glob or []
     cases = " ".join(f"--case {shlex.quote(g)}" for g in globs)
     config = shlex.quote(search.config._source or "CONFIG")
-    return (f"more rounds on a quiet machine would decide it: mibench ab {search.good[:12]} "
+    return (f"more rounds would decide it: mibench ab {search.good[:12]} "
             f"{step['commit'][:12]} {config} {cases} --rounds {more}, or mibench bisect "
             f"{search.good[:12]} {shlex.quote(bad)} {config} {cases} --max-rounds {more}")

@@ -95,11 +95,15 @@ def launched_cases(config: Config, case_globs) -> list[CaseSpec]:
 
 def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int = 5,
                   case_globs=None, out: Path | None = None, argv: list[str] | None = None,
-                  interleave: bool | None = None, note: Note = lambda line: print(
-                      line, file=sys.stderr)) -> tuple[ABRecord, Path | None]:
+                  interleave: bool | None = None, min_effect: float | None = None,
+                  note: Note = lambda line: print(line, file=sys.stderr)
+                  ) -> tuple[ABRecord, Path | None]:
     """Measure the launched http cases with both sides' servers; the record and its
-    artifact path (written after every case)."""
+    artifact path (written after every case). `min_effect`: the paired test's (None:
+    stats/paired.py's), the threshold of a nightly or bisect that runs it."""
     from ..stats import paired
+
+    effect = paired.MIN_EFFECT if min_effect is None else min_effect
 
     if rounds < 1:
         raise MibenchError(f"must be at least 1, got {rounds}", field="--rounds")
@@ -128,13 +132,13 @@ def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int =
                              params=dict(case.params), model=case.model, dtype=case.dtype,
                              tp=case.tp, workload=case.workload.as_dict())
             if case.http.slo is not None:  # capacity: ab/server_metrics.py
-                _capacity(case, pools, record.order, ab_case, note)
+                _capacity(case, pools, record.order, ab_case, effect, note)
             else:
                 scores = _measure(case, pools, record.order, interleave, ab_case, note)
-                judge(ab_case, scores, paired.ALPHA, paired.MIN_EFFECT, interleaved=True)
+                judge(ab_case, scores, paired.ALPHA, effect, interleaved=True)
             if case.http.cold_starts:
                 server_metrics.cold_rounds(case, pools, record.order, ab_case, paired.ALPHA,
-                                           paired.MIN_EFFECT, note)
+                                           effect, note)
             ab_case.servers = {name: pools[name].info(case.engine_key) for name in pools
                                if pools[name].info(case.engine_key) is not None}
             record.cases.append(ab_case)
@@ -195,7 +199,7 @@ def _side(case: CaseSpec, pool: ServerPool, failed: dict[str, str], name: str):
 
 
 def _capacity(case: CaseSpec, pools: dict[str, ServerPool], order: list[list[str]],
-              ab_case: ABCase, note: Note) -> None:
+              ab_case: ABCase, effect: float, note: Note) -> None:
     """Both sides' servers up; their capacities measured in rounds (ab/server_metrics.py).
     A side whose server does not start fails its rounds (judged as in `_measure`)."""
     from ..stats import paired
@@ -205,14 +209,14 @@ def _capacity(case: CaseSpec, pools: dict[str, ServerPool], order: list[list[str
     try:
         if not failed:
             server_metrics.capacity_rounds(case, sides, order, ab_case, paired.ALPHA,
-                                           paired.MIN_EFFECT, note)
+                                           effect, note)
             return
         for r, names in enumerate(order):
             for position, name in enumerate(names):
                 getattr(ab_case, name).append(RoundSample(
                     round=r, first=position == 0, status="failed" if name in failed else "ok",
                     error=failed.get(name)))
-        judge(ab_case, {}, paired.ALPHA, paired.MIN_EFFECT, interleaved=True)
+        judge(ab_case, {}, paired.ALPHA, effect, interleaved=True)
     finally:
         for side in sides.values():
             if side is not None:

@@ -1,8 +1,12 @@
 """`mibench nightly CONFIG --history DIR`: one night of the nightly loop (harness/nightly/:
-run at HEAD, judge against the history, confirm with `ab`, bisect, one summary); and
-`mibench accept DIR --case GLOB --by WHO --why TEXT`: accept a known regression on purpose.
-Exit 0 pass, insufficient data or inconclusive; 1 a confirmed or known regression, or what
-`compare` fails without timing; 2 bad input or nothing that could be judged."""
+run at HEAD, judge against the history, confirm with `ab`, bisect, one summary);
+`mibench accept DIR --case GLOB --by WHO --why TEXT`: accept a known regression (or a
+confirmed improvement) on purpose; `mibench regressions DIR`: the regressions the history
+records, with their life cycle. The nightly's exit codes: 0 every case decided and none
+failed, or an undecided night; 1 a confirmed or known regression, or what `compare` fails
+without timing; 2 bad input or nothing that could be judged; 4 the index could not be
+written; 5 the last --max-undecided nights each left a case undecided; 6 another night
+holds the history folder."""
 
 from __future__ import annotations
 
@@ -52,13 +56,18 @@ def nightly(config: Path,
                 help="Runs of the first night (no baseline yet), to learn the noise.")] = 5,
             reseed: Annotated[bool, typer.Option(
                 help="Seed again at HEAD: a new baseline (a new config or machine).")] = False,
+            max_undecided: Annotated[int, typer.Option(
+                help="Undecided nights in a row (each left a case that neither compare nor "
+                     "ab decided) that fail the job with exit 5.")] = 3,
             link_base: Annotated[str, typer.Option(
                 help="Prefix of the summary's links (e.g. the CI run's page).")] = "",
             case: CaseGlobs = None, set_: Sets = None):
-    """One night: run CONFIG at HEAD, judge it against the history, confirm suspicions
-    with ab, bisect a confirmed one, print the summary (<= 40 lines). Exit 0 pass,
-    insufficient data or inconclusive; 1 a confirmed or known regression, a failed or
-    missing case, moved scores, memory, timed compiles or parity; 2 bad input."""
+    """One night: run CONFIG at HEAD, judge it against the history, confirm with ab every
+    case compare does not show within the threshold, bisect a confirmed one, print the
+    summary (<= 40 lines). Exit 0 every case decided and none failed (or an undecided night:
+    the baseline stays); 1 a confirmed or known regression, a failed or missing case, moved
+    scores, memory, timed compiles or parity; 2 bad input; 4 the index could not be
+    written; 5 --max-undecided undecided nights in a row; 6 another night holds DIR."""
     from mibench.engines import cache_dir
 
     from ..ab.revisions import repository
@@ -71,6 +80,8 @@ def nightly(config: Path,
 
     limit = parse_threshold(threshold)
     folder = checked_options(history, rounds, max_rounds, max_commits, seed_runs)
+    if max_undecided < 1:
+        raise MibenchError(f"must be at least 1, got {max_undecided}", field="--max-undecided")
     if repo is not None and server_repo is not None:
         raise MibenchError("give --repo or --server-repo, not both", field="--server-repo")
     loaded = load_config(config, set_ or [])
@@ -87,7 +98,7 @@ def nightly(config: Path,
         history=folder, config=loaded.name, target="server" if server_repo else "engines",
         threshold=limit, rounds=rounds, max_rounds=max_rounds, max_commits=max_commits,
         budget_s=parse_duration(budget), seed_runs=seed_runs, reseed=reseed,
-        link_base=link_base), steps)
+        max_undecided=max_undecided, link_base=link_base), steps)
     print(result.markdown, end="")
     raise typer.Exit(result.exit_code)
 
@@ -115,16 +126,33 @@ def checked_options(history: Path, rounds: int, max_rounds: int | None, max_comm
 @guarded
 def accept(history: Annotated[Path, typer.Argument(help="The nightly's history folder.")],
            case: Annotated[list[str], typer.Option(
-               "--case", help="The cases (glob on case ids) whose known regression is "
-                              "accepted; repeatable.")],
+               "--case", help="The cases (glob on case ids) whose known regression (or "
+                              "confirmed improvement) is accepted; repeatable.")],
            by: Annotated[str, typer.Option(help="Who accepts it.")],
            why: Annotated[str, typer.Option(help="Why it is intended.")]):
-    """Accept the known regressions of the matching cases on purpose (who and why go into
-    the history's index); the night that confirmed them becomes the baseline."""
+    """Accept the known regressions (or confirmed improvements) of the matching cases on
+    purpose (who and why go into the history's index); the night that confirmed them
+    becomes the baseline. Safe while a night runs: the night keeps it."""
     from ..nightly.index import Folder
     from ..nightly.index import accept as accept_known
 
     for k in accept_known(Folder(Path(history)), case, by, why):
-        culprit = f"culprit {k.culprit[:12]}" if k.culprit else "no culprit named"
-        print(f"accepted {k.case_id} ({culprit}, {k.change:+.1%}) by {by}: {why}"
-              if k.change is not None else f"accepted {k.case_id} ({culprit}) by {by}: {why}")
+        culprit = f"culprit {k.culprit[:12]}" if k.culprit else (
+            "an improvement" if k.kind == "improvement" else "no culprit named")
+        change = f", {k.change:+.1%}" if k.change is not None else ""
+        print(f"accepted {k.case_id} ({culprit}{change}) by {by}: {why}")
+
+
+@guarded
+def regressions(history: Annotated[Path, typer.Argument(help="The nightly's history folder.")],
+                format_: Annotated[str, typer.Option(
+                    "--format", help="text, or json (mibench.regressions/1).")] = "text",
+                status: Annotated[list[str] | None, typer.Option(
+                    help="Only these statuses (suspected, confirmed, disproved, accepted, "
+                         "fixed); repeatable.")] = None):
+    """The regressions the history records, newest first, each with its life cycle:
+    suspected, confirmed (culprit, change, interval, the command that reproduces it),
+    disproved, accepted (who, why, when), fixed; confirmed improvements too."""
+    from ..nightly.regressions import listing
+
+    print(listing(Path(history), format_, status or []), end="")

@@ -1,19 +1,22 @@
-"""Confirming a night's suspicions with interleaved `ab`, and bisecting the confirmed ones,
-within a time budget.
+"""Confirming a night's cases with interleaved `ab`, and bisecting the confirmed ones,
+within a time budget that goes where the answer is.
 
 - **Confirm.** The cases to confirm are measured by `ab` between the commit they are judged
   from (the last commit that passed; for a known regression, the night that confirmed it)
   and HEAD, those cases only, at `rounds`; a case `ab` leaves `inconclusive` is measured
-  again with twice the rounds while that stays within `max_rounds` (as bisect does).
-  `ab`'s word settles the case: `regression` confirms it; `unchanged` or `improvement`
-  disproves a suspicion (marked in the index) or passes a busy case; anything else leaves
-  it open, not marked.
-- **Bisect** (harness/ab/bisect.py, on `ab`'s verdicts) runs when more than one commit lies
-  between, at most `max_commits` of them, with the confirmed cases; HEAD's step is the
-  confirmation itself, not measured again.
-- **Budget.** No A/B starts when its estimated time (seconds per case and round, learnt
-  from the A/B runs so far, at first twice the night's run per case) exceeds what is left;
-  what is left open is said with the command that decides it.
+  again with twice the rounds while that stays within `max_rounds`. `ab`'s word settles the
+  case: `regression` confirms it; `unchanged` passes it (disproves a suspicion, marked in
+  the index); `improvement` disproves a suspicion or confirms an improvement; anything else
+  leaves it open, not marked.
+- **Bisect** (harness/ab/bisect.py, by the level each step sits at) runs when more than one
+  commit lies between, at most `max_commits` of them, with the confirmed cases; BAD's
+  level is the confirmation's rounds, added to only if they do not settle it.
+- **Budget, in order**: suspicions first (a case slower than the threshold, however wide
+  its interval; a known regression that may be fixed), then bisecting the confirmed ones,
+  then the undecided cases (and bisecting what they confirm). No A/B starts when its
+  estimated time (seconds per case and round, learnt from the A/B runs so far, at first
+  twice the night's run per case) exceeds what is left; what is left open is said with the
+  command that decides it.
 """
 
 from __future__ import annotations
@@ -24,9 +27,8 @@ from collections.abc import Callable
 
 from mibench.errors import MibenchError
 
-from ..ab.bisect import step_verdict
 from ..records import ABCase, ABRecord
-from ..records.nightly import Known
+from ..records.nightly import CulpritCommit, Event, Regression, regression_id
 from ..util import now
 from ..verdicts import (
     CONFIRMED_REGRESSION,
@@ -98,7 +100,8 @@ def measure(steps, base: str, head: str, case_ids: list[str], *, rounds: int,
 
 
 def settle(j: Judgement, found: Measured) -> Judgement:
-    """The case's word after `ab` (the module docstring)."""
+    """The case's word after `ab` (the module docstring); `compare`'s figure is kept beside
+    `ab`'s (`run_change`)."""
     if j.confirm is None:
         return j
     if j.case_id not in found.cases:
@@ -107,7 +110,8 @@ def settle(j: Judgement, found: Measured) -> Judgement:
     case, record = found.cases[j.case_id]
     t = case.timing
     ab = dict(change=t.change if t else None, low=t.low if t else None,
-              high=t.high if t else None, source=f"ab, {record.rounds} rounds")
+              high=t.high if t else None, source=f"ab, {record.rounds} rounds",
+              run_change=j.change, run_low=j.low, run_high=j.high, ab_verdict=case.verdict)
     line = (f"`ab` {record.base.commit[:12]}..{record.new.commit[:12]}: {case.verdict}: "
             f"{case.why}")
     if j.purpose == FIX:
@@ -118,65 +122,81 @@ def settle(j: Judgement, found: Measured) -> Judgement:
         return dataclasses.replace(j, **ab, reason=f"{line}; still present ({j.reason})")
     if case.verdict == REGRESSION:
         return dataclasses.replace(j, **ab, verdict=CONFIRMED_REGRESSION, reason=line)
-    if case.verdict in (UNCHANGED, IMPROVEMENT):
-        return dataclasses.replace(j, **ab, verdict=DISPROVED if j.suspected else PASS,
+    if case.verdict in (UNCHANGED, IMPROVEMENT) and j.suspected:
+        return dataclasses.replace(j, **ab, verdict=DISPROVED,
                                    reason=f"{line} (the run showed {_pct(j.change)})")
+    if case.verdict == UNCHANGED:
+        return dataclasses.replace(j, **ab, verdict=PASS, reason=f"{line} (the run showed "
+                                                                 f"{_pct(j.change)})")
+    if case.verdict == IMPROVEMENT:
+        return dataclasses.replace(j, **ab, verdict=IMPROVEMENT, reason=line)
     return dataclasses.replace(j, **ab, reason=f"{line}; left open, not marked (the run: "
                                                f"{j.reason})")
 
 
 def culprits(js: list[Judgement], found: Measured, steps, head: str, *, rounds: int,
-             most_rounds: int, max_commits: int, budget: Budget, level_run: str
-             ) -> list[Known]:
-    """A known regression for every confirmed case, with the first bad commit: HEAD when
-    it is the only commit since the base, else bisect's (at most `max_commits`)."""
+             most_rounds: int, max_commits: int, budget: Budget, level_run: str,
+             descends: bool = True) -> list[Regression]:
+    """A confirmed regression for every confirmed case, with the commit(s) that made it:
+    HEAD when it is the only commit since the base, else bisect's (at most `max_commits`;
+    none when HEAD does not descend from the base)."""
     groups: dict[str, list[Judgement]] = {}
     for j in js:
         if j.verdict == CONFIRMED_REGRESSION and j.purpose == CONFIRM:
             groups.setdefault(j.confirm, []).append(j)
     out = []
+    at = now()
     for base, group in groups.items():
         ids = [j.case_id for j in group]
-        culprit, how = first_bad(steps, base, head, ids, found, rounds=rounds,
-                                 most_rounds=most_rounds, max_commits=max_commits,
-                                 budget=budget)
-        subject = steps.subject(culprit) if culprit else None
-        out += [Known(case_id=j.case_id, measurement=j.measurement, culprit=culprit,
-                      subject=subject, good=base, bad=head, level_run=level_run,
-                      change=j.change, low=j.low, high=j.high, confirmed_at=now(),
-                      bisect=how) for j in group]
+        named, how = first_bad(steps, base, head, ids, found, rounds=rounds,
+                               most_rounds=most_rounds, max_commits=max_commits,
+                               budget=budget, descends=descends)
+        for j in group:
+            first = named[0] if named else None
+            out.append(Regression(
+                id=regression_id(j.case_id, j.measurement, head), case_id=j.case_id,
+                measurement=j.measurement, status="confirmed", good=base, bad=head,
+                evidence_run=j.evidence_run, level_run=level_run, change=j.change, low=j.low,
+                high=j.high, source=j.source, verdict="regression",
+                culprit=first.commit if first else None, subject=first.subject if first
+                else None, culprits=named, bisect=how, confirmed_at=at,
+                events=[Event(at=at, status="confirmed", commit=head, note=how)]))
     return out
 
 
 def first_bad(steps, base: str, head: str, ids: list[str], found: Measured, *, rounds: int,
-              most_rounds: int, max_commits: int, budget: Budget) -> tuple[str | None, str]:
-    """(the first bad commit or None, how it was found or why not)."""
+              most_rounds: int, max_commits: int, budget: Budget, descends: bool = True
+              ) -> tuple[list[CulpritCommit], str]:
+    """(the commits bisect named, first first; empty when none), how they were found or
+    why not."""
+    if not descends:
+        return [], (f"not bisected: HEAD does not descend from {base[:12]} (a rewritten "
+                    "history): the commits between them are not a line")
     commits = steps.commits(base, head)
     if len(commits) <= 1:
-        return head, f"the only commit since {base[:12]}"
+        return [CulpritCommit(commit=head, subject=steps.subject(head))], \
+            f"the only commit since {base[:12]}"
     command = steps.bisect_command(base, head, ids, most_rounds)
     if len(commits) > max_commits:
-        return None, (f"not bisected: {len(commits)} commits since {base[:12]}, more than "
-                      f"--max-commits {max_commits}; `{command}`")
+        return [], (f"not bisected: {len(commits)} commits since {base[:12]}, more than "
+                    f"--max-commits {max_commits}; `{command}`")
+    bad_rounds = {c: list(found.cases[c][0].timing.round_log_ratios)
+                  for c in ids if found.cases[c][0].timing is not None}
     try:
         result = steps.bisect(base, head, ids, rounds=rounds, max_rounds=most_rounds,
                               afford=lambda r: budget.afford(r, len(ids)),
-                              bad_step=bad_step(found, ids, head, steps.subject(head)))
+                              bad_rounds=bad_rounds)
     except MibenchError as e:
-        return None, f"not bisected: {e}; `{command}`"
+        return [], f"not bisected: {e}; `{command}`"
     if result["verdict"] == "found":
-        return result["first_bad"], (f"bisect: {len(result['steps'])} A/B steps over "
-                                     f"{result['candidates']} commits")
-    return None, f"bisect left it undecided: {result['stopped'] or result['decide']}"
-
-
-def bad_step(found: Measured, ids: list[str], head: str, subject: str) -> dict:
-    """HEAD's bisect step, from the confirmation's A/B runs of these cases."""
-    cases = [found.cases[c] for c in ids]
-    return {"commit": head, "subject": subject,
-            "verdict": step_verdict([c.verdict for c, _ in cases]),
-            "rounds": max(r.rounds for _, r in cases), "stopped": None,
-            "evidence": {c.case_id: f"{c.verdict}: {c.why}" for c, _ in cases}}
+        named = [CulpritCommit(commit=c["commit"], subject=c["subject"],
+                               change=c["change"], partial=c["partial"])
+                 for c in result["culprits"]]
+        measured = sum(1 for st in result["steps"] if not st.get("same_as"))
+        how = result.get("how") or f"{measured} A/B steps over {result['candidates']} commits"
+        return named, f"bisect: {how} ({result['skipped']} not measured: the same code)" \
+            if result.get("skipped") else f"bisect: {how}"
+    return [], f"bisect left it undecided: {result['stopped'] or result['decide']}"
 
 
 def _pct(x: float | None) -> str:

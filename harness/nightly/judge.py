@@ -4,7 +4,8 @@
 Each case of the new run is compared with the baseline run (harness.stats.compare, like
 with like, at the noise floor learnt from the folder's repeated runs of one commit,
 leaving out the pair judged and runs on a busy machine), then lands in one word of
-harness/verdicts.py, in this order:
+harness/verdicts.py, in this order. Undecided is never good news: every case `compare`
+does not show within the threshold goes to `ab` (`confirm` set), whatever the reason.
 
 1. what `compare` fails without timing: `failed`, `missing`, `scores moved`, `memory
    regression`, `timed compiles` (the night fails, no `ab`);
@@ -13,19 +14,24 @@ harness/verdicts.py, in this order:
    noise (a further change: `suspected regression`, confirmed against the confirming
    night's commit) or faster (`ab` against that commit says whether it is fixed);
 3. too few timed runs for an interval (an http case is one load, one timed run):
-   `inconclusive` for `ab` to decide when the run is slower than the threshold, else
-   `insufficient data`; not the same measurement as the baseline's, or not in it:
-   `insufficient data`;
-4. a side measured on a busy machine: `inconclusive`, for `ab` to decide;
+   `inconclusive`; not the same measurement as the baseline's, or not in it:
+   `insufficient data`; both for `ab`;
+4. a side measured on a busy machine, and a change its load can explain: `inconclusive`,
+   for `ab` (a change beyond what the load explains is `compare`'s regression: 6);
 5. fewer than `NEED_QUIET` quiet runs of one commit of the measurement in the folder:
-   `insufficient data` (the noise cannot be learnt), saying how many there are;
+   `insufficient data` (the noise cannot be learnt), saying how many there are; `ab`;
 6. slower beyond the threshold and the noise (`compare`'s `regression`), or a change
    point of the series (harness.stats.steps, among quiet points) after the baseline's
    point: `suspected regression`;
-7. anything else: `pass`, with compare's word in the reason.
+7. the whole interval within the threshold (`compare`'s `unchanged`): `pass`;
+8. anything else (an interval that reaches beyond the threshold, however wide the noise
+   floor; a change faster than the threshold, which `ab` confirms before it can move the
+   baseline): `inconclusive`, for `ab`.
 
-A suspicion (4 or 6) already disproved by `ab` at the same commit, or raised by the same
-evidence (the same run), is `disproved` and not chased again.
+A case whose estimate is slower than the threshold, however wide its interval, is a
+`suspected` one (`ab` confirms those first); a suspicion already disproved by `ab` at the
+same commit, or raised by the same evidence (the same run), is `disproved` and not chased
+again.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import dataclasses
 from collections import Counter
 
 from ..records import CaseRecord, RunRecord
-from ..records.nightly import Known, NightlyIndex
+from ..records.nightly import NightlyIndex, Regression
 from ..stats.comparable import code_git, measurement_id
 from ..stats.compare import CaseChange, Comparison, Gate, case_change, compare
 from ..stats.load import BUSY_LEVEL, busy
@@ -57,6 +63,7 @@ from ..verdicts import (
     SCORES_MOVED,
     SUSPECTED_REGRESSION,
     TIMED_COMPILES,
+    UNCHANGED,
     UNTESTED,
 )
 
@@ -91,7 +98,11 @@ class Judgement:
     purpose: str = CONFIRM
     suspected: bool = False
     evidence_run: str = ""
-    known: Known | None = None
+    known: Regression | None = None
+    ab_verdict: str = ""  # `ab`'s word, once it measured the case
+    run_change: float | None = None  # compare's figure, kept beside `ab`'s once it decided
+    run_low: float | None = None
+    run_high: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,36 +159,43 @@ def judge_case(e: Evidence, c: CaseChange, case: CaseRecord | None, mid: str, qu
     if known is not None:
         return judge_known(e, known, case, common)
     slower = (c.latency_change or 0.0) > e.threshold
-    if c.verdict == UNTESTED and slower:  # e.g. an http case: one load, one timed run
-        return Judgement(**common, verdict=INCONCLUSIVE, confirm=e.baseline_commit,
-                         suspected=True, reason=f"{c.reason}; it shows "
-                                                f"{c.latency_change:+.1%}: `ab` decides it")
-    if c.verdict == UNTESTED:
-        return Judgement(**common, verdict=INSUFFICIENT_DATA, reason=c.reason)
+    ask = dict(confirm=e.baseline_commit, suspected=slower)
+    if c.verdict == UNTESTED:  # e.g. an http case: one load, one timed run
+        shows = f"; it shows {c.latency_change:+.1%}" if c.latency_change is not None else ""
+        return Judgement(**common, **ask, verdict=INCONCLUSIVE,
+                         reason=f"{c.reason}{shows}: `ab` decides it")
     if c.verdict in (NOT_COMPARABLE, ADDED):
-        return Judgement(**common, verdict=INSUFFICIENT_DATA,
-                         reason=f"{c.verdict}: {c.reason}; `mibench nightly --reseed` "
-                                "starts a baseline of this config")
-    if busy(c.base_other_load, e.busy_level) or busy(c.new_other_load, e.busy_level):
-        return Judgement(**common, verdict=INCONCLUSIVE, reason=c.reason,
-                         confirm=e.baseline_commit, suspected=slower)
-    if quiet < NEED_QUIET:
-        return Judgement(**common, verdict=INSUFFICIENT_DATA,
+        return Judgement(**common, **ask, verdict=INSUFFICIENT_DATA,
+                         reason=f"{c.verdict}: {c.reason}; `ab` against the baseline commit "
+                                "decides it (`mibench nightly --reseed` starts a baseline of "
+                                "this config)")
+    if c.verdict == INCONCLUSIVE and (busy(c.base_other_load, e.busy_level)
+                                      or busy(c.new_other_load, e.busy_level)):
+        return Judgement(**common, **ask, verdict=INCONCLUSIVE, reason=c.reason)
+    if quiet < NEED_QUIET and c.verdict != REGRESSION:
+        return Judgement(**common, **ask, verdict=INSUFFICIENT_DATA,
                          reason=f"the history holds {quiet} quiet run(s) of one commit of "
                                 f"this measurement; {NEED_QUIET} are needed to learn its "
                                 "noise (seed it on a quiet machine: `mibench nightly "
-                                "--reseed`)")
+                                "--reseed`); `ab` decides it")
     if c.verdict == REGRESSION:
-        return Judgement(**common, verdict=SUSPECTED_REGRESSION, confirm=e.baseline_commit,
-                         suspected=True, reason=f"{c.reason} (noise floor {floor.value:.0%}, "
-                                                f"{floor.source})")
+        return Judgement(**common, **ask | {"suspected": True}, verdict=SUSPECTED_REGRESSION,
+                         reason=f"{c.reason} (noise floor {floor.value:.0%}, {floor.source})")
     if point is not None:
-        return Judgement(**common, verdict=SUSPECTED_REGRESSION, confirm=e.baseline_commit,
-                         suspected=True, reason=point)
-    return Judgement(**common, verdict=PASS, reason=f"{c.verdict}: {c.reason}")
+        return Judgement(**common, **ask | {"suspected": True}, verdict=SUSPECTED_REGRESSION,
+                         reason=point)
+    if c.verdict == UNCHANGED:
+        return Judgement(**common, verdict=PASS, reason=f"{c.verdict}: {c.reason}")
+    if c.verdict == IMPROVEMENT:
+        return Judgement(**common, **ask, verdict=INCONCLUSIVE,
+                         reason=f"{c.verdict}: {c.reason}; `ab` confirms an improvement "
+                                "before it moves the baseline")
+    return Judgement(**common, **ask, verdict=INCONCLUSIVE,
+                     reason=f"{c.reason} (noise floor {floor.value:.0%}, {floor.source})")
 
 
-def judge_known(e: Evidence, known: Known, case: CaseRecord, common: dict) -> Judgement:
+def judge_known(e: Evidence, known: Regression, case: CaseRecord, common: dict
+                ) -> Judgement:
     """A case with an open known regression: still present, slower again than its
     confirmed-bad level (a new suspicion), or faster (is it fixed? `ab` decides)."""
     named = f"known since {known.bad[:12]}" + (
@@ -211,18 +229,19 @@ def judge_known(e: Evidence, known: Known, case: CaseRecord, common: dict) -> Ju
 def not_again(index: NightlyIndex, j: Judgement, commit: str) -> Judgement:
     """A suspicion `ab` disproved before, at this commit or on the same evidence run:
     `disproved`, not chased again."""
-    if j.confirm is None or j.purpose != CONFIRM:
+    if j.confirm is None or j.purpose != CONFIRM or not j.suspected:
         return j
     done = next((d for d in index.disproved if d.case_id == j.case_id
                  and d.measurement == j.measurement
-                 and (d.commit == commit or d.evidence_run == j.evidence_run)), None)
+                 and (d.bad == commit or d.evidence_run == j.evidence_run)), None)
     if done is None:
         return j
+    at = done.events[-1].at[:10] if done.events else "?"
     return dataclasses.replace(
         j, verdict=DISPROVED, confirm=None,
-        reason=f"`ab` disproved it at {done.commit[:12]} against {done.base[:12]} "
+        reason=f"`ab` disproved it at {done.bad[:12]} against {done.good[:12]} "
                f"({_pct(done.change)} [{_pct(done.low)}, {_pct(done.high)}], {done.verdict}) "
-               f"on {done.at[:10]}: not chased again")
+               f"on {at}: not chased again")
 
 
 def quiet_runs(runs: list[RunRecord], leave_out: set[str],

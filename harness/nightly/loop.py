@@ -2,18 +2,27 @@
 (harness/nightly/steps.py: the repository, a run, `ab`, bisect, reports) so its
 decisions can be tested on made-up artifacts.
 
-1. No baseline yet (or `reseed`): run the config `seed_runs` times at HEAD to learn its
-   noise; the quietest run becomes the baseline (none when a case failed: exit 1).
-2. Else run it once at HEAD and judge the run against the history (nightly/judge.py).
-3. Confirm every suspicion and every case left inconclusive by a busy machine with `ab`,
-   and bisect the confirmed ones (nightly/confirm.py), within the time budget.
-4. Write the summary (<= 40 lines) and its JSON twin, the report and the history, and the
-   index: the night, the regressions confirmed (known from now on), the suspicions
-   disproved; the baseline moves to HEAD only on a confirmed pass.
+1. Hold the folder (nightly/store.py: one night at a time) and read `runs/` (a damaged
+   file is left out with a line).
+2. No baseline yet (or `reseed`): seed (nightly/seed.py: `seed_runs` runs at HEAD to learn
+   its noise; the quietest becomes the baseline, none when a case failed: exit 1).
+3. Else run it once at HEAD and judge the run against the history (nightly/judge.py):
+   every case `compare` does not show within the threshold goes to `ab`.
+4. Confirm with `ab` and bisect (nightly/confirm.py), the budget going where the answer
+   is: suspicions, then bisecting the confirmed, then the undecided cases.
+5. Record the night (nightly/lifecycle.py), merge it into the index as it stands
+   (nightly/store.py), then write the summary (<= 40 lines), its JSON twin, the report
+   and the history: nothing the summary says is missing from the saved index.
 
-Exit 0: pass, insufficient data, inconclusive or open suspicions; 1: a confirmed or known
-regression, or what `compare` fails without timing (a failed or missing case, moved
-scores, memory, timed compiles, parity); 2: nothing could be judged (every case skipped).
+The baseline moves to HEAD only when every case passed (`compare` or `ab` showed it
+within the threshold, or `ab` confirmed an improvement that the new run's parity vouches
+for), HEAD descends from the baseline commit, and nobody moved the baseline meanwhile.
+
+Exit 0: every case decided and none failed, or an undecided night (it keeps the
+baseline); 1: a confirmed or known regression, or what `compare` fails without timing;
+2: nothing could be judged; `BLIND_EXIT` (5): the last `max_undecided` nights each left a
+case undecided (the nightly would go blind quietly); 4: the index could not be written;
+`store.HELD_EXIT` (6): another night holds the folder.
 """
 
 from __future__ import annotations
@@ -25,50 +34,45 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mibench.errors import MibenchError
+
 from ..records import RunRecord, read_artifact
 from ..records.io import write_artifact, write_output
-from ..records.nightly import (
-    Baseline,
-    Culprit,
-    Disproved,
-    Night,
-    NightlyIndex,
-    NightSummary,
-    SummaryCase,
-)
-from ..stats.comparable import measurement_id
-from ..stats.load import share
+from ..records.nightly import Baseline, Night, NightlyIndex, NightSummary
 from ..util import now
 from ..verdicts import (
     CONFIRMED_REGRESSION,
     DISPROVED,
-    FAILED,
-    INCONCLUSIVE,
-    INSUFFICIENT_DATA,
+    IMPROVEMENT,
     KNOWN_REGRESSION,
     NOT_COMPARED,
     PASS,
     REGRESSION,
     REMOVED,
     SKIPPED,
-    SUSPECTED_REGRESSION,
+    SUSPICIOUS_IMPROVEMENT,
+    UNDECIDED_WORDS,
 )
+from . import store
 from .confirm import Budget, Measured, culprits, measure, settle
-from .index import Folder, baseline_run, load_index, save_index
+from .index import Folder, baseline_run
 from .judge import (
-    NEED_QUIET,
+    FIX,
     SEED_RUNS,
     UNTIMED_FAILS,
     Evidence,
     Judgement,
     judge_night,
-    quiet_runs,
 )
+from .lifecycle import apply_night
+from .lines import blind_note, culprit_lines, evidence_section, left_open, noise_note
 from .summary import rank, render
 
 FAILS = (CONFIRMED_REGRESSION, KNOWN_REGRESSION, *UNTIMED_FAILS)
 PROMOTES = (PASS, DISPROVED, SKIPPED, REMOVED)  # every case one of these: a confirmed pass
-OPEN = (SUSPECTED_REGRESSION, INCONCLUSIVE, KNOWN_REGRESSION)  # words `ab` may leave open
+SUSPICIOUS = 0.5  # a confirmed time per call at half the base or less: 2x faster
+BLIND_EXIT = 5  # the last `max_undecided` nights each left a case undecided
+VOUCHING = ("modes", "engines")  # the parity checks against the reference that vouch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +89,7 @@ class NightlyOptions:
     budget_s: float = 3600.0
     seed_runs: int = SEED_RUNS
     reseed: bool = False
+    max_undecided: int = 3  # undecided nights in a row that fail the job (BLIND_EXIT)
     link_base: str = ""  # prefix of the summary's links (e.g. the CI run's artifacts page)
 
     @property
@@ -104,65 +109,101 @@ class NightResult:
         return self.summary.exit_code
 
 
+@dataclasses.dataclass
+class Night_:
+    """What one night knows as it goes: the folder, the index it read at its start, HEAD,
+    its folder of files, the runs in the history, the lines it must say."""
+
+    o: NightlyOptions
+    steps: object
+    folder: Folder
+    started: NightlyIndex
+    head: tuple[str, str]
+    where: Path
+    runs: list[RunRecord]
+    notes: list[str]
+    clock: Callable[[], float]
+    note: Callable[[str], None]
+
+
 def nightly(o: NightlyOptions, steps, clock: Callable[[], float] = time.monotonic,
             note: Callable[[str], None] = lambda line: print(line, file=sys.stderr)
             ) -> NightResult:
     """One night (the module docstring)."""
     folder = Folder(Path(o.history))
-    index = load_index(folder, o.config, o.target)
-    head, subject = steps.head()
-    night = folder.night(dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ"), head)
-    if index.baseline is None or o.reseed:
-        note(f"nightly: {'reseeding' if o.reseed else 'no baseline yet'}: {o.seed_runs} runs "
-             f"of {o.config} at {head[:12]} to learn its noise")
-        return seed(o, steps, folder, index, (head, subject), night, clock)
-    base = baseline_run(folder, index.baseline)
-    if not steps.reaches(index.baseline.commit):
-        from mibench.errors import MibenchError
+    with store.night_lock(folder.root):
+        started = store.read(folder.root, o.config, o.target)
+        head = steps.head()
+        runs, damaged = store.runs(folder.runs, note)
+        n = Night_(o, steps, folder, started, head,
+                   folder.night(dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ"), head[0]),
+                   runs, damaged, clock, note)
+        if started.baseline is None or o.reseed:
+            note(f"nightly: {'reseeding' if o.reseed else 'no baseline yet'}: {o.seed_runs} "
+                 f"runs of {o.config} at {head[0][:12]} to learn its noise")
+            from .seed import seed
 
-        raise MibenchError(f"the last commit that passed, {index.baseline.commit[:12]}, is not "
+            return seed(n)
+        return judge_and_confirm(n)
+
+
+def judge_and_confirm(n: Night_) -> NightResult:
+    o, steps, folder, head = n.o, n.steps, n.folder, n.head[0]
+    baseline = n.started.baseline
+    base = baseline_run(folder, baseline)
+    if not steps.reaches(baseline.commit):
+        raise MibenchError(f"the last commit that passed, {baseline.commit[:12]}, is not "
                            "in the repository (a shallow clone needs fetch-depth: 0; after a "
                            "rewritten history, --reseed)", field="--repo")
-    t0 = clock()
+    descends = steps.descends(baseline.commit, head)
+    if not descends:
+        n.notes.append(f"HEAD {head[:12]} does not descend from the baseline commit "
+                       f"{baseline.commit[:12]} (a force-push or a rewritten history): the "
+                       "baseline stays where it is, `ab` still compares the two, bisect does "
+                       "not run; `mibench nightly --reseed` starts a baseline here")
+    t0 = n.clock()
     path = steps.run(folder.runs)
-    new, took = read_artifact(path), {"run": clock() - t0}
-    runs = _runs(folder)
-    js, comp = judge_night(Evidence(new, base, index.baseline.commit, runs, index,
+    new, took = read_artifact(path), {"run": n.clock() - t0}
+    n.runs = [r for r in n.runs if r.run_id != new.run_id] + [new]
+    js, comp = judge_night(Evidence(new, base, baseline.commit, n.runs, n.started,
                                     o.threshold, where=str(folder.runs)))
-    budget = Budget(o.budget_s, 2 * took["run"] / max(1, len(new.cases)), clock)
-    t0 = clock()
-    found = Measured()
-    for confirm_base, ids in _to_confirm(js).items():
-        note(f"nightly: confirming {len(ids)} case(s) with ab {confirm_base[:12]}..{head[:12]}")
-        got = measure(steps, confirm_base, head, ids, rounds=o.rounds,
-                      most_rounds=o.most_rounds, budget=budget, out=folder.ab, clock=clock)
+    budget = Budget(o.budget_s, 2 * took["run"] / max(1, len(new.cases)), n.clock)
+    found, known = Measured(), []
+    # the budget where the answer is: suspicions, bisecting them, then the undecided cases
+    for which in (lambda j: j.suspected or j.purpose == FIX, lambda j: True):
+        t0 = n.clock()
+        js = confirm(n, js, found, budget, which)
+        took["confirm"] = took.get("confirm", 0.0) + n.clock() - t0
+        t0 = n.clock()
+        named = {k.case_id for k in known}
+        fresh = [j for j in js if j.verdict == CONFIRMED_REGRESSION and j.case_id not in named]
+        known += culprits(fresh, found, steps, head, rounds=o.rounds,
+                          most_rounds=o.most_rounds, max_commits=o.max_commits, budget=budget,
+                          level_run=new.run_id, descends=descends)
+        if fresh:
+            took["bisect"] = took.get("bisect", 0.0) + n.clock() - t0
+    parity = any(p.regression for p in comp.parity)
+    return finish(n, new, path, js, known, parity, found, took, descends)
+
+
+def confirm(n: Night_, js: list[Judgement], found: Measured, budget: Budget, which
+            ) -> list[Judgement]:
+    """`ab` of the cases `which` picks among those still to confirm, grouped by the commit
+    each is judged from; their words settled."""
+    todo = [j for j in js if j.confirm is not None and j.case_id not in found.cases
+            and j.case_id not in found.stopped and which(j)]
+    groups: dict[str, list[str]] = {}
+    for j in todo:
+        groups.setdefault(j.confirm, []).append(j.case_id)
+    for base, ids in groups.items():
+        n.note(f"nightly: confirming {len(ids)} case(s) with ab {base[:12]}..{n.head[0][:12]}")
+        got = measure(n.steps, base, n.head[0], ids, rounds=n.o.rounds,
+                      most_rounds=n.o.most_rounds, budget=budget, out=n.folder.ab,
+                      clock=n.clock)
         found.cases |= got.cases
         found.stopped |= got.stopped
-    js = [settle(j, found) for j in js]
-    took["confirm"] = clock() - t0
-    t0 = clock()
-    known = culprits(js, found, steps, head, rounds=o.rounds, most_rounds=o.most_rounds,
-                     max_commits=o.max_commits, budget=budget, level_run=new.run_id)
-    if known:
-        took["bisect"] = clock() - t0
-    parity = any(p.regression for p in comp.parity)
-    return finish(o, steps, folder, index, night, (head, subject), new, path, js, known,
-                  parity, found, took)
-
-
-def _runs(folder: Folder) -> list[RunRecord]:
-    """Every run of the history (other kinds of file there are skipped)."""
-    from ..stats.history import load_dir
-
-    return load_dir(folder.runs).records
-
-
-def _to_confirm(js: list[Judgement]) -> dict[str, list[str]]:
-    groups: dict[str, list[str]] = {}
-    for j in js:
-        if j.confirm is not None:
-            groups.setdefault(j.confirm, []).append(j.case_id)
-    return groups
+    ids = {j.case_id for j in todo}
+    return [settle(j, found) if j.case_id in ids else j for j in js]
 
 
 def night_word(js: list[Judgement], parity: bool) -> tuple[str, int]:
@@ -176,57 +217,80 @@ def night_word(js: list[Judgement], parity: bool) -> tuple[str, int]:
     return (REGRESSION, 1) if parity else (worst, 0)
 
 
-def finish(o: NightlyOptions, steps, folder: Folder, index: NightlyIndex, night: Path,
-           head: tuple[str, str], new: RunRecord, path: Path, js: list[Judgement],
-           known: list, parity: bool, found: Measured, took: dict) -> NightResult:
-    """Update the index (known, fixed, disproved, the baseline on a confirmed pass), write
-    the summary, its twin, the report and the history."""
-    commit, subject = head
+def vouched(run: RunRecord, case_id: str) -> bool:
+    """Whether the run's `modes`/`engines` parity against the reference ran for the case
+    and every such check passed."""
+    checks = [c for c in (run.parity.checks if run.parity else [])
+              if c.check in VOUCHING and c.case_id == case_id]
+    return bool(checks) and all(c.status == "passed" for c in checks)
+
+
+def suspicious(js: list[Judgement], new: RunRecord) -> list[Judgement]:
+    """A confirmed improvement of 2x or more that the new run's parity does not vouch for
+    is a `suspicious improvement`."""
+    return [dataclasses.replace(j, verdict=SUSPICIOUS_IMPROVEMENT, reason=(
+        f"{j.reason}; 2x or more faster and the new run's `modes`/`engines` parity against "
+        "the reference did not run and pass for it: a mode that scores nothing is fast"))
+        if j.verdict == IMPROVEMENT and j.change is not None and j.change <= SUSPICIOUS - 1
+        and not vouched(new, j.case_id) else j for j in js]
+
+
+def finish(n: Night_, new: RunRecord, path: Path, js: list[Judgement], known: list,
+           parity: bool, found: Measured, took: dict, descends: bool) -> NightResult:
+    """Record the night in the index (merged as it stands), then write the summary, its
+    twin, the report and the history."""
+    o, steps, folder = n.o, n.steps, n.folder
+    commit, subject = n.head
+    js = suspicious(js, new)
     word, code = night_word(js, parity)
-    promote = code == 0 and all(j.verdict in PROMOTES for j in js)
-    previous = index.baseline
-    index.known += known
-    for j in js:
-        if j.known is not None and j.purpose == "fix" and j.verdict == PASS:
-            j.known.status, j.known.fixed_at = "fixed", commit
-        if j.verdict == DISPROVED and j.source.startswith("ab"):
-            index.disproved.append(Disproved(
-                case_id=j.case_id, measurement=j.measurement, commit=commit,
-                evidence_run=j.evidence_run, base=j.confirm or "", change=j.change,
-                low=j.low, high=j.high, verdict=found.cases[j.case_id][0].verdict or "",
-                at=now()))
+    promote = code == 0 and descends and all(
+        j.verdict in PROMOTES or (j.verdict == IMPROVEMENT and vouched(new, j.case_id))
+        for j in js)
+    undecided = [j.case_id for j in js if j.verdict in UNDECIDED_WORDS]
+    previous = n.started.baseline
+    mine = n.started.model_copy(deep=True)
+    repro = {k.case_id: k_repro(steps, k, o) for k in known}
+    repro |= {j.case_id: steps.ab_command(j.confirm, commit, [j.case_id], o.most_rounds * 4)
+              for j in js if j.confirm is not None and j.case_id not in repro}
+    apply_night(mine, js, known, commit, repro)
     if promote:
-        index.baseline = Baseline(commit=commit, subject=subject, run_id=new.run_id,
-                                  artifact=folder.relative(path), since=now(), reason="pass")
-    links = steps.reports(path, folder.root / previous.artifact, folder.runs, night)
-    reproduce = [k_repro(steps, k, o) for k in known][:1]
-    reproduce += [k_repro(steps, k, o) for k in index.open_known() if k not in known][:1]
+        mine.baseline = Baseline(commit=commit, subject=subject, run_id=new.run_id,
+                                 artifact=folder.relative(path), since=now(), reason="pass")
+    streak = blind_streak(n.started, undecided, code)
+    if streak >= o.max_undecided and code == 0:
+        code = BLIND_EXIT
+        n.notes.insert(0, blind_note(streak, js, found, steps, commit, o.threshold,
+                                     o.most_rounds))
+    links = steps.reports(path, folder.root / previous.artifact, folder.runs, n.where,
+                          evidence_section(js))
+    reproduce = [repro[k.case_id] for k in known][:1]
+    reproduce += [k_repro(steps, k, o) for k in n.started.open_known()
+                  if k.case_id not in repro][:1]
+    n.notes += noise_note(n.runs, new, str(folder.runs), o.threshold, found)
     summary = NightSummary(
         config=o.config, commit=commit, subject=subject, baseline=previous.commit,
         verdict=word, exit_code=code, promoted=promote,
-        cases=[_summary_case(j) for j in js], culprits=_culprits(index, js, known),
-        undecided=left_open(steps, js, found, commit, o), reproduce=[r for r in reproduce if r],
-        noise=_noise(_runs(folder), new, folder), seconds=took)
-    return write_night(o, folder, index, night, summary, [new.run_id], links)
+        cases=[summary_case(j) for j in js], culprits=culprit_lines(mine, js, known),
+        undecided=left_open(steps, js, found, commit, o.threshold, o.most_rounds),
+        reproduce=[r for r in reproduce if r],
+        notes=n.notes, noise=noise_floor(n.runs, new, folder), seconds=took)
+    night = Night(at=now(), commit=commit, subject=subject, runs=[new.run_id],
+                  cases={j.case_id: j.verdict for j in js}, verdict=word, exit_code=code,
+                  promoted=promote, undecided=undecided,
+                  summary=folder.relative(n.where / "summary.md"))
+    return write_night(n, mine, night, summary, links)
 
 
-def left_open(steps, js: list[Judgement], found: Measured, commit: str,
-              o: NightlyOptions) -> list[str]:
-    """A line for each case `ab` was to decide and did not: why, and the command that
-    decides it (more rounds, on a quiet machine)."""
-    out = []
-    for j in js:
-        measured = j.case_id in found.cases
-        if j.confirm is None or j.verdict not in OPEN or (measured and j.purpose == "fix"):
-            continue
-        if measured:
-            rounds = found.cases[j.case_id][1].rounds
-            why = f"`ab` left it {found.cases[j.case_id][0].verdict} at {rounds} rounds"
-        else:
-            rounds, why = o.most_rounds, found.stopped.get(j.case_id, "not measured")
-        out.append(f"`{j.case_id}`: {why}; decide with "
-                   f"`{steps.ab_command(j.confirm, commit, [j.case_id], rounds * 4)}`")
-    return out
+def blind_streak(started: NightlyIndex, undecided: list[str], code: int) -> int:
+    """How many nights in a row, this one included, left a case undecided without failing."""
+    if not undecided or code != 0:
+        return 0
+    streak = 1
+    for night in reversed(started.nights):
+        if not night.undecided or night.exit_code not in (0, BLIND_EXIT):
+            break
+        streak += 1
+    return streak
 
 
 def k_repro(steps, k, o: NightlyOptions) -> str:
@@ -236,29 +300,15 @@ def k_repro(steps, k, o: NightlyOptions) -> str:
     return steps.ab_command(k.good, k.culprit, [k.case_id], o.most_rounds)
 
 
-def _culprits(index: NightlyIndex, js: list[Judgement], known: list) -> list[Culprit]:
-    """The new culprits, then the known regressions still present (one line a commit)."""
-    out: dict[tuple, Culprit] = {}
-    present = {j.case_id for j in js if j.verdict == KNOWN_REGRESSION}
-    entries = [(k, False) for k in known] + [(k, True) for k in index.open_known()
-                                             if k not in known and k.case_id in present]
-    for k, old in entries:
-        commit = k.culprit or f"{k.good[:12]}..{k.bad[:12]}"
-        key = (commit, old)
-        if key not in out:
-            out[key] = Culprit(commit=commit, subject=k.subject or "no first bad commit named",
-                               known=old, bisect=k.bisect if not old else
-                               f"confirmed {k.confirmed_at[:10]}; not bisected again")
-        out[key].cases.append(k.case_id)
-    return list(out.values())
+def summary_case(j: Judgement):
+    from ..records.nightly import SummaryCase
 
-
-def _summary_case(j: Judgement) -> SummaryCase:
     return SummaryCase(case_id=j.case_id, verdict=j.verdict, change=j.change, low=j.low,
-                       high=j.high, source=j.source, reason=j.reason, other_load=j.other_load)
+                       high=j.high, source=j.source, reason=j.reason, other_load=j.other_load,
+                       run_change=j.run_change, run_low=j.run_low, run_high=j.run_high)
 
 
-def _noise(runs: list[RunRecord], new: RunRecord, folder: Folder) -> str:
+def noise_floor(runs: list[RunRecord], new: RunRecord, folder: Folder) -> str:
     """The noise floor the night's run is judged at (leaving it out) and its source."""
     from ..stats.noise import floor_for
 
@@ -267,68 +317,37 @@ def _noise(runs: list[RunRecord], new: RunRecord, folder: Folder) -> str:
     return f"{floor.value:.1%} ({floor.source})"
 
 
-def write_night(o: NightlyOptions, folder: Folder, index: NightlyIndex, night: Path,
-                summary: NightSummary, runs: list[str], links: dict) -> NightResult:
-    """The summary and its twin in the night's folder, then the index (atomically)."""
+def write_night(n: Night_, mine: NightlyIndex, night: Night, summary: NightSummary,
+                links: dict) -> NightResult:
+    """The index first (the night merged into it as it stands: nightly/store.py), then the
+    summary and its twin, saying what the index kept; a failed index write leaves a summary
+    that says so, and is exit 4."""
+    o, folder = n.o, n.folder
+    mine.nights.append(night)
     summary.links = {name: o.link_base + folder.relative(where)
                      if not where.startswith("not written") else where
-                     for name, where in {**links, "summary": str(night / "summary.json"),
+                     for name, where in {**links, "summary": str(n.where / "summary.json"),
                                          "index": str(folder.index)}.items()}
+    try:
+        saved, lost = store.save(folder.root,
+                                 lambda fresh: store.merge(n.started, mine, fresh),
+                                 o.config, o.target)
+    except MibenchError as e:
+        summary.promoted = False
+        summary.notes.insert(0, f"**The index was not saved** ({e}): this night is not in "
+                                "the history and the baseline did not move")
+        _write_summary(n.where, summary)
+        raise
+    if summary.promoted and (saved.baseline is None or saved.baseline.run_id
+                             != mine.baseline.run_id):
+        summary.promoted = False
+    summary.notes += lost
+    text = _write_summary(n.where, summary)
+    return NightResult(summary, text, n.where)
+
+
+def _write_summary(where: Path, summary: NightSummary) -> str:
     text = render(summary)
-    write_output(night / "summary.md", text, "the summary")
-    write_artifact(summary, night / "summary.json")
-    index.nights.append(Night(
-        at=now(), commit=summary.commit, subject=summary.subject, runs=runs,
-        cases={c.case_id: c.verdict for c in summary.cases}, verdict=summary.verdict,
-        exit_code=summary.exit_code, promoted=summary.promoted,
-        summary=folder.relative(night / "summary.md")))
-    save_index(folder, index)
-    return NightResult(summary, text, night)
-
-
-def seed(o: NightlyOptions, steps, folder: Folder, index: NightlyIndex, head: tuple[str, str],
-         night: Path, clock) -> NightResult:
-    """Run the config `seed_runs` times at HEAD: the quietest run becomes the baseline when
-    every case of every run is ok and parity passed (else exit 1, no baseline)."""
-    commit, subject = head
-    t0 = clock()
-    paths = [steps.run(folder.runs) for _ in range(o.seed_runs)]
-    records = [read_artifact(p) for p in paths]
-    took = {"seed": clock() - t0}
-    quiet = quiet_runs(records, leave_out=set())
-    js, bad = [], []
-    for case in records[0].cases:
-        runs = [next((c for c in r.cases if c.case_id == case.case_id), None) for r in records]
-        failed = [k + 1 for k, c in enumerate(runs) if c is None or c.status == "failed"]
-        n = quiet.get((case.case_id, measurement_id(records[0], case)), 0)
-        if failed:
-            bad.append(case.case_id)
-            word, why = FAILED, f"failed in seed run(s) {failed}"
-        elif case.status != "ok":
-            word, why = case.status, case.error.message if case.error else case.status
-        else:
-            word = PASS if n >= NEED_QUIET else INSUFFICIENT_DATA
-            why = (f"seeded: {n} of {o.seed_runs} runs at this commit on a machine that was "
-                   f"not busy ({NEED_QUIET} are needed to learn its noise)")
-        js.append(Judgement(case_id=case.case_id, measurement="", verdict=word, reason=why,
-                            source="seed", other_load=share(case.load)))
-    parity = any(r.parity is not None and r.parity.passed is False for r in records)
-    word, code = night_word(js, parity)
-    chosen = min(zip(records, paths, strict=True), key=lambda rp: _loudest(rp[0]))
-    if code == 0:
-        index.baseline = Baseline(
-            commit=commit, subject=subject, run_id=chosen[0].run_id,
-            artifact=folder.relative(chosen[1]), since=now(),
-            reason=f"{'reseed' if o.reseed else 'seed'}: the quietest of {o.seed_runs} runs")
-    links = steps.reports(chosen[1], None, folder.runs, night)
-    summary = NightSummary(config=o.config, commit=commit, subject=subject, verdict=word,
-                           exit_code=code, promoted=code == 0,
-                           cases=[_summary_case(j) for j in js], seconds=took,
-                           noise=_noise(records, chosen[0], folder))
-    return write_night(o, folder, index, night, summary, [r.run_id for r in records], links)
-
-
-def _loudest(record: RunRecord) -> float:
-    """The largest other load over a run's cases (unrecorded: 0)."""
-    return max((share(c.load) or 0.0 for c in record.cases), default=0.0)
-
+    write_output(where / "summary.md", text, "the summary")
+    write_artifact(summary, where / "summary.json")
+    return text

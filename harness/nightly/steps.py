@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import shlex
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -60,6 +61,12 @@ class RealSteps:
     def reaches(self, commit: str) -> bool:
         return git_output(self.repo, "cat-file", "-e", f"{commit}^{{commit}}") is not None
 
+    def descends(self, ancestor: str, commit: str) -> bool:
+        """Whether `commit` descends from `ancestor` (a force-push breaks the line)."""
+        done = subprocess.run(["git", "-C", str(self.repo), "merge-base", "--is-ancestor",
+                               ancestor, commit], capture_output=True)
+        return done.returncode == 0
+
     def commits(self, good: str, bad: str) -> list[str]:
         from ..ab.revisions import first_parent
 
@@ -89,7 +96,7 @@ class RealSteps:
                      "new": revision_side(self.repo, new, self.cache)}
             record, _ = run_server_ab(self.config, sides, rounds=rounds,
                                       case_globs=globs_of(case_ids), out=out, argv=sys.argv,
-                                      note=self.note)
+                                      min_effect=self.threshold, note=self.note)
             return record
         record, _ = run_ab(self.config, self.repo, base, new, self.cache, rounds=rounds,
                            case_glob=globs_of(case_ids), out=out, argv=sys.argv,
@@ -97,12 +104,16 @@ class RealSteps:
         return record
 
     def bisect(self, good: str, bad: str, case_ids: list[str], *, rounds: int,
-               max_rounds: int, afford: Callable[[int], str | None], bad_step: dict) -> dict:
+               max_rounds: int, afford: Callable[[int], str | None],
+               bad_rounds: dict[str, list[float]]) -> dict:
         from ..ab.bisect import bisect
 
+        self.note(f"nightly: bisecting {len(case_ids)} case(s) between {good[:12]} and "
+                  f"{bad[:12]}")
         return bisect(self.config, self.repo, good, bad, self.cache,
                       case_glob=globs_of(case_ids), rounds=rounds, max_rounds=max_rounds,
-                      servers=self.server, afford=afford, bad_step=bad_step, note=self.note)
+                      servers=self.server, afford=afford, bad_rounds=bad_rounds,
+                      threshold=self.threshold, note=self.note)
 
     # --- what a person runs to see it again --------------------------------------------
     def ab_command(self, base: str, new: str, case_ids: list[str], rounds: int) -> str:
@@ -120,10 +131,11 @@ class RealSteps:
         return [*sets, *server, *[w for c in globs_of(case_ids) for w in ("--case", c)]]
 
     # --- the night's report and history ------------------------------------------------
-    def reports(self, new: Path, baseline: Path | None, runs: Path, night: Path
-                ) -> dict[str, str]:
-        """`report.md` (the new run against the baseline) and `history.md` (the folder's
-        runs) with their plots in `night`; name -> path (or `not written: why`)."""
+    def reports(self, new: Path, baseline: Path | None, runs: Path, night: Path,
+                evidence: str = "") -> dict[str, str]:
+        """`report.md` (the new run against the baseline, then `evidence`: the night's A/B
+        evidence beside it) and `history.md` (the folder's runs) with their plots in
+        `night`; name -> path (or `not written: why`)."""
         from ..records import read_artifact
         from ..records.io import write_output
         from ..report import write_report
@@ -135,6 +147,9 @@ class RealSteps:
             base = read_artifact(baseline) if baseline is not None else None
             write_report([read_artifact(new)], night / "report.md", baseline=base,
                          threshold=self.threshold)
+            if evidence:
+                report = night / "report.md"
+                write_output(report, report.read_text() + evidence, "the report")
             links["report"] = str(night / "report.md")
             hist = build_history(load_dir(runs).records, where=str(runs))
             out = night / "history.md"

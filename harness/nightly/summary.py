@@ -1,7 +1,9 @@
 """A night's summary: at most `MAX_LINES` lines of Markdown, fit for a PR or issue comment
-or a job summary (the verdict, the culprit with its subject, each case's word with its
-change and interval, what was left open, the command that reproduces it, the noise floor,
-links to the full report and history), rendered from its JSON twin
+or a job summary (the verdict, the culprit(s) with their subjects, what the night must say
+(a run of undecided nights, a rewritten history, a noise floor wider than the threshold,
+what another writer kept), each case's word with its change and interval, what was left
+open, the command that reproduces it, the noise floor, links to the full report and
+history), rendered from its JSON twin
 (records/nightly.py `NightSummary`); the cases that need a look come first, and the rows
 that do not fit are counted in one line (the JSON lists them all)."""
 
@@ -12,6 +14,7 @@ from ..verdicts import (
     CONFIRMED_REGRESSION,
     DISPROVED,
     FAILED,
+    IMPROVEMENT,
     INCONCLUSIVE,
     INSUFFICIENT_DATA,
     KNOWN_REGRESSION,
@@ -20,14 +23,15 @@ from ..verdicts import (
     PASS,
     SCORES_MOVED,
     SUSPECTED_REGRESSION,
+    SUSPICIOUS_IMPROVEMENT,
     TIMED_COMPILES,
 )
 
 MAX_LINES = 40
 # the night's words, the one that needs a look first
 ORDER = (CONFIRMED_REGRESSION, KNOWN_REGRESSION, FAILED, MISSING, SCORES_MOVED,
-         MEMORY_REGRESSION, TIMED_COMPILES, SUSPECTED_REGRESSION, INCONCLUSIVE,
-         INSUFFICIENT_DATA, DISPROVED, PASS)
+         MEMORY_REGRESSION, TIMED_COMPILES, SUSPICIOUS_IMPROVEMENT, SUSPECTED_REGRESSION,
+         INCONCLUSIVE, INSUFFICIENT_DATA, IMPROVEMENT, DISPROVED, PASS)
 REASON_CHARS = 160
 
 
@@ -41,6 +45,7 @@ def render(s: NightSummary) -> str:
             f"**{s.verdict.upper()}** (exit {s.exit_code})", "",
             _headline(s)]
     head += [_culprit_line(c) for c in s.culprits]
+    head += [f"- {line}" for line in s.notes[:4]]
     tail = [f"- Left open: {u}" for u in s.undecided[:3]]
     tail += [f"- Reproduce: `{cmd}`" for cmd in s.reproduce[:2]]
     if s.noise:
@@ -67,12 +72,14 @@ def _headline(s: NightSummary) -> str:
         counts[c.verdict] = counts.get(c.verdict, 0) + 1
     words = ", ".join(f"{n} {w}" for w, n in sorted(counts.items(), key=lambda wn: rank(wn[0])))
     base = f"against the baseline `{s.baseline[:12]}`" if s.baseline else "seeding the history"
-    promoted = "; this commit is the new baseline" if s.promoted else ""
+    promoted = ("; this commit is the new baseline" if s.promoted else
+                "; the baseline stays" if s.baseline else "")
     return f"{len(s.cases)} case(s) judged {base}: {words or 'none'}{promoted}."
 
 
 def _culprit_line(c) -> str:
-    what = ("**Known regression**, still present" if c.known else "**Culprit**")
+    what = ("**Known regression**, still present" if c.known else
+            "**Culprit** (part of the change)" if c.partial else "**Culprit**")
     cases = ", ".join(f"`{x}`" for x in c.cases)
     if ".." in c.commit:  # no commit named: the range GOOD..BAD it lies in
         return f"{what}: not named, between `{c.commit}` ({c.bisect}); {cases}"

@@ -288,6 +288,11 @@ def verdict_line(comp) -> str:
                 f"no regression in the others; {counted}{largest}. "
                 "`--allow-untested` accepts them")
     note = " (allowed by --allow-untested)" if untested else ""
+    undecided = [c for c in compared if c.verdict in (INCONCLUSIVE, UNTESTED)]
+    if undecided:  # no case failed the gate, but "no regression" is not known
+        return (f"Undecided against {comp.base}: {len(undecided)} of {len(compared)} "
+                f"compared case(s) neither regressed nor shown within "
+                f"{comp.threshold:.0%}, none failed the gate: {counted}{note}{largest}")
     return f"No regression against {comp.base}: {counted}{note}{largest}"
 
 

@@ -16,11 +16,12 @@ case ids, a run time that is not finite and > 0, summaries that disagree with th
 - `regression`: the time per item grew by more than `threshold` AND the between-run
   interval of the change excludes 0 (harness.stats.significance) AND neither side was
   measured on a busy machine (harness.stats.load: other processes held more than
-  `busy_level` of the CPU);
+  `busy_level` of the CPU), or the interval's low end is slower than the new side's load
+  can explain (harness.stats.load `beyond_load`: 1.25 / (1 - share));
 - `scores moved`: its scores moved beyond the modes tolerance as log scores (float32 1e-5,
   bfloat16 1e-1), a regression whatever the times;
 - `improvement`: the time per item fell by more than `threshold`, the interval below 0,
-  neither side busy;
+  neither side busy (or faster than the base side's load can explain);
 - `unchanged`: the whole interval lies within +-`threshold` (the gate could have seen a
   change of that size, and there is none), neither side busy;
 - `inconclusive`: anything else: the interval reaches beyond the threshold (a change
@@ -91,6 +92,7 @@ from .environment import (
 )
 from .load import (
     BUSY_LEVEL,
+    beyond_load,
     busy_reason,
     share,
     timeout_busy_reason,
@@ -178,8 +180,12 @@ def _timing(base: CaseRecord, new: CaseRecord, gate: Gate) -> dict:
     verdict, why = timing_verdict(test.ratio, test.low, test.high, test.significant,
                                   gate.threshold, f"{1 - gate.alpha:.0%}")
     busy = busy_reason({"base": base.load, "new": new.load}, gate.busy_level)
-    if busy is not None:  # no evidence of the code either way: say so, whatever it shows
+    loud = beyond_load(test.low, test.high, base.load, new.load) if busy else None
+    if busy is not None and (loud is None or verdict not in (REGRESSION, IMPROVEMENT)):
+        # no evidence of the code either way: say so, whatever it shows
         verdict, why = INCONCLUSIVE, f"{busy} (it shows {test.ratio - 1:+.1%})"
+    elif busy is not None:  # more than the load can explain: evidence on a busy machine too
+        why = f"{why}; {loud}"
     n_base, n_new = items_of(base), items_of(new)
     return dict(items_per_s_change=1 / test.ratio - 1, items_per_s_low=1 / test.high - 1,
                 items_per_s_high=1 / test.low - 1,

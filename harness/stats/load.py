@@ -16,6 +16,12 @@ each round and says when it was high). mibench's own threads never count as load
 from __future__ import annotations
 
 BUSY_LEVEL = 0.25
+# how much a busy side's load can explain: a share s of the CPU held by others stretches
+# a run of XLA's multi-threaded programs by at most 1 / (1 - s) (the model of
+# docs/verdicts.md, "How busy is busy"; measured 2.21x at s = 77% where it allows 4.35x),
+# times this margin; s is capped so that no load explains more than 25x
+LOAD_MARGIN = 1.25
+MAX_SHARE = 0.95
 
 
 def share(load) -> float | None:
@@ -42,6 +48,30 @@ def busy_reason(sides: dict[str, object], level: float = BUSY_LEVEL) -> str | No
     it` for the sides (name -> load) measured on a busy machine, None when none was."""
     lines = [busy_line(name, share(load)) for name, load in sides.items() if busy(load, level)]
     return "; ".join(lines + [DECIDER]) if lines else None
+
+
+def explained(load) -> float:
+    """The largest slowdown (a ratio of times) a side's recorded load can explain:
+    LOAD_MARGIN / (1 - s); 1.0 when it recorded none."""
+    s = share(load)
+    return 1.0 if s is None else LOAD_MARGIN / (1 - min(max(s, 0.0), MAX_SHARE))
+
+
+def beyond_load(low: float, high: float, base_load, new_load) -> str | None:
+    """Why a change of time whose interval is [low, high] (ratios, new / base) is evidence
+    of the code although a side was busy: its low end is slower than the new side's load
+    can explain (a regression), or its high end faster than the base side's can (an
+    improvement); None when the load could explain it."""
+    slower, faster = explained(new_load), explained(base_load)
+    if low > slower:
+        return (f"slower than the new side's load can explain (other processes held "
+                f"{share(new_load):.0%} of the CPU: at most {slower:.2f}x, "
+                f"{LOAD_MARGIN:g} / (1 - share); the interval's low end is {low:.2f}x)")
+    if high < 1 / faster:
+        return (f"faster than the base side's load can explain (other processes held "
+                f"{share(base_load):.0%} of the CPU: at most {faster:.2f}x; the "
+                f"interval's high end is {high:.2f}x)")
+    return None
 
 
 TIMED_OUT = "exceeded runs.timeout_s"  # in the error of a case its deadline cut short
