@@ -1,7 +1,7 @@
 """Developer sessions: `nox -s tests`, `nox -s fast`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
 `nox -s overhead`, `nox -s calibrate`, `nox -s verdicts`, `nox -s nightly`,
-`nox -s nightly_scenario`, `nox -s compile`, `nox -s serve_smoke`, `nox -s sglang_jax`,
-`nox -s seeds_cpu`."""
+`nox -s nightly_scenario`, `nox -s nightly_suite`, `nox -s compile`, `nox -s serve_smoke`,
+`nox -s sglang_jax`, `nox -s seeds_cpu`."""
 
 import nox
 
@@ -177,9 +177,22 @@ def nightly_scenario(session):
     docs/nightly.md): eight commits on top of main, commit 4 makes prefill_extend 2x as
     long; nights at commits 0 (seeding), 2, 5 and 8, and a night whose run has busy loops
     beside it; checks and every summary in out/nightly-scenario/scenario.md. About 25
-    minutes on a quiet 2-core CPU. Extra arguments go to the job, e.g. `-- --rounds 3`."""
+    minutes on a quiet 2-core CPU. Extra arguments go to the job, e.g. `-- --rounds 3`, or
+    `-- --unseen-noise` (a busy loop per core through every night, the load faked quiet)."""
     _install(session)
     session.run("mibench", "job", "nightly-scenario", "--out", "out/nightly-scenario",
+                *session.posargs, env=ENV)
+
+
+@nox.session(python="3.11")
+def nightly_suite(session):
+    """Short nightly scenarios under noise no load measurement sees (`mibench job
+    nightly-suite`, harness/jobs/nightly_suite.py): one seeded history; the culprit first
+    and last in its range, a partial step, two runs with no regression; wrong culprits,
+    false confirmations, failed jobs and undecided nights in out/nightly-suite/suite.md.
+    About an hour on 2 cores. Extra arguments go to the job, e.g. `-- --scenario partial`."""
+    _install(session)
+    session.run("mibench", "job", "nightly-suite", "--out", "out/nightly-suite",
                 *session.posargs, env=ENV)
 
 

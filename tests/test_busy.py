@@ -130,7 +130,7 @@ def quiet_machine(monkeypatch):
     """The machine as /proc would show it if nothing but mibench ran: busy = this
     process's CPU time (getrusage: every thread, another count than /proc's tree walk),
     total = wall time x 2 CPUs. Other load can then come only from miscounting our own."""
-    def ticks():
+    def ticks(proc=load.PROC):
         r = resource.getrusage(resource.RUSAGE_SELF)
         return int((r.ru_utime + r.ru_stime) * HZ), int(time.monotonic() * HZ * 2)
 
@@ -187,7 +187,7 @@ def test_control_without_subtracting_our_own_time_the_slower_mibench_reads_busy(
     call the slower commit's extra threads 'other load' (and, past the busy level, excuse
     it)."""
     quiet_machine(monkeypatch)
-    monkeypatch.setattr(load, "tree_ticks", lambda root: 0)
+    monkeypatch.setattr(load, "tree_ticks", lambda root, proc=load.PROC: 0)
     base = measured(tmp_path)
     new = measured(tmp_path, {"packed": threads_burn})
     # CPU seconds, not shares: the same on a loaded machine, where the calls only last
@@ -295,3 +295,60 @@ def test_a_case_cut_short_by_its_deadline_records_the_load(monkeypatch):
                 window=load.Window(probe=probe))
     assert timings.compile_s is not None and len(timings.timed_s) == 0
     assert timings.load is not None and timings.load.other_share == pytest.approx(0.75)
+
+
+# --- the /proc reader itself, on fixtures (the suite fakes the load everywhere else) ----
+
+
+def proc_tree(root, cpu: dict, procs: dict) -> str:
+    """A fake /proc: `cpu` the `cpu` line's fields by name, `procs` pid -> (name, ppid,
+    utime, stime, cutime, cstime)."""
+    order = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest",
+             "guest_nice")
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "stat").write_text("cpu  " + " ".join(str(cpu.get(k, 0)) for k in order) + "\n"
+                               "cpu0 1 2 3 4 5 6 7 8 9 10\nintr 12345\n")
+    for pid, (name, ppid, ut, st, cut, cst) in procs.items():
+        (root / str(pid)).mkdir(exist_ok=True)
+        # the comm field may hold spaces and parentheses: the reader splits at the last ')'
+        rest = ["S", ppid, 1, 1, 0, -1, 4194304, 0, 0, 0, 0, ut, st, cut, cst, 20, 0, 1, 0]
+        (root / str(pid) / "stat").write_text(f"{pid} ({name}) " + " ".join(map(str, rest)))
+    (root / "self").mkdir(exist_ok=True)  # not a pid: skipped
+    return str(root)
+
+
+def test_the_proc_reader_counts_steal_and_subtracts_mibench_s_tree(tmp_path):
+    """Two /proc states 1 s apart on 2 CPUs (HZ ticks each): mibench (pid 100) and its
+    worker (101, whose name has a space and a parenthesis) used 50 ticks; the machine was
+    busy 150 more, 40 of them steal (a hypervisor giving this VM's time to its neighbours),
+    and an unrelated process (300) used 60: other = 150 - 50 = 100 of 2 * HZ."""
+    before = proc_tree(tmp_path / "a", {"user": 1000, "system": 500, "idle": 5000,
+                                        "steal": 100},
+                       {100: ("mibench", 1, 10, 5, 0, 0),
+                        101: ("python (w) x", 100, 20, 5, 0, 0),
+                        300: ("other", 1, 7, 0, 0, 0)})
+    user = 1000 + 100 - 40
+    after = proc_tree(tmp_path / "b", {"user": user, "system": 500 + 50, "idle":
+                                       5000 + 2 * HZ - 150, "steal": 100 + 40},
+                      {100: ("mibench", 1, 30, 5, 0, 0),  # +20
+                       101: ("python (w) x", 100, 45, 10, 0, 0),  # +30
+                       300: ("other", 1, 67, 0, 0, 0)})
+    a = load.snapshot(root=100, proc=before)
+    b = load.snapshot(root=100, proc=after)
+    assert a.own == 40 and b.own == 90  # the tree: 100 and its child 101, not 300
+    assert b.total - a.total == 2 * HZ and b.busy - a.busy == 150
+    got = load.between(a, b)
+    assert got.other_share == pytest.approx(100 / (2 * HZ))
+    assert got.own_cpu_s == pytest.approx(50 / HZ) and got.source == "/proc"
+    # the control: without steal among the busy fields, the neighbours' 40 ticks vanish
+    no_steal = tuple(i for i in load.BUSY_FIELDS if i != 7)
+    fields_a = [int(x) for x in (tmp_path / "a" / "stat").read_text().split()[1:9]]
+    fields_b = [int(x) for x in (tmp_path / "b" / "stat").read_text().split()[1:9]]
+    assert sum(fields_b[i] - fields_a[i] for i in no_steal) - 50 == 60  # 100 - 40
+
+
+def test_the_proc_reader_says_nothing_when_proc_cannot(tmp_path):
+    assert load.machine_ticks(str(tmp_path / "nothing")) is None
+    bare = proc_tree(tmp_path / "p", {"user": 1, "idle": 1}, {})
+    assert load.tree_ticks(100, bare) is None  # the root is gone
+    assert load.snapshot(root=100, proc=bare) is None

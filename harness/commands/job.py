@@ -8,6 +8,8 @@ calls the job's plain function (imported on call, so `mibench --help` stays ligh
     mibench job http-overhead [--calls 40]
     mibench job invariance [--out DIR] [--no-serve]
     mibench job nightly-scenario --out DIR [--seed-runs 5] [--rounds 5] [--threshold 10%]
+                                 [--unseen-noise]
+    mibench job nightly-suite --out DIR [--scenario first|last|partial|none|none-beside]
 
 On a machine without the console script: `python -m mibench.harness.cli job ...`.
 """
@@ -18,6 +20,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from mibench.errors import MibenchError
 
 from .common import Sets, choices, guarded
 
@@ -106,8 +110,6 @@ def verdicts(out: Annotated[Path, typer.Option(help="Folder for the runs, the sc
     """The verdicts between runs on this machine: the busy level's measurements, the A/A
     matrix, separate runs at injected slowdowns, memory by case order (tables in
     OUT/verdicts.md; not part of CI; about 1.5 hours on 2 cores)."""
-    from mibench.errors import MibenchError
-
     from ..jobs import verdicts as job
 
     for p in part or []:
@@ -151,7 +153,11 @@ def nightly_scenario(out: Annotated[Path, typer.Option(help="Folder for the scra
                      = True,
                      threshold: Annotated[str, typer.Option(help="The nights' threshold (and "
                                                                  "ab's minimum effect).")]
-                     = "10%"):
+                     = "10%",
+                     unseen_noise: Annotated[bool, typer.Option(
+                         help="A busy loop on every core through every night, the load "
+                              "measurement faked quiet: noise no load measurement sees.")]
+                     = False):
     """The nightly loop on a scratch clone: eight commits, commit 4 makes prefill_extend
     2x slower; nights at commits 0 (seed), 2, 5 and 8, and a night beside busy loops
     (OUT/scenario.md; not part of CI; minutes on 2 cores). Exit 1 when a check fails."""
@@ -159,4 +165,32 @@ def nightly_scenario(out: Annotated[Path, typer.Option(help="Folder for the scra
     from .common import parse_threshold
 
     raise typer.Exit(job.main(out, seed_runs, rounds, max_rounds, budget, noise,
-                              parse_threshold(threshold)))
+                              parse_threshold(threshold), unseen_noise))
+
+
+@job_app.command("nightly-suite")
+@guarded
+def nightly_suite(out: Annotated[Path, typer.Option(help="Folder for the scratch repository, "
+                                                         "the histories, suite.md and .json.")],
+                  seed_runs: Annotated[int, typer.Option(help="Runs of the seeding night.")] = 5,
+                  rounds: Annotated[int, typer.Option(help="Rounds of each A/B.")] = 5,
+                  max_rounds: Annotated[int, typer.Option(help="The most rounds of one "
+                                                               "A/B.")] = 20,
+                  budget: Annotated[str, typer.Option(help="Each night's budget.")] = "30m",
+                  threshold: Annotated[str, typer.Option(help="The nights' threshold.")]
+                  = "10%",
+                  scenario: Annotated[list[str] | None, typer.Option(
+                      help="Only these scenarios (first, last, partial, none, "
+                           "none-beside); repeatable.")] = None):
+    """Short nightly scenarios sharing one seeded history, beside a busy loop per core with
+    the load faked quiet: the culprit first and last in its range, a partial step, two
+    runs with no regression (OUT/suite.md; not part of CI). Exit 1 when a check fails."""
+    from ..jobs import nightly_suite as job
+    from .common import parse_threshold
+
+    unknown = [s for s in scenario or [] if s not in job.SCENARIOS]
+    if unknown:
+        raise MibenchError(f"{unknown[0]!r} is not one of {', '.join(job.SCENARIOS)}",
+                           field="--scenario")
+    raise typer.Exit(job.main(out, seed_runs, rounds, max_rounds, budget,
+                              parse_threshold(threshold), scenario))

@@ -52,10 +52,13 @@ class Snapshot:
     own: int
 
 
-def machine_ticks() -> tuple[int, int] | None:
+PROC = "/proc"  # where the counters are read (tests point it at fixtures)
+
+
+def machine_ticks(proc: str = PROC) -> tuple[int, int] | None:
     """(busy, total) clock ticks of every CPU since boot, None where /proc/stat is not."""
     try:
-        with open("/proc/stat") as f:
+        with open(f"{proc}/stat") as f:
             fields = [int(x) for x in f.readline().split()[1:9]]
     except (OSError, ValueError):
         return None
@@ -65,10 +68,10 @@ def machine_ticks() -> tuple[int, int] | None:
     return busy, busy + sum(fields[i] for i in IDLE_FIELDS)
 
 
-def _proc_stat(pid: str) -> tuple[int, int] | None:
+def _proc_stat(pid: str, proc: str = PROC) -> tuple[int, int] | None:
     """(parent pid, utime + stime + cutime + cstime) of a process, None if it is gone."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
+        with open(f"{proc}/{pid}/stat") as f:
             rest = f.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
@@ -76,13 +79,13 @@ def _proc_stat(pid: str) -> tuple[int, int] | None:
     return int(rest[1]), sum(int(x) for x in rest[11:15])
 
 
-def tree_ticks(root: int) -> int | None:
+def tree_ticks(root: int, proc: str = PROC) -> int | None:
     """Clock ticks of `root` and every process under it (None: /proc cannot say)."""
     try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+        pids = [p for p in os.listdir(proc) if p.isdigit()]
     except OSError:
         return None
-    stats = {int(p): s for p in pids if (s := _proc_stat(p)) is not None}
+    stats = {int(p): s for p in pids if (s := _proc_stat(p, proc)) is not None}
     if root not in stats:
         return None
     children: dict[int, list[int]] = {}
@@ -96,10 +99,10 @@ def tree_ticks(root: int) -> int | None:
     return total
 
 
-def snapshot(root: int | None = None) -> Snapshot | None:
+def snapshot(root: int | None = None, proc: str = PROC) -> Snapshot | None:
     """The machine's and the tree's ticks now (None off Linux)."""
-    machine = machine_ticks()
-    own = tree_ticks(root or root_pid or os.getpid())
+    machine = machine_ticks(proc)
+    own = tree_ticks(root or root_pid or os.getpid(), proc)
     if machine is None or own is None:
         return None
     return Snapshot(at=time.monotonic(), busy=machine[0], total=machine[1], own=own)

@@ -37,17 +37,13 @@ from pathlib import Path
 from mibench.errors import MibenchError
 
 from ..records import RunRecord, read_artifact
-from ..records.io import write_artifact, write_output
 from ..records.nightly import Baseline, Night, NightlyIndex, NightSummary
 from ..util import now
 from ..verdicts import (
     CONFIRMED_REGRESSION,
     DISPROVED,
     IMPROVEMENT,
-    KNOWN_REGRESSION,
-    NOT_COMPARED,
     PASS,
-    REGRESSION,
     REMOVED,
     SKIPPED,
     SUSPICIOUS_IMPROVEMENT,
@@ -56,74 +52,23 @@ from ..verdicts import (
 from . import store
 from .confirm import Budget, Measured, culprits, measure, settle
 from .index import Folder, baseline_run
-from .judge import (
-    FIX,
-    SEED_RUNS,
-    UNTIMED_FAILS,
-    Evidence,
-    Judgement,
-    judge_night,
-)
+from .judge import FIX, Evidence, Judgement, judge_night
 from .lifecycle import apply_night
 from .lines import blind_note, culprit_lines, evidence_section, left_open, noise_note
-from .summary import rank, render
+from .night import (
+    NightlyOptions,
+    NightResult,
+    Tonight,
+    night_word,
+    noise_floor,
+    summary_case,
+    write_night,
+)
 
-FAILS = (CONFIRMED_REGRESSION, KNOWN_REGRESSION, *UNTIMED_FAILS)
 PROMOTES = (PASS, DISPROVED, SKIPPED, REMOVED)  # every case one of these: a confirmed pass
 SUSPICIOUS = 0.5  # a confirmed time per call at half the base or less: 2x faster
 BLIND_EXIT = 5  # the last `max_undecided` nights each left a case undecided
 VOUCHING = ("modes", "engines")  # the parity checks against the reference that vouch
-
-
-@dataclasses.dataclass(frozen=True)
-class NightlyOptions:
-    """How a night judges and what it may spend (docs/cli.md `nightly`)."""
-
-    history: Path
-    config: str  # the config's name
-    target: str = "engines"  # or "server" (--server-repo)
-    threshold: float = 0.05
-    rounds: int = 5
-    max_rounds: int | None = None  # default 4 x rounds
-    max_commits: int = 32
-    budget_s: float = 3600.0
-    seed_runs: int = SEED_RUNS
-    reseed: bool = False
-    max_undecided: int = 3  # undecided nights in a row that fail the job (BLIND_EXIT)
-    link_base: str = ""  # prefix of the summary's links (e.g. the CI run's artifacts page)
-
-    @property
-    def most_rounds(self) -> int:
-        return max(self.rounds, self.max_rounds if self.max_rounds is not None
-                   else 4 * self.rounds)
-
-
-@dataclasses.dataclass(frozen=True)
-class NightResult:
-    summary: NightSummary
-    markdown: str
-    folder: Path  # the night's folder
-
-    @property
-    def exit_code(self) -> int:
-        return self.summary.exit_code
-
-
-@dataclasses.dataclass
-class Night_:
-    """What one night knows as it goes: the folder, the index it read at its start, HEAD,
-    its folder of files, the runs in the history, the lines it must say."""
-
-    o: NightlyOptions
-    steps: object
-    folder: Folder
-    started: NightlyIndex
-    head: tuple[str, str]
-    where: Path
-    runs: list[RunRecord]
-    notes: list[str]
-    clock: Callable[[], float]
-    note: Callable[[str], None]
 
 
 def nightly(o: NightlyOptions, steps, clock: Callable[[], float] = time.monotonic,
@@ -135,7 +80,7 @@ def nightly(o: NightlyOptions, steps, clock: Callable[[], float] = time.monotoni
         started = store.read(folder.root, o.config, o.target)
         head = steps.head()
         runs, damaged = store.runs(folder.runs, note)
-        n = Night_(o, steps, folder, started, head,
+        n = Tonight(o, steps, folder, started, head,
                    folder.night(dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ"), head[0]),
                    runs, damaged, clock, note)
         if started.baseline is None or o.reseed:
@@ -147,7 +92,7 @@ def nightly(o: NightlyOptions, steps, clock: Callable[[], float] = time.monotoni
         return judge_and_confirm(n)
 
 
-def judge_and_confirm(n: Night_) -> NightResult:
+def judge_and_confirm(n: Tonight) -> NightResult:
     o, steps, folder, head = n.o, n.steps, n.folder, n.head[0]
     baseline = n.started.baseline
     base = baseline_run(folder, baseline)
@@ -186,7 +131,7 @@ def judge_and_confirm(n: Night_) -> NightResult:
     return finish(n, new, path, js, known, parity, found, took, descends)
 
 
-def confirm(n: Night_, js: list[Judgement], found: Measured, budget: Budget, which
+def confirm(n: Tonight, js: list[Judgement], found: Measured, budget: Budget, which
             ) -> list[Judgement]:
     """`ab` of the cases `which` picks among those still to confirm, grouped by the commit
     each is judged from; their words settled."""
@@ -204,17 +149,6 @@ def confirm(n: Night_, js: list[Judgement], found: Measured, budget: Budget, whi
         found.stopped |= got.stopped
     ids = {j.case_id for j in todo}
     return [settle(j, found) if j.case_id in ids else j for j in js]
-
-
-def night_word(js: list[Judgement], parity: bool) -> tuple[str, int]:
-    """The night's word (its worst case's) and exit code."""
-    words = [j.verdict for j in js]
-    if not any(w not in (SKIPPED, REMOVED) for w in words):
-        return NOT_COMPARED, 2
-    worst = min(words, key=rank)
-    if any(w in FAILS for w in words):
-        return worst, 1
-    return (REGRESSION, 1) if parity else (worst, 0)
 
 
 def vouched(run: RunRecord, case_id: str) -> bool:
@@ -235,7 +169,7 @@ def suspicious(js: list[Judgement], new: RunRecord) -> list[Judgement]:
         and not vouched(new, j.case_id) else j for j in js]
 
 
-def finish(n: Night_, new: RunRecord, path: Path, js: list[Judgement], known: list,
+def finish(n: Tonight, new: RunRecord, path: Path, js: list[Judgement], known: list,
            parity: bool, found: Measured, took: dict, descends: bool) -> NightResult:
     """Record the night in the index (merged as it stands), then write the summary, its
     twin, the report and the history."""
@@ -300,54 +234,3 @@ def k_repro(steps, k, o: NightlyOptions) -> str:
     return steps.ab_command(k.good, k.culprit, [k.case_id], o.most_rounds)
 
 
-def summary_case(j: Judgement):
-    from ..records.nightly import SummaryCase
-
-    return SummaryCase(case_id=j.case_id, verdict=j.verdict, change=j.change, low=j.low,
-                       high=j.high, source=j.source, reason=j.reason, other_load=j.other_load,
-                       run_change=j.run_change, run_low=j.run_low, run_high=j.run_high)
-
-
-def noise_floor(runs: list[RunRecord], new: RunRecord, folder: Folder) -> str:
-    """The noise floor the night's run is judged at (leaving it out) and its source."""
-    from ..stats.noise import floor_for
-
-    floor = floor_for(runs, str(folder.runs), frozenset({new.run_id}),
-                      new.provenance.devices.platform)
-    return f"{floor.value:.1%} ({floor.source})"
-
-
-def write_night(n: Night_, mine: NightlyIndex, night: Night, summary: NightSummary,
-                links: dict) -> NightResult:
-    """The index first (the night merged into it as it stands: nightly/store.py), then the
-    summary and its twin, saying what the index kept; a failed index write leaves a summary
-    that says so, and is exit 4."""
-    o, folder = n.o, n.folder
-    mine.nights.append(night)
-    summary.links = {name: o.link_base + folder.relative(where)
-                     if not where.startswith("not written") else where
-                     for name, where in {**links, "summary": str(n.where / "summary.json"),
-                                         "index": str(folder.index)}.items()}
-    try:
-        saved, lost = store.save(folder.root,
-                                 lambda fresh: store.merge(n.started, mine, fresh),
-                                 o.config, o.target)
-    except MibenchError as e:
-        summary.promoted = False
-        summary.notes.insert(0, f"**The index was not saved** ({e}): this night is not in "
-                                "the history and the baseline did not move")
-        _write_summary(n.where, summary)
-        raise
-    if summary.promoted and (saved.baseline is None or saved.baseline.run_id
-                             != mine.baseline.run_id):
-        summary.promoted = False
-    summary.notes += lost
-    text = _write_summary(n.where, summary)
-    return NightResult(summary, text, n.where)
-
-
-def _write_summary(where: Path, summary: NightSummary) -> str:
-    text = render(summary)
-    write_output(where / "summary.md", text, "the summary")
-    write_artifact(summary, where / "summary.json")
-    return text

@@ -13,10 +13,10 @@ from ..stats.load import share
 from ..util import now
 from ..verdicts import FAILED, INSUFFICIENT_DATA, PASS
 from .judge import NEED_QUIET, Judgement, quiet_runs
-from .loop import Night_, NightResult, night_word, noise_floor, summary_case, write_night
+from .night import NightResult, Tonight, night_word, noise_floor, summary_case, write_night
 
 
-def seed(n: Night_) -> NightResult:
+def seed(n: Tonight) -> NightResult:
     """Run the config `seed_runs` times at HEAD: the quietest run becomes the baseline when
     every case of every run is ok and parity passed (else exit 1, no baseline)."""
     o, steps, folder = n.o, n.steps, n.folder
