@@ -191,6 +191,13 @@ class Mode:
     # whether parity's `speedup` check judges this mode's items/s over its baseline's (at
     # `parity.min_speedup`): the mode mibench is built to prove fast
     speedup_gated: bool = False
+    # how an item's scores are bound to stay the same whatever else the request holds
+    # (its neighbours, their order, a twin of it): `bitwise` only where the code makes it so
+    # (one forward of the same shape per item), else `tolerance`: the layout around the item
+    # changes with its neighbours and XLA's reductions run in another order, within the
+    # `modes` tolerance (measured: docs/parity.md, "Batch invariance"). Parity's `order`
+    # and `duplicates` checks judge each mode by it.
+    batch_invariance: str = "tolerance"
     # `"module:function"` under `mibench.engines`, or the function: what a call with the
     # options runs on an engine (`resolves(engine, options) -> dict`, the case record's
     # `resolved`: an attention path); None: nothing to say
@@ -234,7 +241,7 @@ MODES: dict[str, dict[str, Mode]] = {
         Mode(name="single", doc="one forward per item, batch 1, in order: the baseline",
              defaults={"attention": "auto"}, scorer="modes.single:score_single",
              memory=accounting.memory_single, work=costs.work_single,
-             resolves="jax_engine:resolved_attention"),
+             batch_invariance="bitwise", resolves="jax_engine:resolved_attention"),
         Mode(name="packed", doc="every item in one sequence after the query, items kept "
              "apart by the mask", defaults={"mask": "auto", "attention": "auto"},
              scorer="modes.packed:score_packed", tokens=accounting.tokens_packed,
@@ -272,7 +279,8 @@ MODES: dict[str, dict[str, Mode]] = {
     "torch": _modes(
         Mode(name="single", doc="one transformers forward per item (eager attention): the "
              "oracle", defaults={}, scorer="torch_engine:score_single",
-             memory=accounting.memory_single, resolves=resolves_to(attention="eager")),
+             memory=accounting.memory_single, batch_invariance="bitwise",
+             resolves=resolves_to(attention="eager")),
         Mode(name="prefill_extend", doc="the query prefilled once, items extended in batches "
              "with a 4D mask over the cached KV (SDPA)",
              defaults={"extend_batch_size": TORCH_EXTEND_BATCH_SIZE},
