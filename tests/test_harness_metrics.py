@@ -64,12 +64,12 @@ def test_shipped_schemas_match_the_models():
     JSON Schema its models generate."""
     from mibench.harness.records import schema_file, schemas
 
-    assert set(schemas()) == {"mibench.run/3", "mibench.ab/3", "mibench.compile/2",
+    assert set(schemas()) == {"mibench.run/4", "mibench.ab/4", "mibench.compile/2",
                               "mibench.nightly/2", "mibench.nightly-summary/2"}
     for name, schema in schemas().items():
         assert json.loads(schema_file(name).read_text()) == json.loads(json.dumps(schema)), \
             f"{name}: run `python -m mibench.harness.records` to regenerate the schemas"
-    assert json_schema(RunRecord, SCHEMA)["title"] == "mibench.run/3"
+    assert json_schema(RunRecord, SCHEMA)["title"] == "mibench.run/4"
 
 
 def test_golden_artifact_validates_and_reads():
@@ -89,8 +89,8 @@ def test_every_artifact_reader_refuses_bad_files_in_one_line(tmp_path, reader):
     from mibench.harness.records.compile import read_compile_artifact
 
     read = {"run": read_artifact, "ab": read_ab, "compile": read_compile_artifact}[reader]
-    name = {"run": "mibench.run/3", "ab": "mibench.ab/3", "compile": "mibench.compile/2"}
-    other = "mibench.ab/3" if reader != "ab" else "mibench.run/3"
+    name = {"run": "mibench.run/4", "ab": "mibench.ab/4", "compile": "mibench.compile/2"}
+    other = "mibench.ab/4" if reader != "ab" else "mibench.run/4"
     cases = {"not JSON": "{", f"is not '{name[reader]}'": json.dumps({"schema": other}),
              f"invalid {name[reader]} artifact at": json.dumps({"schema": name[reader],
                                                                  "run_id": 3})}
@@ -107,17 +107,17 @@ def test_every_artifact_reader_refuses_bad_files_in_one_line(tmp_path, reader):
 
 
 def test_an_older_version_of_each_kind_still_reads():
-    """run/1 (a real cpu-smoke artifact of an earlier mibench) reads as run/3, whose
+    """run/1 (a real cpu-smoke artifact of an earlier mibench) reads as run/4, whose
     fields it lacks being optional."""
     old = GOLDEN
     assert json.loads(old.read_text())["schema"] == "mibench.run/1"
     record = read_artifact(old)
-    assert record.schema_ == SCHEMA == "mibench.run/3" and record.cases
+    assert record.schema_ == SCHEMA == "mibench.run/4" and record.cases
     assert record.provenance.invocation is None and record.cases[0].server is None
     assert record.cases[0].load is None  # not recorded before run/3
 
 
-def test_an_ab_1_artifact_reads_as_ab_3(tmp_path):
+def test_an_ab_1_artifact_reads_as_ab_4(tmp_path):
     from mibench.harness.records import read_ab
 
     root = Path(__file__).resolve().parents[1]
@@ -127,4 +127,4 @@ def test_an_ab_1_artifact_reads_as_ab_3(tmp_path):
         case.pop("servers", None)
     path = tmp_path / "ab1.json"
     path.write_text(json.dumps(ab))
-    assert read_ab(path).schema_ == "mibench.ab/3"
+    assert read_ab(path).schema_ == "mibench.ab/4"

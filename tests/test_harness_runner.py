@@ -49,7 +49,7 @@ def test_all_ok_artifact_validates(tmp_path):
     record = go(tmp_path)
     path, data = artifact(tmp_path)
     assert path == artifact_path(record, tmp_path / "out")
-    assert data["schema"] == "mibench.run/3" and data["finished_at"]
+    assert data["schema"] == "mibench.run/4" and data["finished_at"]
     assert [c["status"] for c in data["cases"]] == ["ok"] * 3
     case = data["cases"][0]
     assert len(case["timed_s"]) == 3 and len(case["warmup_s"]) == 1 and case["compile_s"] > 0

@@ -97,7 +97,7 @@ def test_one_or_two_timed_runs_stay_untested(tmp_path, runs):
                              ("latency_per_item_ms", per_unit_ms(c["timed_s"], n))):
             c["metrics"][name] = summarize(values).model_dump()
     path = tmp_path / "short.json"
-    path.write_text(RunRecord.model_validate({**data, "schema": "mibench.run/3"}).to_json())
+    path.write_text(RunRecord.model_validate({**data, "schema": "mibench.run/4"}).to_json())
     out = invoke("compare", REAL, path)
     assert out.exit_code == 1 and "UNTESTED" in out.output, out.output
     assert invoke("report", path).exit_code == 0

@@ -145,7 +145,7 @@ def test_artifact_keeps_the_set_as_an_optional_field(tmp_path):
     path = tmp_path / "a.json"
     path.write_text(rec.to_json())
     back = read_artifact(path)
-    assert back.schema_ == "mibench.run/3" and back.references == rec.references
+    assert back.schema_ == "mibench.run/4" and back.references == rec.references
     text = render(build_context([back]))
     assert "## Reference figures" in text and "| seed000-single | seed 000, " in text
 

@@ -25,8 +25,8 @@ from .common import (
 
 # the schema names (harness/records: not imported here, so `--help` stays light)
 COMPILE = ("mibench.compile/1", "mibench.compile/2")
-AB = ("mibench.ab/1", "mibench.ab/2", "mibench.ab/3")
-RUN = ("mibench.run/1", "mibench.run/2", "mibench.run/3")
+AB = ("mibench.ab/1", "mibench.ab/2", "mibench.ab/3", "mibench.ab/4")
+RUN = ("mibench.run/1", "mibench.run/2", "mibench.run/3", "mibench.run/4")
 
 
 def compile_artifacts(paths: list[Path]) -> list:

@@ -57,6 +57,7 @@ from .nightly import (
 )
 from .references import ReferenceFigure, ReferenceSet
 from .run import (
+    PASSING,
     SCHEMA,
     SCHEMA_FILE,
     CaseLoad,
@@ -67,6 +68,7 @@ from .run import (
     Metrics,
     ParityCheck,
     ParityRecord,
+    PrefixCacheControl,
     RunRecord,
     ServerInfo,
     Summary,
@@ -96,7 +98,8 @@ __all__ = ["ABCase", "ABRecord", "AB_SCHEMA", "Artifact", "COMPILE_SCHEMA", "Cas
            "DeviceRef", "Devices", "ErrorInfo", "GitInfo", "Header", "HttpMetrics", "HttpRequest",
            "Invocation", "ItemRange", "KINDS", "NIGHTLY_SCHEMA", "NightSummary", "NightlyIndex",
            "SUMMARY_SCHEMA", "Latency", "LibTpu", "Metrics", "ModelRef",
-           "ParityCheck", "ParityRecord", "Provenance", "Record", "ReferenceFigure",
+           "PASSING", "ParityCheck", "ParityRecord", "PrefixCacheControl", "Provenance", "Record",
+           "ReferenceFigure",
            "ReferenceSet", "RunRecord", "RunsRecord", "SCHEMA", "SCHEMA_FILE", "ServerInfo",
            "Sparse", "Summary", "TopologyRecord", "WorkloadRecord", "json_schema", "locked",
            "read_ab", "read_artifact", "read_compile_artifact", "read_json", "schema_file",

@@ -1,4 +1,4 @@
-"""The A/B artifact (schema `mibench.ab/3`): both revisions, every round's samples of both
+"""The A/B artifact (schema `mibench.ab/4`): both revisions, every round's samples of both
 sides (with how busy the machine was), each JAX case's compiled cost at both revisions when
 a TPU target was given, and the verdict of each case with the numbers behind it, in the
 words of harness/verdicts.py."""
@@ -21,13 +21,14 @@ from .servers import ColdStartRecord, SloRecord
 # ab/2 adds `servers` (an A/B of server versions); ab/3 stores the verdict words of
 # harness/verdicts.py (`unchanged` or `inconclusive` where ab/2 stored `no change`; the
 # run's `pass` and `not compared` where it stored `no regression` and `nothing compared`)
-# and each round sample's `load`; ab/1 and ab/2 artifacts read as ab/3, their words
-# translated (`legacy`)
-AB_SCHEMA = "mibench.ab/3"
-AB_OLDER = ("mibench.ab/1", "mibench.ab/2")
+# and each round sample's `load`; ab/4 adds the case verdict `suspicious improvement` (2x
+# or more faster without the new side's modes/engines parity: harness/stats/suspicious.py);
+# ab/1 to ab/3 artifacts read as ab/4, the words of ab/1 and ab/2 translated (`legacy`)
+AB_SCHEMA = "mibench.ab/4"
+AB_OLDER = ("mibench.ab/1", "mibench.ab/2", "mibench.ab/3")
 OLD_RUN_VERDICTS = {"no regression": "pass", "nothing compared": "not compared"}
 CaseVerdict = Literal["regression", "improvement", "unchanged", "inconclusive", "untested",
-                      "cold start regression"]
+                      "cold start regression", "suspicious improvement"]
 
 
 def _legacy_timing(timing: dict) -> dict:
@@ -126,7 +127,8 @@ class ABCase(Record):
     cold_start: dict[str, ColdStartRecord] = {}
     cold_timing: dict[str, Timing] = {}
     # regression (slower, moved scores, or new fails where base runs), improvement,
-    # unchanged, inconclusive, untested (base failed or too few rounds)
+    # unchanged, inconclusive, untested (base failed or too few rounds), suspicious
+    # improvement (2x or more faster, the new side's modes/engines parity not passed)
     verdict: CaseVerdict | None = None
     why: str = ""
 
@@ -141,7 +143,7 @@ class ABCase(Record):
 
 
 class ABRecord(Header):
-    schema_: Literal["mibench.ab/3"] = Field(default=AB_SCHEMA, alias="schema")
+    schema_: Literal["mibench.ab/4"] = Field(default=AB_SCHEMA, alias="schema")
     base: Side
     new: Side
     rounds: int

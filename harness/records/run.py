@@ -1,4 +1,4 @@
-"""The run artifact (schema `mibench.run/3`; run/1 and run/2 artifacts still read): one
+"""The run artifact (schema `mibench.run/4`; run/1, run/2 and run/3 artifacts still read): one
 typed record per run, its cases and their measurements, and the parity checks
 (docs/artifacts.md)."""
 
@@ -24,9 +24,13 @@ from .servers import ColdStartRecord, ConcurrencyTrial, SloRecord
 # check `concurrency` and what it saw move; run/3 adds each case's `load` (how busy the
 # machine was while it was measured), and optionally an http case's capacity under a
 # latency budget (`slo`), its cold starts (`cold_start`) and the concurrency check's trials;
-# run/1 and run/2 artifacts read as run/3
-SCHEMA = "mibench.run/3"
-OLDER = ("mibench.run/1", "mibench.run/2")
+# run/4 adds the parity checks `order`, `duplicates`, `degenerate` and `prefix_cache`, the
+# status `exempt` (a check that cannot judge a case, saying why), a degenerate check's
+# `spread`, `permutations`, `exempt` and a prefix_cache check's `control`; run/1 to run/3
+# artifacts read as run/4
+SCHEMA = "mibench.run/4"
+OLDER = ("mibench.run/1", "mibench.run/2", "mibench.run/3")
+KINDS = (*OLDER, SCHEMA)  # every version a reader of run artifacts takes
 SCHEMA_FILE = schema_file(SCHEMA)
 
 
@@ -179,12 +183,35 @@ class CaseRecord(CaseHead):
         return cls(**cls.head_of(case), runs=case.runs.model_copy(), status="ok",
                    started_at=now())
 
+CHECKS = ("isolation", "modes", "engines", "topologies", "speedup", "concurrency", "order",
+          "duplicates", "degenerate", "prefix_cache")
+# a check's statuses that do not fail a run: `exempt` is a check that cannot judge the case
+# (a single label under softmax, items that are all the same) and says why in `exempt`
+PASSING = ("passed", "exempt")
+
+
+class PrefixCacheControl(Record):
+    """The control of a `prefix_cache` check: the same server launched with its cache off
+    (`server_args` over the case's), cold against warm the same way, trial for trial."""
+
+    server_args: dict
+    trials: list[ConcurrencyTrial] = []
+    fails: int | None = None
+    fail_rate: Measured = None
+    fail_low: Measured = None
+    fail_high: Measured = None
+    max_log_diff: Measured = None
+
+
 class ParityCheck(Record):
     """One comparison: `case_id`'s scores against `against`'s on the parity workload; for
-    `speedup`, `case_id`'s median items/s over `against`'s, measured by the cases."""
+    `speedup`, `case_id`'s median items/s over `against`'s, measured by the cases; for
+    `degenerate` (variant `scores`), the case's own scores against themselves."""
 
-    check: Literal["isolation", "modes", "engines", "topologies", "speedup", "concurrency"]
-    variant: str | None = None  # isolation: same_length / changed_length
+    check: Literal[CHECKS]
+    # isolation: same_length / changed_length; duplicates: twin / alone; degenerate:
+    # scores (the case's own scores) / query (the parity workload with another query)
+    variant: str | None = None
     case_id: str
     against: str
     # max |ln a - ln b|: what every score check judges against `tolerance`
@@ -201,12 +228,21 @@ class ParityCheck(Record):
     throughput_items_per_s: Measured = None
     against_throughput_items_per_s: Measured = None
     speedup: Measured = None
-    status: Literal["passed", "failed", "error"]
+    status: Literal["passed", "failed", "error", "exempt"]
     error: str | None = None
+    exempt: str | None = None  # why the check could not judge the case (status exempt)
+    # order: how many seeded permutations of each request's items were scored
+    permutations: int | None = None
+    # degenerate, scores: the smallest spread (max - min of a label's log scores) over the
+    # requests' items with distinct tokens; at or below `tolerance` the scores are all one
+    spread: Measured = None
+    # prefix_cache: the same check on the same server with its cache off
+    control: PrefixCacheControl | None = None
     # concurrency: the requests' items whose scores moved under load, largest first
     moved: list[str] = []
-    # concurrency with trials: each trial (a fresh launch), the fails out of them, the
-    # observed fail rate with its 95% interval (`interval`: its method) and the bound
+    # concurrency (prefix_cache: cold against warm) with trials: each trial (a fresh
+    # launch), the fails out of them, the observed fail rate with its 95% interval
+    # (`interval`: its method) and the bound
     trials: list[ConcurrencyTrial] = []
     fails: int | None = None
     fail_rate: Measured = None
@@ -214,6 +250,11 @@ class ParityCheck(Record):
     fail_high: Measured = None
     interval: str | None = None
     max_fail_rate: Measured = None
+
+    @property
+    def passing(self) -> bool:
+        """Whether the check does not fail the run (passed, or exempt saying why)."""
+        return self.status in PASSING
 
 
 class ParityRecord(Record):
@@ -226,7 +267,7 @@ class ParityRecord(Record):
 class RunRecord(Header):
     """A whole run: written after every case, so a partial one has `finished_at` null."""
 
-    schema_: Literal["mibench.run/3"] = Field(default=SCHEMA, alias="schema")
+    schema_: Literal["mibench.run/4"] = Field(default=SCHEMA, alias="schema")
     resumed_at: list[str] = []
     cases: list[CaseRecord] = []
     parity: ParityRecord | None = None

@@ -42,8 +42,8 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 SUMMARY_LINES = 40  # the budget of `--summary`: a PR comment or job summary, not a page
 # the order of the summary's verdict table: what a reviewer must see first
 SEVERITY = [v.REGRESSION, v.TIMED_COMPILES, v.SCORES_MOVED, v.MEMORY_REGRESSION, v.FAILED,
-            v.MISSING, v.UNTESTED, v.INCONCLUSIVE, v.IMPROVEMENT, v.STILL_FAILING,
-            v.NOT_COMPARABLE, v.ADDED, v.REMOVED, v.FIXED, v.SKIPPED]
+            v.MISSING, v.SUSPICIOUS_IMPROVEMENT, v.UNTESTED, v.INCONCLUSIVE, v.IMPROVEMENT,
+            v.STILL_FAILING, v.NOT_COMPARABLE, v.ADDED, v.REMOVED, v.FIXED, v.SKIPPED]
 
 
 def method_lines(comp: Comparison) -> list[str]:
@@ -108,7 +108,7 @@ def summary(rows: list[Row], records: list[RunRecord], comps: list[Comparison],
             pauses: int, baseline: RunRecord | None = None) -> dict:
     counts = {s: sum(r.case.status == s for r in rows) for s in ("ok", "failed", "skipped")}
     checks = [c for r in records for c in (r.parity.checks if r.parity else [])]
-    passed = sum(c.status == "passed" for c in checks)
+    passed = sum(c.passing for c in checks)
     regressed = [f"{c.case_id} ({comp.new}): "
                  + (f"{fmt.interval(c)}, " if c.latency_low is not None else "") + c.reason
                  for comp in comps for c in comp.cases if c.regression]

@@ -111,7 +111,7 @@ def render_summary(record, path) -> str:
                      _fmt(c.compile_s, ".2f"), mfu(m.mfu), note])
     out = [table(["case", "status", "items/s", "ms/item", "compile_s", "mfu", "error"], rows)]
     if record.parity is not None:
-        bad = [p for p in record.parity.checks if p.status != "passed"]
+        bad = [p for p in record.parity.checks if not p.passing]
         out.append(f"parity: {len(record.parity.checks) - len(bad)}/"
                    f"{len(record.parity.checks)} checks passed")
         out += [f"  {p.status}: {p.check}{'/' + p.variant if p.variant else ''} {p.case_id} "

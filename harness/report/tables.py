@@ -124,9 +124,11 @@ def parity_table(records: list[RunRecord], passed: bool | None = None) -> Table 
     logs = any(getattr(c, "max_log_diff", None) is not None for _, _, c in checks)
     out, speedups = [], False
     for _, lab, c in checks:
-        if passed is not None and (c.status == "passed") != passed:
+        if passed is not None and c.passing != passed:
             continue
-        status = c.status if c.status == "passed" else f"**{c.status.upper()}**"
+        status = c.status if c.passing else f"**{c.status.upper()}**"
+        if c.exempt:
+            status += f" `{fmt.first_line(c.exempt)}`"
         if c.error:
             status += f" `{fmt.first_line(c.error)}`"
         speedups |= c.check == "speedup"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..records import ParityCheck, RunRecord
+from ..records import PASSING, ParityCheck, RunRecord
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +36,7 @@ def compare_parity(base: RunRecord, new: RunRecord) -> list[ParityChange]:
                                 new_max_abs_diff=c.max_abs_diff,
                                 new_max_log_diff=getattr(c, "max_log_diff", None),
                                 tolerance=c.tolerance,
-                                regression=c.status != "passed" and was in (None, "passed")))
+                                regression=not c.passing and (was is None or was in PASSING)))
     return out
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from mibench.errors import MibenchError
 
 from ..records import CaseRecord, RunRecord, read_artifact
+from ..records.run import KINDS as RUN_KINDS
 from ..util import git_output
 from .changepoint import DEFAULT, METHOD, Params
 from .comparable import code_git, differences, label, measurement
@@ -37,8 +38,6 @@ from .load import BUSY_LEVEL, busy, share
 from .memory import own
 from .noise import aa_noise, floor_for
 from .steps import Step, judge_steps
-
-RUN_KINDS = ("mibench.run/1", "mibench.run/2", "mibench.run/3")
 
 __all__ = ["Folder", "History", "Point", "Series", "aa_noise", "build_history", "load_dir"]
 

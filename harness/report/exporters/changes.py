@@ -10,6 +10,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from ...records import PASSING
 from ...stats.compare import MIN_RUNS, Comparison
 from ...stats.compile_counts import count
 from ...stats.history import History, Series
@@ -92,7 +93,7 @@ def parity_changes(comp: Comparison) -> tuple[Table | None, Table | None]:
         return None, None
     rows: dict[bool, list] = {True: [], False: []}
     for p in comp.parity:
-        passing = p.new_status == "passed" and not p.regression
+        passing = p.new_status in PASSING and not p.regression
         rows[passing].append([p.key, p.base_status or "-", p.new_status,
                               "-" if p.new_max_log_diff is None else f"{p.new_max_log_diff:.3g}",
                               fmt.sci(p.new_max_abs_diff),
