@@ -116,6 +116,13 @@ class HttpPlan:
     slo: SloPlan | None = None  # a capacity search instead of one load at clients or rate
     trials: int = 1  # the concurrency check's trials (fresh launches)
     max_fail_rate: float = 0.0  # the concurrency check's fail rate allowed
+    # the prefix_cache check: its trials (0: the case has no `prefix_cache` section), the
+    # fail rate allowed, and the server arguments that turn the server's cache off
+    prefix_trials: int = 0
+    prefix_max_fail_rate: float = 0.0
+    cache_off: tuple[tuple[str, object], ...] = ()
+    # the largest |d ln score| the server's score checks allow (None: the dtype's default)
+    tolerance: float | None = None
     cold_starts: int = 0  # fresh launches timed to ready and to a first answer
     warm_requests: int = 5  # after each cold start's first request, one at a time
 
@@ -141,6 +148,8 @@ class HttpPlan:
                if f.name != "launch" and getattr(self, f.name) != f.default}
         if self.slo is not None:
             out["slo"] = dataclasses.asdict(self.slo)
+        if self.cache_off:
+            out["cache_off"] = dict(self.cache_off)
         if self.launch is not None:
             out.pop("base_url", None)
             if self.launch.name:

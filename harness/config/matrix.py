@@ -92,7 +92,7 @@ def _http_plans(config: Config, i: int, case: Case,
         return [(None, ())]
     set_ = {k: getattr(case, k) for k in HTTP_FIELDS if getattr(case, k) is not None
             and k not in ("clients", "rate", "launch", "server_args", "slo", "concurrency",
-                          "cold_start")}
+                          "cold_start", "prefix_cache")}
     set_ |= _measures(case)
     if spec.tokens == "constant" and spec.requests is None and not case.same_query:
         raise config.error(("cases", i, "same_query") if case.same_query is not None else
@@ -128,8 +128,13 @@ def slo_plan(slo) -> SloPlan:
 
 
 def _measures(case: Case) -> dict:
-    """The HttpPlan fields of the case's `concurrency` and `cold_start` sections."""
+    """The HttpPlan fields of the case's `concurrency`, `prefix_cache` and `cold_start`
+    sections."""
     out = {}
+    if case.prefix_cache is not None:
+        p = case.prefix_cache
+        out |= dict(prefix_trials=p.trials, prefix_max_fail_rate=p.max_fail_rate,
+                    cache_off=tuple(p.cache_off.items()))
     if case.concurrency is not None:
         out |= dict(trials=case.concurrency.trials,
                     max_fail_rate=case.concurrency.max_fail_rate)

@@ -7,7 +7,8 @@ and so is the memory estimate's check (`Mode.memory_fit`). No weights are genera
 loaded: each model's facts come from its preset or its `config.json` (`model_facts`).
 
 - `config_problems`, before expanding: at most MAX_CASES cases; each case's engine, mode
-  and options; the http keys; parity's reference and its `topologies` beside an http case.
+  and options; the http keys; parity's reference, its `topologies` beside an http case and
+  its `prefix_cache` with a case that says how to turn a server's cache off.
 - `case_problems`, on the expanded cases: models (a preset or a checkpoint folder); a
   launched server's folder and interpreter; the mode's rules; labels and delimiter inside
   the vocabulary; `query + delimiter + item` within the maximum length; the constant
@@ -161,6 +162,9 @@ def _http(i: int, case: Case) -> list[Problem]:
     if case.cold_start is not None and case.launch is None:
         return at("cold_start", "cold starts are fresh launches of a server mibench "
                   "starts: give launch too")
+    if case.prefix_cache is not None and case.launch is None:
+        return at("prefix_cache", "the prefix_cache check compares fresh launches of a "
+                  "server mibench starts, cache on and off: give launch too")
     return []
 
 
@@ -173,6 +177,11 @@ def _reference(config: Config) -> Iterator[Problem]:
             yield Problem(("parity", "reference", e.field), e.message)
     checks = config.parity.checks if config.parity else []
     http = [i for i, c in enumerate(config.cases) if c.engine == "http"]
+    if "prefix_cache" in checks and not any(c.prefix_cache is not None for c in config.cases):
+        yield Problem(("parity", "checks"), "prefix_cache checks the servers whose case says "
+                      "how to turn their cache off (the control): give an http case "
+                      "prefix_cache: {cache_off: {disable_radix_cache: true}} (its server's "
+                      "flags), or leave prefix_cache out")
     if "topologies" in checks and http and max(config.topology.tp) > 1:
         yield Problem(("parity", "checks"), "topologies compares mibench's own engines at "
                       "tp > 1 with tp 1; a server under test is not sharded by topology.tp "

@@ -1,10 +1,13 @@
 """What an http case can measure of its server beyond one load (docs/configs.md): `slo`,
 its capacity under a latency budget; `concurrency`, the trials of the `concurrency` parity
-check on fresh launches; `cold_start`, fresh launches timed from start to ready and to a
-first answer. Validated here; carried to the runner as plain dataclasses (config/cases.py).
+check on fresh launches; `prefix_cache`, the trials of the `prefix_cache` parity check and
+the server arguments that turn its cache off (the control); `cold_start`, fresh launches
+timed from start to ready and to a first answer. Validated here; carried to the runner as
+plain dataclasses (config/cases.py).
 
     slo: {p99_ms: 500, max_error_rate: 0.01, start_rate: 2, max_rate: 64}
     concurrency: {trials: 5, max_fail_rate: 0.2}
+    prefix_cache: {trials: 3, cache_off: {disable_radix_cache: true}}
     cold_start: {launches: 5, warm_requests: 5}
 """
 
@@ -16,6 +19,7 @@ from pydantic import Field, PositiveInt, model_validator
 
 from ..stats.capacity import min_samples
 from .base import Finite, Rate, Strict
+from .server import ServerArg
 
 PERCENTILES = {"p50_ms": 50.0, "p90_ms": 90.0, "p95_ms": 95.0, "p99_ms": 99.0,
                "p999_ms": 99.9}
@@ -79,6 +83,17 @@ class Concurrency(Strict):
     that is not launched: trials on the running one), and the fail rate it may have."""
 
     trials: Annotated[PositiveInt, Field(le=MAX_TRIALS)] = 1
+    max_fail_rate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
+
+
+class PrefixCache(Strict):
+    """The `prefix_cache` check of this case's server: `trials` fresh launches as the case
+    starts it (its cache on), each beside a fresh launch with `cache_off` (server arguments
+    over the case's, e.g. `{disable_radix_cache: true}`: the same server with its cache
+    off, the control), and the fail rate allowed."""
+
+    cache_off: Annotated[dict[str, ServerArg], Field(min_length=1)]
+    trials: Annotated[PositiveInt, Field(le=MAX_TRIALS)] = 3
     max_fail_rate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
 
 

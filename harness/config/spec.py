@@ -33,10 +33,11 @@ from mibench.engines import OPTIONS, Option
 from mibench.workloads import ItemRange, WorkloadSpec
 
 from ..records.case import RunsRecord
+from ..records.run import CHECKS
 from .base import Axis, Dtype, Rate, Seconds, Strict, nest
 from .bounds import at_most
 from .server import Launch, ServerArg
-from .server_measures import ColdStart, Concurrency, Slo
+from .server_measures import ColdStart, Concurrency, PrefixCache, Slo
 from .yamlsource import ConfigError, Locations
 
 __all__ = ["Config", "ConfigError", "Case", "Workload", "WorkloadFields"]
@@ -254,6 +255,13 @@ HTTP_FIELDS = {
                                               "trials and the fail rate allowed")),
     "cold_start": (ColdStart | None, Field(None, description="fresh launches timed to "
                                            "ready and to a first answer")),
+    "prefix_cache": (PrefixCache | None, Field(None, description="the prefix_cache check's "
+                                               "trials, and how the server's cache is "
+                                               "turned off (the control)")),
+    "tolerance": (Annotated[float, Field(ge=0, allow_inf_nan=False)] | None,
+                  Field(None, description="the largest |d ln score| the server's score "
+                                          "checks allow (default by dtype: float32 1e-5, "
+                                          "bfloat16 1e-1)")),
 }
 
 # One line of `cases`: engine, mode, the mode options of the registry (lists expand), and
@@ -284,8 +292,7 @@ class Parity(Strict):
     """
 
     reference: Reference = Reference()
-    checks: list[Literal["isolation", "modes", "engines", "topologies", "speedup",
-                         "concurrency"]] = []
+    checks: list[Literal[CHECKS]] = []
     workload: WorkloadFields | None = None
     min_speedup: Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)] = 3.0
     speedup_items: Axis(PositiveInt) | None = None
