@@ -25,6 +25,12 @@ bfloat16 with `apply_softmax: true` (probabilities near 0.5, where it means some
   check, so the first request scored alone is the first it ever answers (a server whose
   first answers differ, a race at start-up, fails too). No reference needed; the record
   names what moved.
+- `order`, `duplicates`, `degenerate`: scores that cannot silently go wrong, for every case
+  of every engine and mode and for servers (harness/run/invariants.py): items permuted,
+  an item repeated, items that all score the same or a query that changes nothing.
+- `prefix_cache`: a server whose case says how to turn its cache off, cold against warm
+  over fresh launches, beside the same server with its cache off (harness/servers/
+  prefix_cache.py).
 - `speedup`: every case of a gated mode (`Mode.speedup_gated`: `packed`, any options)
   against its baseline mode's case (`Mode.speedup_baseline`: `single`) of the same
   engine, model, dtype, tp and workload (the default `single` when several): its median
@@ -46,7 +52,6 @@ workload, and runs no engine.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 
@@ -129,6 +134,13 @@ def tolerances(check: str, dtype: str, apply_softmax: bool) -> tuple[float, floa
     return TOL[check][dtype], ABS_TOL_SOFTMAX.get(dtype) if apply_softmax else None
 
 
+def server_tolerance(case: CaseSpec, apply_softmax: bool = False) -> float:
+    """The log tolerance of a server's score checks: its case's `tolerance`, else the
+    modes tolerance of its dtype (float32 1e-5, bfloat16 1e-1)."""
+    given = case.http.tolerance if case.http is not None else None
+    return given if given is not None else tolerances("modes", case.dtype, apply_softmax)[0]
+
+
 def judge(check: str, case_id: str, against: str, d: Diff, tol: float,
           abs_tol: float | None = None, variant: str | None = None) -> ParityCheck:
     """The verdict of one comparison: log scores within `tol` (tol 0: bitwise equal) and,
@@ -165,8 +177,12 @@ class GroupParity:
         return self.scores[memo]
 
     def compare(self, check: str, case: CaseSpec, against: str, dtype: str, left, right,
-                variant: str | None = None, skip: int | None = None) -> ParityCheck:
-        tol, abs_tol = tolerances(check, dtype, self.spec.apply_softmax)
+                variant: str | None = None, skip: int | None = None,
+                tol: tuple[float, float | None] | None = None) -> ParityCheck:
+        """`left()` against `right()` judged at the check's tolerances in `dtype` (`tol`:
+        (log, absolute or None) given instead)."""
+        tol, abs_tol = tol if tol is not None else tolerances(check, dtype,
+                                                              self.spec.apply_softmax)
         if variant == "same_length":
             tol, abs_tol = 0.0, None
         try:
@@ -204,12 +220,14 @@ def isolation(g: GroupParity, case: CaseSpec) -> list[ParityCheck]:
     return out
 
 
-def group_checks(g: GroupParity, cases: list[CaseSpec], checks: list[str]) -> list[ParityCheck]:
+def group_checks(g: GroupParity, cases: list[CaseSpec], checks: list[str],
+                 records: list[CaseRecord] = ()) -> list[ParityCheck]:
     out: list[ParityCheck] = []
     ref = g.reference
     for case in cases:
         if "isolation" in checks and case.engine != ref["engine"]:
             out += isolation(g, case)
+        out += invariant_checks(g, case, checks)
         if "modes" in checks and case.mode != "single":
             out.append(g.compare(
                 "modes", case, f"{case.engine}/single", case.dtype,
@@ -229,9 +247,66 @@ def group_checks(g: GroupParity, cases: list[CaseSpec], checks: list[str]) -> li
                 f"{ref['engine']}/{ref['mode']}/{ref['dtype']}", _coarser(case.dtype, ref["dtype"]),
                 lambda c=case: g.score(c.engine_key, "single", {}),
                 lambda k=ref_key: g.score(k, ref["mode"], {})))
+    from .server_parity import concurrency_check, prefix_cache_check
+
     if "concurrency" in checks:
         out += [concurrency_check(g, case)
                 for case in _one_per_engine(c for c in cases if c.engine == "http")]
+    if "prefix_cache" in checks:
+        out += [prefix_cache_check(g, case) for case in _one_per_engine(
+            c for c in cases if c.http is not None and c.http.prefix_trials)]
+    if "degenerate" in checks:
+        out += degenerate_records(g, cases, records)
+    return out
+
+
+def invariant_checks(g: GroupParity, case: CaseSpec, checks: list[str]) -> list[ParityCheck]:
+    """`order`, `duplicates` and `degenerate` (query) of one case (run/invariants.py)."""
+    from . import invariants
+
+    out = []
+    if "order" in checks:
+        out.append(_or_error(g, case, "order", lambda: invariants.order(g, case)))
+    if "duplicates" in checks:
+        out += _or_error(g, case, "duplicates", lambda: invariants.duplicates(g, case), True)
+    if "degenerate" in checks:
+        out.append(_or_error(g, case, "degenerate", lambda: invariants.query_moves(
+            g, case, g.pool.get(case.engine_key).model_config.vocab_size), variant="query"))
+    return out
+
+
+def _or_error(g: GroupParity, case: CaseSpec, check: str, run, many: bool = False,
+              variant: str | None = None):
+    """`run()`, or the check's `error` record when making its requests raised (an engine
+    that cannot load: a parity error, not a crash)."""
+    try:
+        return run()
+    except Exception as e:
+        err = ParityCheck(check=check, variant=variant, case_id=case.case_id,
+                          against="-", tolerance=0.0, status="error",
+                          error=f"{type(e).__name__}: {e}")
+        return [err] if many else err
+
+
+def degenerate_records(g: GroupParity, cases: list[CaseSpec],
+                       records: list[CaseRecord]) -> list[ParityCheck]:
+    """`degenerate` (scores) of every case record of the group: its own scores on its own
+    workload; a case that failed for invalid scores fails it too."""
+    from . import invariants
+
+    specs = {c.case_id: c for c in cases}
+    out = []
+    for rec in records:
+        case = specs.get(rec.case_id)
+        if rec.error is not None and rec.error.type == "InvalidScores":  # failed for it
+            out.append(invariants.case_scores(rec, None, None, rec.model.dtype))
+        if case is None or rec.status != "ok":
+            continue
+        try:
+            reqs = g.pool.requests(case.engine_key, case.workload)
+        except Exception:  # noqa: BLE001 - the check says it could not judge
+            reqs = None
+        out.append(invariants.case_scores(rec, reqs, case.workload, case.dtype))
     return out
 
 
@@ -255,52 +330,6 @@ def engine_label(case: CaseSpec) -> str:
         parts += ([id_part("server", launch.name)] if launch.name else []) + [
             id_part(k, v) for k, v in launch.args]
     return case_id(case.engine_key, "single", parts)
-
-
-def concurrency_check(g: GroupParity, case: CaseSpec) -> ParityCheck:
-    """The `concurrency` check of one server: its trials, each on a fresh launch when
-    mibench launches it (harness/servers/concurrency.py)."""
-    from ..servers import concurrency as cc
-
-    tol, _ = tolerances("concurrency", case.dtype, g.spec.apply_softmax)
-    label, k, plan = engine_label(case), cc.REQUESTS, case.http
-    launched = plan.launch is not None and g.servers is not None
-    against = (f"the same {k} requests alone, first on a fresh server" if launched
-               else f"the same {k} requests alone")
-    if plan.trials > 1:
-        against += f", {plan.trials} {'fresh launches' if launched else 'trials'}"
-    try:
-        facts = g.pool.get(case.engine_key)
-        vocab, exclude = facts.model_config.vocab_size, facts.special_ids
-        reqs = cc.requests_of(g.spec, vocab, exclude, k, g.spec.seed)
-        others = cc.requests_of(g.spec, vocab, exclude, k, g.spec.seed + k)
-        key = g.pool.bind(case.engine_key)
-    except Exception as e:  # a server error is a parity error, not a crash
-        return ParityCheck(check="concurrency", case_id=label, tolerance=tol, status="error",
-                           against=against, error=f"{type(e).__name__}: {e}")
-    trials = [_trial(g, case, key, launched, (reqs, others), tol, t)
-              for t in range(plan.trials)]
-    return cc.judge_trials(label, against, tol, trials, plan.max_fail_rate)
-
-
-def _trial(g: GroupParity, case: CaseSpec, key: EngineKey, launched: bool, requests,
-           tol: float, t: int):
-    """Trial `t` of the concurrency check: its record (an error is a trial's, not a
-    crash)."""
-    from mibench.engines import load_engine
-
-    from ..records import ConcurrencyTrial
-    from ..servers import concurrency as cc
-
-    fresh = g.servers.fresh(case.engine_key, f"-fresh{t + 1}") if launched else \
-        contextlib.nullcontext((key.base_url, None))
-    try:
-        with fresh as (url, startup_s):
-            local = load_engine("http", **key.bound_to(url).load_kwargs())
-            trial = cc.run_trial(local, g.spec, *requests)
-        return cc.trial_record(t, trial, tol, startup_s)
-    except Exception as e:  # a server that did not start, or an answer that was not scores
-        return ConcurrencyTrial(trial=t, status="error", error=f"{type(e).__name__}: {e}")
 
 
 def _coarser(a: str, b: str) -> str:
@@ -366,11 +395,12 @@ def check_group(config: Config, pool: EnginePool, cases: list[CaseSpec],
                 record: ParityRecord, case_records: list[CaseRecord] = (),
                 servers=None) -> None:
     """Run the config's checks for one group's ok cases, appending to `record`;
-    `speedup` reads the group's `case_records`; `concurrency` starts fresh servers from
-    `servers` (the run's ServerPool)."""
+    `speedup` and `degenerate` read the group's `case_records` (a case that failed for
+    invalid scores fails `degenerate`); `concurrency` and `prefix_cache` start fresh
+    servers from `servers` (the run's ServerPool)."""
     p = config.parity
     g = GroupParity(pool, parity_workload(config), p.reference.model_dump(), servers=servers)
-    record.checks += group_checks(g, cases, list(p.checks))
+    record.checks += group_checks(g, cases, list(p.checks), list(case_records))
     if "speedup" in p.checks:
         record.checks += speedup_checks(list(case_records), p.min_speedup, p.speedup_items)
-    record.passed = all(c.status == "passed" for c in record.checks)
+    record.passed = all(c.passing for c in record.checks)

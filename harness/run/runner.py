@@ -268,7 +268,7 @@ class RunState:
             ok = [c for c in group if self.done[c.case_id].status == "ok"]
             self.progress.note(f"parity {group_of(case)}")
             parity.check_group(self.config, self.pool, ok, self.record.parity,
-                               [self.done[c.case_id] for c in ok], self.servers)
+                               [self.done[c.case_id] for c in group], self.servers)
             self.save()
 
 

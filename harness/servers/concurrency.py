@@ -141,7 +141,7 @@ def trial_record(t: int, trial: Trial, tol: float,
     found = trial.moved(tol)
     every = sorted((m for ms in found.values() for m in ms), key=lambda m: -m.log_diff)
     when = when_moved(found)
-    worst = max((float(_log_diff(trial.alone, tables)) for tables in trial.passes.values()),
+    worst = max((float(log_diff(trial.alone, tables)) for tables in trial.passes.values()),
                 default=0.0)
     return ConcurrencyTrial(
         trial=t, status="failed" if every else "passed", startup_s=startup_s,
@@ -161,20 +161,23 @@ def _unique(moves: list[Moved]) -> list[Moved]:
     return out
 
 
-def _log_diff(alone: list[np.ndarray], tables: list[np.ndarray]) -> float:
+def log_diff(alone: list[np.ndarray], tables: list[np.ndarray]) -> float:
     tiny = np.finfo(np.float64).tiny
     return max((float(np.abs(np.log(np.maximum(a, tiny)) - np.log(np.maximum(b, tiny))).max())
                 for a, b in zip(alone, tables, strict=True)), default=0.0)
 
 
 def judge_trials(label: str, against: str, tol: float, trials: list[ConcurrencyTrial],
-                 max_fail_rate: float) -> ParityCheck:
+                 max_fail_rate: float, check: str = "concurrency", requests: int = REQUESTS,
+                 moved_how: str = "under load") -> ParityCheck:
     """The check over its trials: fails out of N, the observed rate with its interval,
     passed when that rate is within `max_fail_rate` (a trial that could not run makes it
-    an error: nothing to judge it by)."""
+    an error: nothing to judge it by). `check`, `requests` and `moved_how` name the check,
+    its requests a trial and how they moved (the `prefix_cache` check judges its trials
+    here too)."""
     n, fails = len(trials), sum(t.status == "failed" for t in trials)
     low, high = fail_interval(fails, n)
-    check = ParityCheck(check="concurrency", case_id=label, against=against, tolerance=tol,
+    check = ParityCheck(check=check, case_id=label, against=against, tolerance=tol,
                         status="passed", trials=trials if n > 1 else [], fails=fails,
                         fail_rate=fails / n, fail_low=low, fail_high=high, interval=INTERVAL,
                         max_fail_rate=max_fail_rate,
@@ -194,7 +197,7 @@ def judge_trials(label: str, against: str, tol: float, trials: list[ConcurrencyT
         worst = failed[0]
         check.status = "failed"
         check.error = (f"{rate}: in trial {worst.trial + 1}, {worst.moved_items} item(s) of "
-                       f"{worst.moved_requests} of {REQUESTS} requests moved under load; "
+                       f"{worst.moved_requests} of {requests} requests moved {moved_how}; "
                        f"largest: {worst.moved[0]}")
     elif fails:
         check.error = f"{rate}: within max_fail_rate"

@@ -4,13 +4,17 @@ controls of servers under test (not a benchmark subject). Scores are a hash of t
 request's tokens (softmax over the labels), so a request's scores are its own alone.
 
     python -m mibench.harness.testing.fake_server PORT [--serial-ms S] [--inflight-shift X]
-                                               [--first-ms F]
+                                               [--first-ms F] [--warm-shift W] [--cache-off]
 
 --serial-ms S      one request at a time, each S ms (a server of capacity 1000 / S req/s)
 --inflight-shift X the first label's logit moves by X per other request in flight: scores
                    that depend on what else the server is doing (the `concurrency` check's
                    negative control)
 --first-ms F       the first request after start takes F ms more (a cold start)
+--warm-shift W     a "prefix cache": a request whose query was answered before (its prefix
+                   warm) has its first label's logit moved by W: warm answers that differ
+                   from cold ones (the `prefix_cache` check's negative control)
+--cache-off        that cache off: --warm-shift moves nothing (the check's control server)
 """
 
 from __future__ import annotations
@@ -25,16 +29,16 @@ import types
 
 ARGS = None
 LOCK = threading.Lock()
-STATE = {"in_flight": 0, "answered": 0}
+STATE = {"in_flight": 0, "answered": 0, "seen": set()}
 SERIAL = threading.Lock()
 
 
-def scores(req, others):
+def scores(req, others, warm=False):
     rows = []
     for item in req["items"]:
         keys = [repr((req["query"], item, lab)).encode() for lab in req["label_token_ids"]]
         logits = [int(hashlib.sha256(k).hexdigest()[:6], 16) / 2**24 * 4 for k in keys]
-        logits[0] += ARGS.inflight_shift * others
+        logits[0] += ARGS.inflight_shift * others + (ARGS.warm_shift if warm else 0.0)
         z = sum(math.exp(x) for x in logits)
         rows.append([math.exp(x) / z for x in logits])
     return rows
@@ -70,7 +74,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 time.sleep(0.05)  # long enough for the others sent with it to arrive
             with LOCK:
                 others = STATE["in_flight"] - 1
-            rows = scores(req, others)
+                prefix = repr(req["query"])
+                warm = prefix in STATE["seen"] and not ARGS.cache_off
+                STATE["seen"].add(prefix)
+            rows = scores(req, others, warm)
         finally:
             with LOCK:
                 STATE["in_flight"] -= 1
@@ -82,11 +89,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 def main(port: int, serial_ms: float = 0.0, inflight_shift: float = 0.0,
-         first_ms: float = 0.0) -> None:
+         first_ms: float = 0.0, warm_shift: float = 0.0, cache_off: bool = False) -> None:
     """Serve on 127.0.0.1:PORT until killed (the module docstring's flags)."""
     global ARGS
     ARGS = types.SimpleNamespace(port=port, serial_ms=serial_ms,
-                                 inflight_shift=inflight_shift, first_ms=first_ms)
+                                 inflight_shift=inflight_shift, first_ms=first_ms,
+                                 warm_shift=warm_shift, cache_off=cache_off)
     http.server.ThreadingHTTPServer.request_queue_size = 256  # 16 connect at once (default 5)
     http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 

@@ -1,0 +1,105 @@
+"""Parity checks of a server under test (docs/parity.md): `concurrency` (harness/servers/
+concurrency.py) and `prefix_cache` (harness/servers/prefix_cache.py), each over trials on
+fresh launches of a server mibench starts (`GroupParity.servers`, the run's ServerPool),
+or trials on the running one where that is allowed."""
+
+from __future__ import annotations
+
+import contextlib
+
+from ..config.keys import EngineKey
+from ..config.matrix import CaseSpec
+from ..records import ParityCheck
+from .parity import engine_label, server_tolerance
+
+
+def concurrency_check(g, case: CaseSpec) -> ParityCheck:
+    """The `concurrency` check of one server: its trials, each on a fresh launch when
+    mibench launches it (harness/servers/concurrency.py)."""
+    from ..servers import concurrency as cc
+
+    tol = server_tolerance(case, g.spec.apply_softmax)
+    label, k, plan = engine_label(case), cc.REQUESTS, case.http
+    launched = plan.launch is not None and g.servers is not None
+    against = (f"the same {k} requests alone, first on a fresh server" if launched
+               else f"the same {k} requests alone")
+    if plan.trials > 1:
+        against += f", {plan.trials} {'fresh launches' if launched else 'trials'}"
+    try:
+        facts = g.pool.get(case.engine_key)
+        vocab, exclude = facts.model_config.vocab_size, facts.special_ids
+        reqs = cc.requests_of(g.spec, vocab, exclude, k, g.spec.seed)
+        others = cc.requests_of(g.spec, vocab, exclude, k, g.spec.seed + k)
+        key = g.pool.bind(case.engine_key)
+    except Exception as e:  # a server error is a parity error, not a crash
+        return ParityCheck(check="concurrency", case_id=label, tolerance=tol, status="error",
+                           against=against, error=f"{type(e).__name__}: {e}")
+    trials = [_trial(g, case, key, launched, (reqs, others), tol, t)
+              for t in range(plan.trials)]
+    return cc.judge_trials(label, against, tol, trials, plan.max_fail_rate)
+
+
+def _trial(g, case: CaseSpec, key: EngineKey, launched: bool, requests,
+           tol: float, t: int):
+    """Trial `t` of the concurrency check: its record (an error is a trial's, not a
+    crash)."""
+    from mibench.engines import load_engine
+
+    from ..records import ConcurrencyTrial
+    from ..servers import concurrency as cc
+
+    fresh = g.servers.fresh(case.engine_key, f"-fresh{t + 1}") if launched else \
+        contextlib.nullcontext((key.base_url, None))
+    try:
+        with fresh as (url, startup_s):
+            local = load_engine("http", **key.bound_to(url).load_kwargs())
+            trial = cc.run_trial(local, g.spec, *requests)
+        return cc.trial_record(t, trial, tol, startup_s)
+    except Exception as e:  # a server that did not start, or an answer that was not scores
+        return ConcurrencyTrial(trial=t, status="error", error=f"{type(e).__name__}: {e}")
+
+
+def prefix_cache_check(g, case: CaseSpec) -> ParityCheck:
+    """The `prefix_cache` check of one server: its trials, each a fresh launch with its
+    cache on beside a fresh launch with it off (harness/servers/prefix_cache.py)."""
+    from ..servers import prefix_cache as pc
+
+    tol = server_tolerance(case, g.spec.apply_softmax)
+    plan, label = case.http, engine_label(case)
+    against = (f"the same {pc.REQUESTS} requests cold, on a fresh server, {plan.prefix_trials} "
+               f"fresh launch(es), beside the server with its cache off")
+    if g.servers is None or plan.launch is None:
+        return ParityCheck(check="prefix_cache", case_id=label, against=against, tolerance=tol,
+                           status="error", error="needs fresh launches of a server mibench "
+                           "starts (launch)")
+    try:
+        facts = g.pool.get(case.engine_key)
+        reqs = pc.requests_of(g.spec, facts.model_config.vocab_size, facts.special_ids,
+                              g.spec.seed)
+    except Exception as e:  # a server error is a parity error, not a crash
+        return ParityCheck(check="prefix_cache", case_id=label, tolerance=tol, status="error",
+                           against=against, error=f"{type(e).__name__}: {e}")
+    off_key = pc.cache_off(case.engine_key, plan.cache_off)
+    on, off = [], []
+    for t in range(plan.prefix_trials):
+        for key, tag, trials in ((case.engine_key, "-cache-on", on),
+                                 (off_key, "-cache-off", off)):
+            trials.append(_cache_trial(g, key, tag, reqs, tol, t))
+    return pc.judge(label, against, tol, on, off, dict(plan.cache_off),
+                    plan.prefix_max_fail_rate)
+
+
+def _cache_trial(g, key: EngineKey, tag: str, reqs, tol: float, t: int):
+    """Trial `t` of the prefix_cache check on a fresh launch of `key` (an error is the
+    trial's, not a crash)."""
+    from mibench.engines import load_engine
+
+    from ..records import ConcurrencyTrial
+    from ..servers import prefix_cache as pc
+
+    try:
+        with g.servers.fresh(key, f"{tag}{t + 1}") as (url, startup_s):
+            engine = load_engine("http", **key.bound_to(url).load_kwargs())
+            return pc.trial_record(t, pc.run_trial(engine, g.spec, reqs), tol, startup_s)
+    except Exception as e:  # a server that did not start, or an answer that was not scores
+        return ConcurrencyTrial(trial=t, status="error", error=f"{type(e).__name__}: {e}")
