@@ -16,6 +16,7 @@ UNCHANGED = "unchanged"
 INCONCLUSIVE = "inconclusive"
 UNTESTED = "untested"
 NOT_COMPARABLE = "not comparable"
+SUSPICIOUS_IMPROVEMENT = "suspicious improvement"
 
 TIMING = {
     REGRESSION: "slower by more than the threshold, the interval above 0, both sides "
@@ -29,6 +30,11 @@ TIMING = {
               "3) for an interval",
     NOT_COMPARABLE: "not the same measurement (case id, workload, model, dtype, topology, "
                     "hardware): the fields that differ are named",
+    SUSPICIOUS_IMPROVEMENT: "an improvement of 2x or more (compare, ab, the nightly) without "
+                            "the new side's `modes`/`engines` parity against the reference "
+                            "having run and passed (a mode that scores nothing is fast): "
+                            "named first, exit 0, never moves a nightly baseline without "
+                            "`accept` (harness/stats/suspicious.py)",
 }
 
 # --- what else `compare` says of a case -------------------------------------------------
@@ -96,7 +102,6 @@ INSUFFICIENT_DATA = "insufficient data"
 CONFIRMED_REGRESSION = "confirmed regression"
 KNOWN_REGRESSION = "known regression"
 DISPROVED = "disproved"
-SUSPICIOUS_IMPROVEMENT = "suspicious improvement"
 
 NIGHTLY = {
     PASS: "`compare` (or `ab`) shows it within the threshold: the case passes; a night whose "
@@ -115,10 +120,6 @@ NIGHTLY = {
     IMPROVEMENT: "`ab` confirmed it faster beyond the threshold: kept in the history for a "
                  "look; it moves the baseline only when the new run's `modes`/`engines` "
                  "parity against the reference passed, else it waits for `accept`",
-    SUSPICIOUS_IMPROVEMENT: "a confirmed speedup of 2x or more without the new run's "
-                            "`modes`/`engines` parity against the reference having run and "
-                            "passed (a mode that scores nothing is fast): named first, exit "
-                            "0, never moves the baseline without `accept`",
 }
 # a night's words that decide nothing: the night keeps the baseline and says what would
 UNDECIDED_WORDS = (INCONCLUSIVE, INSUFFICIENT_DATA, SUSPECTED_REGRESSION)

@@ -162,3 +162,36 @@ def test_a_busy_machine_excuses_only_what_its_load_explains(world):
     extend = next(c for c in result.summary.cases if c.case_id == EXTEND)
     assert extend.verdict == "confirmed regression"
     assert abs_of(steps)[0][3] == (EXTEND,)  # a suspicion: measured first
+
+
+def test_a_degenerate_engine_fails_the_night_like_any_parity_check(world):
+    """A doctored engine that gives every item the same scores (flashinfer#3434): its run's
+    `degenerate` check fails, a parity check that passed (or did not exist) and does not
+    pass now is `compare`'s regression, and the night fails (exit 1), keeping the baseline
+    (the run itself exits 3; tests/test_score_invariants.py: the check catches it)."""
+    from mibench.harness.records import ParityCheck, ParityRecord
+
+    steps, history, night = world
+    night(0)
+    original = steps.record
+
+    def degenerate(k):
+        record = original(k)
+        if steps.head_i == 3:
+            record.parity = ParityRecord(reference={}, workload={}, passed=False, checks=[
+                ParityCheck(check="degenerate", variant="scores", case_id=PACKED,
+                            against="its own scores: items with distinct tokens",
+                            tolerance=1e-5, spread=0.0, status="failed",
+                            error="request 0: its items with distinct tokens all score the "
+                                  "same (log scores within 0, at most 1e-05)")])
+        return record
+
+    steps.record = degenerate
+    result = night(3)
+    assert result.exit_code == 1 and not result.summary.promoted
+    assert index(history).baseline.commit == sha(0)
+    from mibench.harness.nightly.summary import render
+
+    text = render(result.summary)  # the cases pass: the note names the failed check
+    assert f"- parity: 1 check(s) newly not passing (the night fails): degenerate/scores: " \
+           f"{PACKED} vs its own scores" in text

@@ -42,6 +42,7 @@ from ..servers.feed import Bodies
 from ..servers.launch import ServerFailed
 from ..servers.pool import ServerPool
 from ..util import git, now
+from . import vouch
 from .revisions import resolve, worktree
 from .rounds import checkpoints, judge, overall
 
@@ -149,6 +150,7 @@ def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int =
     finally:
         for pool in pools.values():
             pool.close()
+    vouch.judge(record.cases, [])  # no parity of servers here: 2x or more is suspicious
     record.verdict = overall(record)
     record.finished_at = now()
     if saves is not None:

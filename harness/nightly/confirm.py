@@ -37,9 +37,12 @@ from ..verdicts import (
     INCONCLUSIVE,
     PASS,
     REGRESSION,
+    SUSPICIOUS_IMPROVEMENT,
     UNCHANGED,
 )
 from .judge import CONFIRM, FIX, Judgement
+
+FASTER = (IMPROVEMENT, SUSPICIOUS_IMPROVEMENT)  # `ab`'s words of a confirmed speedup
 
 
 @dataclasses.dataclass
@@ -115,20 +118,20 @@ def settle(j: Judgement, found: Measured) -> Judgement:
     line = (f"`ab` {record.base.commit[:12]}..{record.new.commit[:12]}: {case.verdict}: "
             f"{case.why}")
     if j.purpose == FIX:
-        if case.verdict == IMPROVEMENT:
+        if case.verdict in FASTER:
             return dataclasses.replace(j, **ab, verdict=PASS,
                                        reason=f"fixed: faster than the confirmed-bad commit "
                                               f"{j.confirm[:12]}: {line}")
         return dataclasses.replace(j, **ab, reason=f"{line}; still present ({j.reason})")
     if case.verdict == REGRESSION:
         return dataclasses.replace(j, **ab, verdict=CONFIRMED_REGRESSION, reason=line)
-    if case.verdict in (UNCHANGED, IMPROVEMENT) and j.suspected:
+    if case.verdict in (UNCHANGED, *FASTER) and j.suspected:
         return dataclasses.replace(j, **ab, verdict=DISPROVED,
                                    reason=f"{line} (the run showed {_pct(j.change)})")
     if case.verdict == UNCHANGED:
         return dataclasses.replace(j, **ab, verdict=PASS, reason=f"{line} (the run showed "
                                                                  f"{_pct(j.change)})")
-    if case.verdict == IMPROVEMENT:
+    if case.verdict in FASTER:  # the night's own parity judges whether it is suspicious
         return dataclasses.replace(j, **ab, verdict=IMPROVEMENT, reason=line)
     return dataclasses.replace(j, **ab, reason=f"{line}; left open, not marked (the run: "
                                                f"{j.reason})")

@@ -62,6 +62,7 @@ from ..verdicts import (
     REGRESSION,
     SCORES_MOVED,
     SUSPECTED_REGRESSION,
+    SUSPICIOUS_IMPROVEMENT,
     TIMED_COMPILES,
     UNCHANGED,
     UNTESTED,
@@ -186,7 +187,7 @@ def judge_case(e: Evidence, c: CaseChange, case: CaseRecord | None, mid: str, qu
                          reason=point)
     if c.verdict == UNCHANGED:
         return Judgement(**common, verdict=PASS, reason=f"{c.verdict}: {c.reason}")
-    if c.verdict == IMPROVEMENT:
+    if c.verdict in (IMPROVEMENT, SUSPICIOUS_IMPROVEMENT):
         return Judgement(**common, **ask, verdict=INCONCLUSIVE,
                          reason=f"{c.verdict}: {c.reason}; `ab` confirms an improvement "
                                 "before it moves the baseline")

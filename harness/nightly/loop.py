@@ -27,7 +27,6 @@ case undecided (the nightly would go blind quietly); 4: the index could not be w
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import sys
 import time
@@ -38,6 +37,7 @@ from mibench.errors import MibenchError
 
 from ..records import RunRecord, read_artifact
 from ..records.nightly import Baseline, Night, NightlyIndex, NightSummary
+from ..stats.suspicious import flagged, run_vouched
 from ..util import now
 from ..verdicts import (
     CONFIRMED_REGRESSION,
@@ -46,7 +46,6 @@ from ..verdicts import (
     PASS,
     REMOVED,
     SKIPPED,
-    SUSPICIOUS_IMPROVEMENT,
     UNDECIDED_WORDS,
 )
 from . import store
@@ -66,9 +65,7 @@ from .night import (
 )
 
 PROMOTES = (PASS, DISPROVED, SKIPPED, REMOVED)  # every case one of these: a confirmed pass
-SUSPICIOUS = 0.5  # a confirmed time per call at half the base or less: 2x faster
 BLIND_EXIT = 5  # the last `max_undecided` nights each left a case undecided
-VOUCHING = ("modes", "engines")  # the parity checks against the reference that vouch
 
 
 def nightly(o: NightlyOptions, steps, clock: Callable[[], float] = time.monotonic,
@@ -127,8 +124,12 @@ def judge_and_confirm(n: Tonight) -> NightResult:
                           level_run=new.run_id, descends=descends)
         if fresh:
             took["bisect"] = took.get("bisect", 0.0) + n.clock() - t0
-    parity = any(p.regression for p in comp.parity)
-    return finish(n, new, path, js, known, parity, found, took, descends)
+    failing = [p for p in comp.parity if p.regression]
+    if failing:  # the summary's cases may all pass: say which checks failed the night
+        n.notes.insert(0, f"parity: {len(failing)} check(s) newly not passing (the night "
+                       "fails): " + "; ".join(f"{p.key}: {p.new_status}"
+                                              for p in failing[:3]))
+    return finish(n, new, path, js, known, bool(failing), found, took, descends)
 
 
 def confirm(n: Tonight, js: list[Judgement], found: Measured, budget: Budget, which
@@ -151,22 +152,10 @@ def confirm(n: Tonight, js: list[Judgement], found: Measured, budget: Budget, wh
     return [settle(j, found) if j.case_id in ids else j for j in js]
 
 
-def vouched(run: RunRecord, case_id: str) -> bool:
-    """Whether the run's `modes`/`engines` parity against the reference ran for the case
-    and every such check passed."""
-    checks = [c for c in (run.parity.checks if run.parity else [])
-              if c.check in VOUCHING and c.case_id == case_id]
-    return bool(checks) and all(c.status == "passed" for c in checks)
-
-
 def suspicious(js: list[Judgement], new: RunRecord) -> list[Judgement]:
     """A confirmed improvement of 2x or more that the new run's parity does not vouch for
-    is a `suspicious improvement`."""
-    return [dataclasses.replace(j, verdict=SUSPICIOUS_IMPROVEMENT, reason=(
-        f"{j.reason}; 2x or more faster and the new run's `modes`/`engines` parity against "
-        "the reference did not run and pass for it: a mode that scores nothing is fast"))
-        if j.verdict == IMPROVEMENT and j.change is not None and j.change <= SUSPICIOUS - 1
-        and not vouched(new, j.case_id) else j for j in js]
+    is a `suspicious improvement` (the one rule: harness/stats/suspicious.py)."""
+    return [flagged(j, run_vouched(new, j.case_id)) for j in js]
 
 
 def finish(n: Tonight, new: RunRecord, path: Path, js: list[Judgement], known: list,
@@ -178,7 +167,7 @@ def finish(n: Tonight, new: RunRecord, path: Path, js: list[Judgement], known: l
     js = suspicious(js, new)
     word, code = night_word(js, parity)
     promote = code == 0 and descends and all(
-        j.verdict in PROMOTES or (j.verdict == IMPROVEMENT and vouched(new, j.case_id))
+        j.verdict in PROMOTES or (j.verdict == IMPROVEMENT and run_vouched(new, j.case_id))
         for j in js)
     undecided = [j.case_id for j in js if j.verdict in UNDECIDED_WORDS]
     previous = n.started.baseline

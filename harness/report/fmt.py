@@ -19,6 +19,7 @@ from ..verdicts import (
     NOT_COMPARED,
     REGRESSION,
     SCORES_MOVED,
+    SUSPICIOUS_IMPROVEMENT,
     TIMED_COMPILES,
     UNCHANGED,
     UNTESTED,
@@ -219,7 +220,8 @@ def score_notes(comp) -> list[str]:
 
 
 # the order the headline counts the compared cases in (harness/verdicts.py's words)
-TALLY = (REGRESSION, SCORES_MOVED, MEMORY_REGRESSION, TIMED_COMPILES, IMPROVEMENT,
+TALLY = (SUSPICIOUS_IMPROVEMENT, REGRESSION, SCORES_MOVED, MEMORY_REGRESSION, TIMED_COMPILES,
+         IMPROVEMENT,
          UNCHANGED, INCONCLUSIVE, UNTESTED)
 
 
@@ -243,7 +245,7 @@ def tally(comp) -> str:
         if not cases:
             continue
         named = ""
-        if word == IMPROVEMENT:
+        if word in (IMPROVEMENT, SUSPICIOUS_IMPROVEMENT):
             named = " (" + ", ".join(f"{c.case_id} {interval(c)}" for c in cases[:3]) + (
                 ", ..." if len(cases) > 3 else "") + ")"
         parts.append(f"{len(cases)} {word}{named}")
@@ -288,6 +290,14 @@ def verdict_line(comp) -> str:
                 f"no regression in the others; {counted}{largest}. "
                 "`--allow-untested` accepts them")
     note = " (allowed by --allow-untested)" if untested else ""
+    odd = [c for c in compared if c.verdict == SUSPICIOUS_IMPROVEMENT]
+    if odd:  # exit 0, named first: a mode that scores nothing is fast
+        names = ", ".join(f"{c.case_id} {interval(c)}" for c in odd[:3]) + (
+            ", ..." if len(odd) > 3 else "")
+        return (f"**SUSPICIOUS IMPROVEMENT** against {comp.base}: {len(odd)} of "
+                f"{len(compared)} compared case(s) 2x or more faster without the new side's "
+                f"`modes`/`engines` parity against the reference having run and passed "
+                f"({names}); none failed the gate: {counted}{note}{largest}")
     undecided = [c for c in compared if c.verdict in (INCONCLUSIVE, UNTESTED)]
     if undecided:  # no case failed the gate, but "no regression" is not known
         return (f"Undecided against {comp.base}: {len(undecided)} of {len(compared)} "

@@ -34,7 +34,10 @@ case ids, a run time that is not finite and > 0, summaries that disagree with th
   (harness.stats.memory: only peaks of one own kind are compared, else the check says
   why), a regression whatever the times;
 - `timed compiles`: XLA compiled during the new side's timed runs
-  (harness.stats.compile_counts), a regression of any case that ran ok, compared or not.
+  (harness.stats.compile_counts), a regression of any case that ran ok, compared or not;
+- `suspicious improvement`: an improvement of 2x or more (time per item at half the base or
+  less) for which the new artifact's `modes`/`engines` parity against the reference did
+  not run and pass (harness.stats.suspicious: the nightly's rule too); exit 0, named first.
 
 **One convention** for every change (`mibench compare`, `ab`, `report`, `history`): time
 new / base - 1, `+` = slower (`CaseChange.latency_change`, `latency_low`,
@@ -111,6 +114,7 @@ from .significance import (
     between_runs,
     default_floor,
 )
+from .suspicious import flagged, run_vouched
 
 DEFAULT_THRESHOLD = 0.05
 MIN_RUNS = 3
@@ -269,6 +273,7 @@ def compare_cases(base: RunRecord, new: RunRecord, gate: Gate = Gate()) -> list[
                                 timed_compiles=case.metrics.timed_compiles,
                                 new_other_load=share(case.load),
                                 reason="not in the baseline")
+        change = flagged(change, run_vouched(new, case.case_id), "latency_change")
         out.append(compiled_in_timed_runs(change, case))
     seen = {c.case_id for c in new.cases}
     partial = new.finished_at is None  # a run that died: its missing cases did not run
