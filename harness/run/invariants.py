@@ -6,9 +6,10 @@
   item's scores, put back in place, must equal its scores in the original order: bitwise
   where the mode's batch invariance is bitwise (`Mode.batch_invariance`: one forward per
   item), else within the `modes` tolerance; a server within its case's `tolerance`.
-- `duplicates`: item k (the middle one) of the first request repeated, first and last
-  (`x, items..., x`): each copy must score like its twin in the middle (`twin`) and like
-  the item scored alone (`alone`), with the same tolerance as `order`.
+- `duplicates`: item k (the middle one) of the first request, `x`, put in place of the
+  first and the last item (the same item count, so a batching mode runs the programs it
+  compiled for the request): each copy must score like its twin in the middle (`twin`) and
+  like the item scored alone (`alone`), with the same tolerance as `order`.
 - `degenerate`: a case whose items with distinct tokens all score the same (the smallest
   spread of a request's log scores at or below `SAME`), or whose scores are NaN, infinite or
   out of range, fails (`scores`: the scores the case recorded, on its own workload); and,
@@ -17,7 +18,10 @@
   requests whose items are all one (a constant workload) are `exempt`, saying so.
 
 The checks score through `GroupParity` (harness/run/parity.py), which memoizes tables, so a
-table two checks share is scored once.
+table two checks share is scored once. A mode that scores one item per forward (its batch
+invariance bitwise: `single`) is checked on each request's first `PER_ITEM` items: its cost
+grows with the items while the property does not depend on their count; the other modes
+take the parity requests whole, whose programs their own scoring compiled already.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from ..config.matrix import CaseSpec
 from ..records import CaseRecord, ParityCheck
 
 PERMUTATIONS = 3  # seeded permutations of each request's items (`order`)
+PER_ITEM = 4  # items a mode of one forward per item is checked on
 # at or below this spread (max - min over a request's distinct items of a label's log score)
 # the items "all score the same": float32 rounding moves a log score by ~1e-7, and the
 # smallest spread of real items on the shipped configs is orders above it (docs/parity.md,
@@ -56,14 +61,27 @@ def tolerance_of(g, case: CaseSpec) -> tuple[float, float | None]:
     return tolerances("modes", case.dtype, g.spec.apply_softmax)
 
 
+def requests_for(g, case: CaseSpec) -> tuple[list[Request], str]:
+    """The requests the checks score for `case` and the memo tag of their scores: the
+    parity requests, or their first PER_ITEM items for a mode of one forward per item."""
+    reqs = g.requests(case.engine_key)
+    if case.http is not None or MODES[case.engine][case.mode].batch_invariance != "bitwise":
+        return reqs, ""
+    return [Request(query=r.query, items=r.items[:PER_ITEM]) for r in reqs], "per-item"
+
+
 def permuted(requests: list[Request], seed: int, p: int) -> tuple[list[Request], list[int]]:
     """Permutation `p` of every request's items (0: reversed; others seeded by `seed` and
-    `p`) and, over the flat rows, where each permuted row came from."""
+    `p`, never the identity) and, over the flat rows, where each permuted row came from."""
     rng = np.random.default_rng([seed, p])
     out, origin, offset = [], [], 0
     for r in requests:
         n = len(r.items)
-        order = list(range(n))[::-1] if p == 0 else rng.permutation(n).tolist()
+        order = list(range(n))[::-1]
+        while p and n > 1:
+            order = rng.permutation(n).tolist()
+            if order != list(range(n)):
+                break
         out.append(Request(query=r.query, items=tuple(r.items[j] for j in order)))
         origin += [offset + j for j in order]
         offset += n
@@ -72,15 +90,15 @@ def permuted(requests: list[Request], seed: int, p: int) -> tuple[list[Request],
 
 def order(g, case: CaseSpec) -> ParityCheck:
     """The `order` check of one case (module docstring)."""
-    key, reqs = case.engine_key, g.requests(case.engine_key)
+    key, (reqs, tag) = case.engine_key, requests_for(g, case)
     tol, abs_tol = tolerance_of(g, case)
-    base = lambda: g.score(key, case.mode, case.params)  # noqa: E731
+    base = lambda: g.score(key, case.mode, case.params, reqs, tag)  # noqa: E731
 
     def back_in_place():
         rows = []
         for p in range(PERMUTATIONS):
             perm, origin = permuted(reqs, g.spec.seed, p)
-            got = g.score(key, case.mode, case.params, perm, f"order{p}")
+            got = g.score(key, case.mode, case.params, perm, f"order{p}{tag}")
             table = [None] * len(got)
             for row, o in zip(got, origin, strict=True):
                 table[o] = row
@@ -96,28 +114,35 @@ def order(g, case: CaseSpec) -> ParityCheck:
 
 def duplicates(g, case: CaseSpec) -> list[ParityCheck]:
     """The `duplicates` check of one case: `twin` and `alone` (module docstring)."""
-    key, reqs = case.engine_key, g.requests(case.engine_key)
+    key, (reqs, tag) = case.engine_key, requests_for(g, case)
     tol = tolerance_of(g, case)
     r = reqs[0]
-    k = len(r.items) // 2
+    n = len(r.items)
+    k = n // 2
     x = r.items[k]
-    repeated = [Request(query=r.query, items=(x, *r.items, x))]
+    # x in place of the first and last item; with fewer than 3 items, around them
+    items = (x, *r.items[1:-1], x) if n >= 3 else (x, *r.items, x)
+    where = [0, k, len(items) - 1] if n >= 3 else [0, k + 1, len(items) - 1]
+    how = "in place of the first and last item" if n >= 3 else "first and last"
+    repeated = [Request(query=r.query, items=items)]
     alone = [Request(query=r.query, items=(x,))]
-    copies = lambda: g.score(key, case.mode, case.params, repeated, "duplicates")  # noqa: E731
-    one = lambda: g.score(key, case.mode, case.params, alone, "alone")  # noqa: E731
+    copies = lambda: g.score(key, case.mode, case.params, repeated,  # noqa: E731
+                             f"duplicates{tag}")
+    one = lambda: g.score(key, case.mode, case.params, alone, f"alone{tag}")  # noqa: E731
+    first, mid, last = where
     return [
-        g.compare("duplicates", case, f"item {k} repeated first and last: its twin in "
-                  "place", case.dtype, lambda: [copies()[0], copies()[-1]],
-                  lambda: [copies()[k + 1]] * 2, variant="twin", tol=tol),
+        g.compare("duplicates", case, f"item {k} repeated {how}: its twin in place",
+                  case.dtype, lambda: [copies()[first], copies()[last]],
+                  lambda: [copies()[mid]] * 2, variant="twin", tol=tol),
         g.compare("duplicates", case, f"item {k} alone", case.dtype,
-                  lambda: [copies()[0], copies()[k + 1], copies()[-1]],
-                  lambda: one() * 3, variant="alone", tol=tol)]
+                  lambda: [copies()[i] for i in where], lambda: one() * 3, variant="alone",
+                  tol=tol)]
 
 
 def query_moves(g, case: CaseSpec, vocab: int) -> ParityCheck:
     """`degenerate`, variant `query`: every query token changed, the scores must move by
     more than `SAME` (an engine that ignores the query does not)."""
-    key, reqs = case.engine_key, g.requests(case.engine_key)
+    key, (reqs, tag) = case.engine_key, requests_for(g, case)
     same = SAME[_dtype(case.dtype)]
     against = "the same items after another query (every query token changed)"
     if len(g.spec.label_token_ids) == 1 and g.spec.apply_softmax:
@@ -126,8 +151,8 @@ def query_moves(g, case: CaseSpec, vocab: int) -> ParityCheck:
     other = [Request(query=tuple(_other(t, d, vocab) for t in r.query), items=r.items)
              for r in reqs]
     check = g.compare("degenerate", case, against, case.dtype,
-                      lambda: g.score(key, case.mode, case.params, other, "query"),
-                      lambda: g.score(key, case.mode, case.params), variant="query",
+                      lambda: g.score(key, case.mode, case.params, other, f"query{tag}"),
+                      lambda: g.score(key, case.mode, case.params, reqs, tag), variant="query",
                       tol=(same, None))
     if check.status == "error":
         return check
