@@ -28,7 +28,10 @@ CONFIG = """
       - {engine: jax, mode: packed, mask: segment}
       - {engine: jax, mode: prefill_extend, extend_batch_size: 4}
       - {engine: torch, mode: single}
-    parity: {checks: [order, duplicates, degenerate]}
+    # the reference case itself is left out of order and duplicates: a bfloat16 reference
+    # (which no check here scores) keeps torch single in them
+    parity: {reference: {engine: torch, mode: single, dtype: bfloat16},
+             checks: [order, duplicates, degenerate]}
 """
 SINGLE, PACKED = "jax/single/tp=1", "jax/packed/mask=segment/tp=1"
 EXTEND, TORCH = "jax/prefill_extend/extend_batch_size=4/tp=1", "torch/single/tp=1"
@@ -81,6 +84,7 @@ def clean(config, jax_tiny, torch_tiny):
     return checks_of(config, jax_tiny, torch_tiny)
 
 
+@pytest.mark.slow
 def test_every_check_passes_on_every_mode_bitwise_where_stated(clean):
     checks, record = clean
     assert record.passed, [c for c in checks.values() if not c.passing]
@@ -103,6 +107,7 @@ def test_every_check_passes_on_every_mode_bitwise_where_stated(clean):
         assert checks[("degenerate", "query", case)].max_log_diff > 0.1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault, check, variant", [
     ("item order", "order", None),
     ("repeated item", "duplicates", "twin"),
@@ -127,6 +132,7 @@ def test_each_fault_is_caught_by_its_check(path, jax_tiny, torch_tiny, fault, ch
         assert "the query is ignored" in checks[("degenerate", "query", EXTEND)].error
 
 
+@pytest.mark.slow
 def test_a_leak_between_items_fails_order_too(path, jax_tiny, torch_tiny):
     """A mask that lets packed items see each other (a real engine bug, no harness
     patching) fails `order` for packed: moving an item moves what it sees."""
@@ -201,3 +207,135 @@ def test_permutations_are_seeded_and_put_back_in_place():
     flat = [i for r in reqs for i in r.items]
     got = [i for r in again[0] for i in r.items]
     assert all(flat[o] == g for o, g in zip(again[1], got, strict=True))
+
+
+FAKE_CACHE = """
+    name: prefix
+    model: {path: "embedded:tiny", dtype: float32}
+    workload: {query_tokens: 16, num_items: 3, item_tokens: 2, label_token_ids: [10, 20],
+               apply_softmax: true, seed: 0}
+    runs: {timeout_s: 600}
+    cases:
+      - engine: http
+        launch:
+          name: fake
+          command: ["{python}", "-m", "mibench.harness.testing.fake_server", "{port}",
+                    "--warm-shift", "SHIFT"]
+          ready: {path: /get_server_info, timeout_s: 60}
+          stop: {grace_s: 2}
+        clients: 1
+        requests: 2
+        prefix_cache: {trials: 2, cache_off: {cache_off: true}}
+    parity: {checks: [prefix_cache, order, duplicates, degenerate]}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shift", [0.0, 0.05])
+def test_prefix_cache_catches_warm_answers_that_move_beside_its_control(tmp_path, shift):
+    """The fake server's "cache" moves a warm request's scores by `shift` in log (0: a
+    cache that changes nothing); its control, the same server launched with --cache-off,
+    moves nothing: the check fails 2 of 2 trials and says the cache is to blame."""
+    from mibench.harness.run.plan import plan_of
+    from mibench.harness.run.runner import run
+
+    path = write_config(tmp_path, FAKE_CACHE.replace("SHIFT", str(shift)))
+    record = run(plan_of(load_config(path), out=tmp_path / "out", progress=False))
+    (check,) = [c for c in record.parity.checks if c.check == "prefix_cache"]
+    assert check.control.server_args == {"cache_off": True}
+    assert check.control.fails == 0 and len(check.control.trials) == 2
+    assert len(check.trials) == 2 and all(t.startup_s for t in check.trials)
+    if shift == 0.0:
+        assert check.status == "passed" and check.fails == 0 and check.max_log_diff == 0.0
+    else:
+        assert check.status == "failed" and check.fails == 2
+        assert check.max_log_diff == pytest.approx(shift, rel=0.5)
+        assert "the control held: the cache's doing" in check.error
+        assert check.trials[0].when and "warm" in check.trials[0].when[0]
+    others = [c for c in record.parity.checks if c.check != "prefix_cache"]
+    assert {c.check for c in others} == {"order", "duplicates", "degenerate"}
+    assert all(c.passing for c in others), [c for c in others if not c.passing]
+
+
+HTTP_CASE = """
+    name: keys
+    model: {path: "embedded:tiny", dtype: float32}
+    workload: {query_tokens: 16, num_items: 3, item_tokens: 2, label_token_ids: [10, 20]}
+    cases:
+      - engine: http
+        launch: {command: ["{python}", "-m", "x", "{port}"]}
+        clients: 1
+EXTRA
+    parity: {checks: CHECKS}
+"""
+
+
+@pytest.mark.parametrize("extra, checks, key, words", [
+    ("", "[prefix_cache]", "parity.checks", "how to turn their cache off"),
+    ("        base_url: http://127.0.0.1:1\n        prefix_cache: {cache_off: {a: true}}",
+     "[prefix_cache]", "prefix_cache", "give launch too"),
+    ("        prefix_cache: {trials: 2}", "[prefix_cache]", "cache_off", "required key"),
+    ("        tolerance: -1", "[order]", "tolerance", "greater than or equal to 0"),
+])
+def test_the_new_keys_are_validated(tmp_path, extra, checks, key, words):
+    from mibench.harness.config.spec import ConfigError
+
+    text = HTTP_CASE.replace("EXTRA", extra).replace("CHECKS", checks)
+    if "base_url" in extra:
+        text = text.replace('        launch: {command: ["{python}", "-m", "x", "{port}"]}\n', "")
+    with pytest.raises(ConfigError) as e:
+        load_config(write_config(tmp_path, text))
+    assert key in str(e.value) and words in str(e.value), str(e.value)
+
+
+def test_tolerance_and_prefix_cache_leave_case_ids_alone(tmp_path):
+    plain = HTTP_CASE.replace("EXTRA\n", "").replace("CHECKS", "[order]")
+    keyed = HTTP_CASE.replace("EXTRA", "        tolerance: 0.001\n        prefix_cache: "
+                              "{cache_off: {disable_radix_cache: true}}").replace(
+        "CHECKS", "[order, prefix_cache]")
+    (a,) = expand(load_config(write_config(tmp_path, plain, "a.yaml")))
+    (b,) = expand(load_config(write_config(tmp_path, keyed, "b.yaml")))
+    assert a.case_id == b.case_id
+    assert b.http.tolerance == 1e-3 and b.http.prefix_trials == 3
+    assert b.http.cache_off == (("disable_radix_cache", True),)
+    assert parity.server_tolerance(b) == 1e-3 and parity.server_tolerance(a) == 1e-5
+
+
+class SameScores:
+    """A doctored engine: every item of a request gets the first item's scores (a mode
+    that scores nothing; flashinfer#3434's symptom)."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    def __getattr__(self, name):
+        return getattr(self.engine, name)
+
+    def score(self, query, items, labels, **kw):
+        import dataclasses
+
+        out = self.engine.score(query, items, labels, **kw)
+        return dataclasses.replace(out, scores=[list(out.scores[0]) for _ in out.scores])
+
+
+@pytest.mark.slow
+def test_a_degenerate_engine_fails_the_run_with_degenerate(tmp_path, jax_tiny):
+    """`mibench run` with the doctored engine in process: every case is measured (its
+    scores are valid probabilities), and `degenerate` fails it: exit 3 (a failed parity
+    check), the record naming the request. The nightly fails such a night like any parity
+    check (tests/test_nightly_rules.py)."""
+    from mibench.harness.run.plan import plan_of
+    from mibench.harness.run.runner import exit_code, run
+
+    text = CONFIG.replace("""      - {engine: jax, mode: prefill_extend, extend_batch_size: 4}
+      - {engine: torch, mode: single}
+""", "").replace("[order, duplicates, degenerate]", "[degenerate]")
+    config = load_config(write_config(tmp_path, text))
+    record = run(plan_of(config, out=tmp_path / "out", progress=False, workers=False,
+                         engine_factory=lambda name, model, dtype, tp: SameScores(jax_tiny)))
+    assert all(c.status == "ok" for c in record.cases)
+    scores = {c.case_id: c for c in record.parity.checks if c.variant == "scores"}
+    assert set(scores) == {SINGLE, PACKED}
+    assert all(c.status == "failed" and c.spread == 0.0 and "all score the same" in c.error
+               for c in scores.values())
+    assert not record.parity.passed and exit_code(record) == 3
