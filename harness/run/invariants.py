@@ -9,7 +9,8 @@
 - `duplicates`: item k (the middle one) of the first request, `x`, put in place of the
   first and the last item (the same item count, so a batching mode runs the programs it
   compiled for the request): each copy must score like its twin in the middle (`twin`) and
-  like the item scored alone (`alone`), with the same tolerance as `order`.
+  like the item scored by itself (`alone`: the engine's `single` mode, one forward with no
+  neighbours; a server: a request of the item alone), with the same tolerance as `order`.
 - `degenerate`: a case whose items with distinct tokens all score the same (the smallest
   spread of a request's log scores at or below `SAME`), or whose scores are NaN, infinite or
   out of range, fails (`scores`: the scores the case recorded, on its own workload); and,
@@ -128,13 +129,13 @@ def duplicates(g, case: CaseSpec) -> list[ParityCheck]:
     alone = [Request(query=r.query, items=(x,))]
     copies = lambda: g.score(key, case.mode, case.params, repeated,  # noqa: E731
                              f"duplicates{tag}")
-    one = lambda: g.score(key, case.mode, case.params, alone, f"alone{tag}")  # noqa: E731
+    one = lambda: g.score(key, "single", {}, alone, "alone")  # noqa: E731 - by itself
     first, mid, last = where
     return [
         g.compare("duplicates", case, f"item {k} repeated {how}: its twin in place",
                   case.dtype, lambda: [copies()[first], copies()[last]],
                   lambda: [copies()[mid]] * 2, variant="twin", tol=tol),
-        g.compare("duplicates", case, f"item {k} alone", case.dtype,
+        g.compare("duplicates", case, f"item {k} alone ({case.engine}/single)", case.dtype,
                   lambda: [copies()[i] for i in where], lambda: one() * 3, variant="alone",
                   tol=tol)]
 
