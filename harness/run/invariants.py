@@ -129,7 +129,7 @@ def duplicates(g, case: CaseSpec) -> list[ParityCheck]:
     alone = [Request(query=r.query, items=(x,))]
     copies = lambda: g.score(key, case.mode, case.params, repeated,  # noqa: E731
                              f"duplicates{tag}")
-    one = lambda: g.score(key, "single", {}, alone, "alone")  # noqa: E731 - by itself
+    one = lambda: g.score(key, "single", {}, alone, f"alone{tag}")  # noqa: E731 - by itself
     first, mid, last = where
     return [
         g.compare("duplicates", case, f"item {k} repeated {how}: its twin in place",
