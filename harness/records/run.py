@@ -201,6 +201,9 @@ class PrefixCacheControl(Record):
     fail_low: Measured = None
     fail_high: Measured = None
     max_log_diff: Measured = None
+    # the largest |d ln score| between the cache-on and the cache-off launch's first answers
+    # of each trial (recorded, not judged): what the cache changes before anything is warm
+    on_vs_off_max_log_diff: Measured = None
 
 
 class ParityCheck(Record):

@@ -80,18 +80,22 @@ def prefix_cache_check(g, case: CaseSpec) -> ParityCheck:
         return ParityCheck(check="prefix_cache", case_id=label, tolerance=tol, status="error",
                            against=against, error=f"{type(e).__name__}: {e}")
     off_key = pc.cache_off(case.engine_key, plan.cache_off)
-    on, off = [], []
+    on, off, apart = [], [], []
     for t in range(plan.prefix_trials):
+        got = {}
         for key, tag, trials in ((case.engine_key, "-cache-on", on),
                                  (off_key, "-cache-off", off)):
-            trials.append(_cache_trial(g, key, tag, reqs, tol, t))
+            record, got[tag] = _cache_trial(g, key, tag, reqs, tol, t)
+            trials.append(record)
+        if all(x is not None for x in got.values()):  # first answers, cache on against off
+            apart.append(pc.cold_apart(got["-cache-on"], got["-cache-off"]))
     return pc.judge(label, against, tol, on, off, dict(plan.cache_off),
-                    plan.prefix_max_fail_rate)
+                    plan.prefix_max_fail_rate, apart)
 
 
 def _cache_trial(g, key: EngineKey, tag: str, reqs, tol: float, t: int):
-    """Trial `t` of the prefix_cache check on a fresh launch of `key` (an error is the
-    trial's, not a crash)."""
+    """Trial `t` of the prefix_cache check on a fresh launch of `key`: its record and its
+    passes (None when it could not run: an error is the trial's, not a crash)."""
     from mibench.engines import load_engine
 
     from ..records import ConcurrencyTrial
@@ -100,6 +104,7 @@ def _cache_trial(g, key: EngineKey, tag: str, reqs, tol: float, t: int):
     try:
         with g.servers.fresh(key, f"{tag}{t + 1}") as (url, startup_s):
             engine = load_engine("http", **key.bound_to(url).load_kwargs())
-            return pc.trial_record(t, pc.run_trial(engine, g.spec, reqs), tol, startup_s)
+            trial = pc.run_trial(engine, g.spec, reqs)
+            return pc.trial_record(t, trial, tol, startup_s), trial
     except Exception as e:  # a server that did not start, or an answer that was not scores
-        return ConcurrencyTrial(trial=t, status="error", error=f"{type(e).__name__}: {e}")
+        return ConcurrencyTrial(trial=t, status="error", error=f"{type(e).__name__}: {e}"), None

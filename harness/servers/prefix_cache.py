@@ -70,10 +70,20 @@ def trial_record(t: int, trial: cc.Trial, tol: float,
         moved=[m.line() for m in found[:cc.SHOWN]])
 
 
+def cold_apart(on: cc.Trial, off: cc.Trial) -> float:
+    """The largest |d ln score| between the cache-on and the cache-off launch's first
+    answers of one trial: what the cache changes before anything is warm (the requests
+    that share a query find it cached already)."""
+    return cc.log_diff(on.alone, off.alone)
+
+
 def judge(label: str, against: str, tol: float, on: list[ConcurrencyTrial],
-          off: list[ConcurrencyTrial], args: dict, max_fail_rate: float) -> ParityCheck:
+          off: list[ConcurrencyTrial], args: dict, max_fail_rate: float,
+          apart: list[float] = ()) -> ParityCheck:
     """The check over its trials: the cache-on fail rate against `max_fail_rate`, the
-    control's beside it (a trial that could not run makes it an error)."""
+    control's beside it (a trial that could not run makes it an error); `apart`, each
+    trial's cold answers cache on against off (`cold_apart`), is recorded and said, not
+    judged."""
     check = cc.judge_trials(label, against, tol, on, max_fail_rate, check="prefix_cache",
                             requests=REQUESTS, moved_how="warm")
     check.trials = on
@@ -81,7 +91,8 @@ def judge(label: str, against: str, tol: float, on: list[ConcurrencyTrial],
     low, high = cc.fail_interval(fails, len(off))
     check.control = PrefixCacheControl(
         server_args=args, trials=off, fails=fails, fail_rate=fails / len(off), fail_low=low,
-        fail_high=high, max_log_diff=max((t.max_log_diff or 0.0 for t in off), default=0.0))
+        fail_high=high, max_log_diff=max((t.max_log_diff or 0.0 for t in off), default=0.0),
+        on_vs_off_max_log_diff=max(apart, default=None))
     errors = [t for t in off if t.status == "error"]
     if errors and check.status != "error":
         check.status = "error"
@@ -93,6 +104,10 @@ def judge(label: str, against: str, tol: float, on: list[ConcurrencyTrial],
                f"({fails / len(off):.0%}; 95% interval {low:.0%} to {high:.0%})")
     blame = ("cold and warm differ without the cache too: not the cache alone" if fails
              else "the control held: the cache's doing")
+    if apart:
+        control += (f"; first answers cache on against off: max |d ln| {max(apart):.3g}"
+                    + (" (beyond the tolerance: the cache changes scores before anything is "
+                       "warm)" if max(apart) > tol else ""))
     if check.status == "failed":
         check.error = f"{check.error}; {control}: {blame}"
     else:
