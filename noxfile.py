@@ -1,7 +1,7 @@
 """Developer sessions: `nox -s tests`, `nox -s fast`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
 `nox -s overhead`, `nox -s calibrate`, `nox -s verdicts`, `nox -s nightly`,
 `nox -s nightly_scenario`, `nox -s nightly_suite`, `nox -s compile`, `nox -s serve_smoke`,
-`nox -s sglang_jax`, `nox -s seeds_cpu`."""
+`nox -s sglang_jax`, `nox -s seeds_cpu`, `nox -s score_checks`."""
 
 import nox
 
@@ -105,6 +105,17 @@ def verdicts(session):
     _install(session)
     session.run("mibench", "job", "verdicts", "--out", "out/verdicts", *session.posargs,
                 env=ENV)
+
+
+@nox.session(python="3.11")
+def score_checks(session):
+    """The engine x mode x check table of parity's order, duplicates, degenerate and
+    prefix_cache checks, each with the fault it must catch (`mibench job score-checks`,
+    docs/parity.md): out/score-checks/score-checks.md. CI runs the tiny controls
+    (tests/test_score_invariants.py); this is the full table."""
+    _install(session)
+    session.run("mibench", "job", "score-checks", "--out", "out/score-checks",
+                *session.posargs, env=ENV)
 
 
 @nox.session(python="3.11")

@@ -7,6 +7,7 @@ calls the job's plain function (imported on call, so `mibench --help` stays ligh
     mibench job verdicts --out DIR [--part level|aa|slow|memory ...] [--pairs 10]
     mibench job http-overhead [--calls 40]
     mibench job invariance [--out DIR] [--no-serve]
+    mibench job score-checks [--out DIR] [--no-servers]
     mibench job nightly-scenario --out DIR [--seed-runs 5] [--rounds 5] [--threshold 10%]
                                  [--unseen-noise]
     mibench job nightly-suite --out DIR [--scenario first|last|partial|none|none-beside]
@@ -133,6 +134,22 @@ def invariance(out: Annotated[Path | None, typer.Option(help="Folder for invaria
     from ..jobs import invariance_serve
 
     result = job.main(out, model, invariance_serve.serve_rows if serve else None)
+    raise typer.Exit(0 if result["all_hold"] else 1)
+
+
+@job_app.command("score-checks")
+@guarded
+def score_checks(out: Annotated[Path | None, typer.Option(help="Folder for score-checks.json "
+                                                              "and score-checks.md.")] = None,
+                 servers: Annotated[bool, typer.Option(help="Also mibench serve in each mode "
+                                                            "and the fake server's prefix "
+                                                            "cache (launches them).")] = True):
+    """Parity's order, duplicates, degenerate and prefix_cache checks on every engine and
+    mode, each beside the fault it must catch (docs/parity.md; a few minutes on 2 cores).
+    Exit 1 when a check fails on a clean engine or misses its fault."""
+    from ..jobs import score_checks as job
+
+    result = job.main(out, servers)
     raise typer.Exit(0 if result["all_hold"] else 1)
 
 
