@@ -103,14 +103,19 @@ def _parity_measures(c: ParityCheck, logs: bool) -> list[str]:
     """The number cells: (the log difference,) differences and tolerance, or a speedup and
     its minimum."""
     value = getattr(c, "max_log_diff", None)  # 3 digits: 1.05e-06 against 1e-06 shows
-    log = ["-" if value is None else f"{value:.3g}"] if logs else []
+    spread = getattr(c, "spread", None)  # degenerate (scores): must exceed the tolerance
+    cell = f"{value:.3g}" if value is not None else f"spread {spread:.3g}" \
+        if spread is not None else "-"
+    log = [cell] if logs else []
     if c.check == "speedup":
         return log + [f"{fmt.times(c.speedup)} ({fmt.num(c.throughput_items_per_s)} vs "
                       f"{fmt.num(c.against_throughput_items_per_s)} items/s)", "-", "-",
                       f">= {fmt.times(c.tolerance)}"]
     abs_tol = getattr(c, "abs_tolerance", None)
+    beyond = "> " if getattr(c, "check", None) == "degenerate" else ""  # must move past it
     return log + [fmt.sci(c.max_abs_diff), fmt.sci(c.mean_abs_diff), fmt.sci(c.max_rel_diff),
-                  fmt.sci(c.tolerance) + (f", abs {fmt.sci(abs_tol)}" if abs_tol else "")]
+                  beyond + fmt.sci(c.tolerance) + (f", abs {fmt.sci(abs_tol)}" if abs_tol
+                                                   else "")]
 
 
 def parity_table(records: list[RunRecord], passed: bool | None = None) -> Table | None:
