@@ -145,7 +145,8 @@ def test_cpu_smoke_covers_every_mode_and_check():
     for needle in ("jax/single", "mask=dense", "mask=segment", "jax/chunked",
                    "jax/prefill_extend", "torch/single"):
         assert any(needle in i for i in got), needle
-    assert set(config.parity.checks) == {"isolation", "modes", "engines"}
+    assert set(config.parity.checks) == {"isolation", "modes", "engines", "order", "duplicates",
+                                         "degenerate"}
 
 
 def test_include_list_merges_in_order_and_locates_keys(tmp_path):
@@ -273,5 +274,6 @@ def test_v6e1_sglang_jax_launches_the_seeds_serving_flags():
     w = spec.workload
     assert (w.query_tokens, w.num_items, w.item_tokens) == (2000, 500, 20)
     assert spec.http.clients == 1 and spec.http.requests == 5
-    assert set(config.parity.checks) == {"engines", "concurrency"}
+    assert set(config.parity.checks) == {"engines", "concurrency", "order", "duplicates",
+                                         "degenerate"}
     assert config.parity.reference.engine == "torch"

@@ -36,6 +36,7 @@ from mibench.workloads import Request
 
 from ..config.matrix import CaseSpec
 from ..records import CaseRecord, ParityCheck
+from .tolerances import server_tolerance, tolerances
 
 PERMUTATIONS = 3  # seeded permutations of each request's items (`order`)
 PER_ITEM = 4  # items a mode of one forward per item is checked on
@@ -53,8 +54,6 @@ def tolerance_of(g, case: CaseSpec) -> tuple[float, float | None]:
     """(log tolerance, absolute tolerance or None) of `order` and `duplicates` for a case:
     0 (bitwise) where its mode's batch invariance is bitwise, a server's `tolerance`, else
     the modes tolerance of its dtype."""
-    from .parity import server_tolerance, tolerances
-
     if case.http is not None:
         return server_tolerance(case, g.spec.apply_softmax), None
     if MODES[case.engine][case.mode].batch_invariance == "bitwise":

@@ -60,25 +60,17 @@ import numpy as np
 from mibench.engines import MODES
 from mibench.workloads import Request, WorkloadSpec
 
-from ..config.keys import EngineKey, case_id, id_part
+from ..config.keys import EngineKey
 from ..config.matrix import CaseSpec
 from ..config.spec import Config
 from ..records import CaseRecord, ParityCheck, ParityRecord
+from . import invariants
+from .labels import engine_label
 from .pool import EnginePool, Scoring, make_call
+from .server_parity import concurrency_check, prefix_cache_check
+from .tolerances import ABS_TOL_SOFTMAX, TOL, server_tolerance, tolerances  # noqa: F401
 
 MAX_QUERY, MIN_ITEMS, MAX_ITEMS = 512, 4, 16
-# the largest |ln a - ln b| allowed, by check and dtype (isolation: the changed_length
-# variant; same_length is always 0, bitwise). Measured margins: docs/parity.md. float32
-# changed_length is 1e-5, not 1e-6: packed with the dense mask moves the other items'
-# log scores by up to 4.8e-6 when item k grows (a longer sequence, summed in another order)
-TOL = {"isolation": {"float32": 1e-5, "bfloat16": 1e-1},
-       "modes": {"float32": 1e-5, "bfloat16": 1e-1},
-       "engines": {"float32": 1e-4, "bfloat16": 1e-1},
-       "topologies": {"float32": 1e-5, "bfloat16": 1e-1},
-       "concurrency": {"float32": 1e-5, "bfloat16": 1e-1}}
-# the largest |a - b| allowed on top, in bfloat16 with apply_softmax true (probabilities
-# over the labels, near 0.5); float32's log bound already bounds |a - b| below it
-ABS_TOL_SOFTMAX = {"bfloat16": 2e-2}
 
 
 def parity_workload(config: Config) -> WorkloadSpec:
@@ -127,18 +119,6 @@ def diff(a: list, b: list, skip: int | None = None) -> Diff:
     return Diff(max_abs=float(d.max(initial=0.0)), mean_abs=float(d.mean()) if d.size else 0.0,
                 max_rel=float(rel.max(initial=0.0)), max_log=float(log.max(initial=0.0)),
                 nan=nan)
-
-
-def tolerances(check: str, dtype: str, apply_softmax: bool) -> tuple[float, float | None]:
-    """(log tolerance, absolute tolerance or None) of a check in `dtype`."""
-    return TOL[check][dtype], ABS_TOL_SOFTMAX.get(dtype) if apply_softmax else None
-
-
-def server_tolerance(case: CaseSpec, apply_softmax: bool = False) -> float:
-    """The log tolerance of a server's score checks: its case's `tolerance`, else the
-    modes tolerance of its dtype (float32 1e-5, bfloat16 1e-1)."""
-    given = case.http.tolerance if case.http is not None else None
-    return given if given is not None else tolerances("modes", case.dtype, apply_softmax)[0]
 
 
 def judge(check: str, case_id: str, against: str, d: Diff, tol: float,
@@ -247,8 +227,6 @@ def group_checks(g: GroupParity, cases: list[CaseSpec], checks: list[str],
                 f"{ref['engine']}/{ref['mode']}/{ref['dtype']}", _coarser(case.dtype, ref["dtype"]),
                 lambda c=case: g.score(c.engine_key, "single", {}),
                 lambda k=ref_key: g.score(k, ref["mode"], {})))
-    from .server_parity import concurrency_check, prefix_cache_check
-
     if "concurrency" in checks:
         out += [concurrency_check(g, case)
                 for case in _one_per_engine(c for c in cases if c.engine == "http")]
@@ -265,8 +243,6 @@ def invariant_checks(g: GroupParity, case: CaseSpec, checks: list[str]) -> list[
     reference case itself (the oracle: `parity.reference`'s engine, mode and dtype) is left
     out of order and duplicates, as isolation leaves out the reference engine (the job
     `score-checks` and the tests check it); degenerate runs on every case."""
-    from . import invariants
-
     ref = g.reference
     oracle = (case.engine, case.mode, case.dtype) == (ref["engine"], ref["mode"],
                                                       ref["dtype"]) and not case.params
@@ -298,8 +274,6 @@ def degenerate_records(g: GroupParity, cases: list[CaseSpec],
                        records: list[CaseRecord]) -> list[ParityCheck]:
     """`degenerate` (scores) of every case record of the group: its own scores on its own
     workload; a case that failed for invalid scores fails it too."""
-    from . import invariants
-
     specs = {c.case_id: c for c in cases}
     out = []
     for rec in records:
@@ -325,17 +299,6 @@ def _one_per_engine(cases) -> list[CaseSpec]:
         server = () if http is None else (http.base_url, http.launch)
         seen.setdefault((case.engine, case.model, case.dtype, case.tp, *server), case)
     return list(seen.values())
-
-
-def engine_label(case: CaseSpec) -> str:
-    """`ENGINE/single/tp=N` (a case id: keys.case_id), and for a launched server its name
-    and arguments before tp."""
-    parts = []
-    launch = case.http.launch if case.http is not None else None
-    if launch is not None:
-        parts += ([id_part("server", launch.name)] if launch.name else []) + [
-            id_part(k, v) for k, v in launch.args]
-    return case_id(case.engine_key, "single", parts)
 
 
 def _coarser(a: str, b: str) -> str:

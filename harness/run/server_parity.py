@@ -10,7 +10,8 @@ import contextlib
 from ..config.keys import EngineKey
 from ..config.matrix import CaseSpec
 from ..records import ParityCheck
-from .parity import engine_label, server_tolerance
+from .labels import engine_label
+from .tolerances import server_tolerance
 
 
 def concurrency_check(g, case: CaseSpec) -> ParityCheck:
