@@ -35,7 +35,7 @@ from .comparable import code_git, differences, label, measurement
 from .describe import items_of, median, process_runs
 from .load import BUSY_LEVEL, busy, share
 from .memory import own
-from .noise import aa_noise, floor_for
+from .noise import AAGroups, aa_noise
 from .steps import Step, judge_steps
 
 RUN_KINDS = ("mibench.run/1", "mibench.run/2", "mibench.run/3")
@@ -222,9 +222,10 @@ def build_history(records: list[RunRecord], case: list[str] | str | None = None,
     for time, r in ordered(records):
         configs.setdefault(str(r.config.get("name", "?")), []).append((time, r))
     platform = records[0].provenance.devices.platform if records else None
+    groups = AAGroups(records)  # read once: every step's floor leaves out its own pair
 
     def floor_of(leave_out: frozenset[str]):
-        return floor_for(records, where, leave_out, platform)
+        return groups.floor_or_default(where, leave_out, platform)
 
     series, known = [], []
     for name, timeline in configs.items():

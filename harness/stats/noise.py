@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from mibench.errors import MibenchError
 
@@ -37,37 +37,84 @@ def aa_noise(records: list[RunRecord], where: str, leave_out: frozenset[str] = f
     """The floor learnt from the A/A runs among `records` (see the module docstring),
     leaving out the artifacts whose run id is in `leave_out`; a MibenchError naming
     `--noise-from WHERE` when no A/A group is left."""
-    from scipy.stats import chi2
+    return AAGroups(records, busy_level).floor(where, leave_out)
 
-    groups: dict[tuple, list[float]] = defaultdict(list)
-    left = {"judged": 0, "busy": 0}
-    for r in records:
-        if r.run_id in leave_out:
-            left["judged"] += 1
-            continue
-        commit = code_git(r).commit
-        if not commit:
-            continue
-        for c in r.cases:
-            if c.status != "ok" or not c.timed_s or not all(t > 0 for t in c.timed_s):
+
+class AAGroups:
+    """The A/A groups of `records`, read once: `floor(where, leave_out)` is `aa_noise`'s
+    answer without reading the records again. Each group keeps its values and its sum of
+    squared deviations; leaving out a pair recomputes only the groups that hold it, then
+    adds one sum per group in the order `aa_noise` always added them (the order the groups
+    first appear in), so the floor is the same to the last bit."""
+
+    def __init__(self, records: list[RunRecord], busy_level: float = BUSY_LEVEL):
+        # group -> [(its place among all values, run id, log of the case's median run time)]
+        self.groups: dict[tuple, list[tuple[int, str, float]]] = defaultdict(list)
+        self.keys: dict[str, set[tuple]] = defaultdict(set)  # run id -> its groups
+        self.artifacts = Counter(r.run_id for r in records)
+        self.busy: Counter = Counter()  # run id -> its case runs on a busy machine
+        place = 0
+        for r in records:
+            commit = code_git(r).commit
+            if not commit:
                 continue
-            if busy(c.load, busy_level):
-                left["busy"] += 1
-                continue
-            key = (commit, c.case_id, measurement_id(r, c))
-            groups[key].append(math.log(statistics.median(c.timed_s)))
-    used = [g for g in groups.values() if len(g) > 1]
-    df = sum(len(g) - 1 for g in used)
-    if not df:
-        raise MibenchError("holds no A/A runs: two or more artifacts of one commit measuring "
-                           f"the same case on a machine that was not busy{_left(left)}",
-                           field=f"--noise-from {where}")
-    ss = sum(sum((x - statistics.fmean(g)) ** 2 for x in g) for g in used)
-    sd = math.sqrt(ss / chi2.ppf(1 - AA_CONFIDENCE, df))
-    runs = sum(len(g) for g in used)
-    return NoiseFloor(math.expm1(sd), f"learnt from A/A runs in {where}: {runs} case runs in "
-                                      f"{len(used)} groups, {df} degrees of freedom, "
-                                      f"{AA_CONFIDENCE:.0%} upper limit{_left(left)}")
+            for c in r.cases:
+                if c.status != "ok" or not c.timed_s or not all(t > 0 for t in c.timed_s):
+                    continue
+                if busy(c.load, busy_level):
+                    self.busy[r.run_id] += 1
+                    continue
+                key = (commit, c.case_id, measurement_id(r, c))
+                self.groups[key].append((place, r.run_id,
+                                         math.log(statistics.median(c.timed_s))))
+                self.keys[r.run_id].add(key)
+                place += 1
+        # (first place, key, sum of squares, size) of every group of two or more
+        self.used = [_term(k, g) for k, g in self.groups.items() if len(g) > 1]
+
+    def floor(self, where: str, leave_out: frozenset[str] = frozenset()) -> NoiseFloor:
+        """`aa_noise(records, where, leave_out)` (a MibenchError when no A/A group is
+        left)."""
+        from scipy.stats import chi2
+
+        hit = set().union(*(self.keys.get(run, ()) for run in leave_out))
+        used = [u for u in self.used if u[1] not in hit]
+        for k in hit:
+            kept = [v for v in self.groups[k] if v[1] not in leave_out]
+            if len(kept) > 1:
+                used.append(_term(k, kept))
+        used.sort(key=lambda u: u[0])  # the order the groups first appear in
+        left = {"judged": sum(self.artifacts[run] for run in leave_out),
+                "busy": sum(self.busy.values()) - sum(self.busy[run] for run in leave_out)}
+        df = sum(n - 1 for *_, n in used)
+        if not df:
+            raise MibenchError("holds no A/A runs: two or more artifacts of one commit "
+                               "measuring the same case on a machine that was not "
+                               f"busy{_left(left)}", field=f"--noise-from {where}")
+        ss = sum(s for _, _, s, _ in used)
+        sd = math.sqrt(ss / chi2.ppf(1 - AA_CONFIDENCE, df))
+        runs = sum(n for *_, n in used)
+        return NoiseFloor(math.expm1(sd), f"learnt from A/A runs in {where}: {runs} case runs "
+                                          f"in {len(used)} groups, {df} degrees of freedom, "
+                                          f"{AA_CONFIDENCE:.0%} upper limit{_left(left)}")
+
+    def floor_or_default(self, where: str, leave_out: frozenset[str],
+                         platform: str | None) -> NoiseFloor:
+        """`floor_for(records, ...)`: the learnt floor, else the platform's default."""
+        try:
+            return self.floor(where, leave_out)
+        except MibenchError:
+            fallback = default_floor(platform)
+            return NoiseFloor(fallback.value, f"{fallback.source} (no A/A runs in {where} to "
+                                              "learn it from)")
+
+
+def _term(key: tuple, values: list[tuple[int, str, float]]) -> tuple[int, tuple, float, int]:
+    """A group's (first place, key, sum of squared deviations from its mean, size), the
+    sum taken as `aa_noise` always took it."""
+    logs = [x for *_, x in values]
+    mean = statistics.fmean(logs)
+    return values[0][0], key, sum((x - mean) ** 2 for x in logs), len(logs)
 
 
 def _left(left: dict[str, int]) -> str:
@@ -81,9 +128,4 @@ def floor_for(records: list[RunRecord], where: str, leave_out: frozenset[str],
               platform: str | None) -> NoiseFloor:
     """The learnt floor where the records hold A/A runs, else the platform's default (its
     source saying that none were found)."""
-    try:
-        return aa_noise(records, where, leave_out)
-    except MibenchError:
-        fallback = default_floor(platform)
-        return NoiseFloor(fallback.value, f"{fallback.source} (no A/A runs in {where} to "
-                                          "learn it from)")
+    return AAGroups(records).floor_or_default(where, leave_out, platform)
