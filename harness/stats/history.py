@@ -15,8 +15,9 @@ Artifacts of other kinds in the folder (`ab`, `compile`, ...) are skipped, one l
 commit (harness.stats.noise: leaving out the step's two artifacts and runs on a busy
 machine), else the platform's default; `History.noise` says which.
 
-Commit time comes from `git show` in the recorded checkout (or the current one) when the
-commit is known there; otherwise the artifact's `started_at` stands in for it.
+Commit time comes from git in the recorded checkout (or the current one) when the commit
+is known there; otherwise the artifact's `started_at` stands in for it
+(harness.stats.commits).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from pathlib import Path
 from mibench.errors import MibenchError
 
 from ..records import CaseRecord, RunRecord, read_artifact
-from ..util import git_output
 from .changepoint import DEFAULT, METHOD, Params
+from .commits import commit_depth, commit_time, ordered
 from .comparable import code_git, differences, label, measurement
 from .describe import items_of, median, process_runs
 from .load import BUSY_LEVEL, busy, share
@@ -40,7 +41,8 @@ from .steps import Step, judge_steps
 
 RUN_KINDS = ("mibench.run/1", "mibench.run/2", "mibench.run/3")
 
-__all__ = ["Folder", "History", "Point", "Series", "aa_noise", "build_history", "load_dir"]
+__all__ = ["Folder", "History", "Point", "Series", "aa_noise", "build_history", "commit_depth",
+           "commit_time", "load_dir", "ordered"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,54 +162,6 @@ def _schema(path: Path):
     except (OSError, ValueError, RecursionError):
         return None  # the reader says what is wrong with it
     return data.get("schema") if isinstance(data, dict) else None
-
-
-def commit_time(record: RunRecord) -> str | None:
-    """ISO commit time from git, trying the recorded checkout then the current folder."""
-    git = code_git(record)
-    return _git(git.path, "show", "-s", "--format=%cI", git.commit) if git.commit else None
-
-
-def commit_depth(record: RunRecord) -> int:
-    """How many commits lead to the recorded one (-1 where unknown): orders commits made
-    within the same second, which their times cannot."""
-    git = code_git(record)
-    depth = _git(git.path, "rev-list", "--count", git.commit) if git.commit else None
-    return int(depth) if depth and depth.isdigit() else -1
-
-
-def _git(path: str, *args: str) -> str | None:
-    """Non-empty output of a git command in the recorded checkout, else in the current
-    folder."""
-    outputs = (git_output(where, *args) for where in dict.fromkeys([path, "."]))
-    return next((out for out in outputs if out), None)
-
-
-def ordered(records: list[RunRecord]) -> list[tuple[str, RunRecord]]:
-    """(time, record) by commit time (started_at where unknown), then by commit depth,
-    then by start."""
-    known: dict[tuple, tuple[str | None, int]] = {}  # git asked once per commit, this call
-
-    def commit(r: RunRecord) -> tuple[str | None, int]:
-        where = (code_git(r).path, code_git(r).commit)
-        if where not in known:
-            known[where] = (commit_time(r), commit_depth(r))
-        return known[where]
-
-    timed = [(commit(r)[0] or r.started_at, r) for r in records]
-    return sorted(timed, key=lambda tr: (_sortable(tr[0]), commit(tr[1])[1],
-                                         _sortable(tr[1].started_at)))
-
-
-def _sortable(iso: str) -> str:
-    """ISO times with offsets compare as UTC strings (`Z` and `+00:00` alike)."""
-    import datetime as dt
-
-    try:
-        return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone(
-            dt.UTC).isoformat()
-    except ValueError:
-        return iso
 
 
 def build_history(records: list[RunRecord], case: list[str] | str | None = None,
