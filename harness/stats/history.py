@@ -8,8 +8,9 @@ larger).
 model, dtype, topology, hardware: harness.stats.comparable): runs of one case id that are
 not the same measurement are separate series, labelled by the fields that differ. Within a
 config, an artifact without the case is a gap in its series (`missing`), never a zero.
-Artifacts of other kinds in the folder (`ab`, `compile`, ...) are skipped, one line each
-(`Folder.skipped`).
+Artifacts of other kinds in the folder (`ab`, `compile`, ...) and a second artifact of one
+run (harness.stats.duplicates: one run is one point) are skipped, one line each
+(`Folder.skipped`, `History.skipped`).
 
 **Noise.** The floor of the step test is learnt from the folder's repeated runs of one
 commit (harness.stats.noise: leaving out the step's two artifacts and runs on a busy
@@ -34,6 +35,7 @@ from .changepoint import DEFAULT, METHOD, Params
 from .commits import commit_depth, commit_time, ordered
 from .comparable import code_git, differences, label, measurement
 from .describe import items_of, median, process_runs
+from .duplicates import unique_runs
 from .load import BUSY_LEVEL, busy, share
 from .memory import own
 from .noise import AAGroups, aa_noise
@@ -134,26 +136,29 @@ class Folder:
 
 
 def load_dir(folder: str | Path, load=read_artifact) -> Folder:
-    """Every `*.json` run artifact under `folder` (recursively), read with `load`; a mibench
-    artifact of another kind (`ab`, `compile`, a command's JSON output) is skipped with a
-    line; any other file is an error naming it."""
+    """Every `*.json` run artifact under `folder` (recursively), read with `load`, each run
+    once (harness.stats.duplicates); a mibench artifact of another kind (`ab`, `compile`, a
+    command's JSON output) and a second artifact of a run are skipped with a line; any
+    other file is an error naming it."""
     folder = Path(folder)
     if not folder.is_dir():
         raise MibenchError("not a folder of artifacts", field=str(folder))
     files = sorted(f for f in folder.rglob("*.json") if f.is_file())
     if not files:
         raise MibenchError("no *.json artifacts in this folder", field=str(folder))
-    records, skipped = [], []
+    records, names, skipped = [], [], []
     for f in files:
         kind = _schema(f)
         if isinstance(kind, str) and kind.startswith("mibench.") and kind not in RUN_KINDS:
             skipped.append(f"skipped {f}: a {kind} file, not a run artifact")
         else:
             records.append(load(f))
+            names.append(f)
+    records, again = unique_runs(records, names)
     if not records:
         raise MibenchError(f"holds no run artifacts ({len(skipped)} of other kinds skipped)",
                            field=str(folder))
-    return Folder(records, skipped)
+    return Folder(records, skipped + again)
 
 
 def _schema(path: Path):
@@ -172,6 +177,7 @@ def build_history(records: list[RunRecord], case: list[str] | str | None = None,
     different series even when their ids agree; so are cases of one id that are not the
     same measurement."""
     globs = [case] if isinstance(case, str) else list(case or [])
+    records, again = unique_runs(records)
     configs: dict[str, list[tuple[str, RunRecord]]] = {}
     for time, r in ordered(records):
         configs.setdefault(str(r.config.get("name", "?")), []).append((time, r))
@@ -197,7 +203,7 @@ def build_history(records: list[RunRecord], case: list[str] | str | None = None,
                                f"{shown})", field="--case")
     return History(series=series, artifacts=len(records), params=params,
                    configs=list(configs), noise=floor_of(frozenset()).source,
-                   skipped=list(skipped or []))
+                   skipped=list(skipped or []) + again)
 
 
 def _identities(case_id: str, timeline: list[tuple[str, RunRecord]]) -> list[dict]:

@@ -13,7 +13,9 @@ wide floor and many a tight one.
 Left out, and said so in `NoiseFloor.source`: the artifacts being judged (`leave_out`: the
 pair a comparison or a step is about, so its own difference never widens the floor that
 judges it), and case runs measured on a busy machine (harness.stats.load: other processes
-held more than the busy level of the CPU), whose spread is the neighbours', not the code's.
+held more than the busy level of the CPU), whose spread is the neighbours', not the code's;
+and a second artifact of one run (harness.stats.duplicates: a run and its copy would be an
+A/A pair of no spread).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from mibench.errors import MibenchError
 
 from ..records import RunRecord
 from .comparable import code_git, measurement_id
+from .duplicates import unique_runs
 from .load import BUSY_LEVEL, busy
 from .significance import NoiseFloor, default_floor
 
@@ -51,9 +54,10 @@ class AAGroups:
         # group -> [(its place among all values, run id, log of the case's median run time)]
         self.groups: dict[tuple, list[tuple[int, str, float]]] = defaultdict(list)
         self.keys: dict[str, set[tuple]] = defaultdict(set)  # run id -> its groups
-        self.artifacts = Counter(r.run_id for r in records)
+        self.artifacts = {r.run_id for r in records}
         self.busy: Counter = Counter()  # run id -> its case runs on a busy machine
         place = 0
+        records, self.again = unique_runs(records)  # one run is one point
         for r in records:
             commit = code_git(r).commit
             if not commit:
@@ -84,7 +88,7 @@ class AAGroups:
             if len(kept) > 1:
                 used.append(_term(k, kept))
         used.sort(key=lambda u: u[0])  # the order the groups first appear in
-        left = {"judged": sum(self.artifacts[run] for run in leave_out),
+        left = {"judged": len(self.artifacts.intersection(leave_out)), "again": len(self.again),
                 "busy": sum(self.busy.values()) - sum(self.busy[run] for run in leave_out)}
         df = sum(n - 1 for *_, n in used)
         if not df:
@@ -118,9 +122,11 @@ def _term(key: tuple, values: list[tuple[int, str, float]]) -> tuple[int, tuple,
 
 
 def _left(left: dict[str, int]) -> str:
-    """`; left out: the 2 artifacts judged, 3 case runs on a busy machine`."""
+    """`; left out: the 2 artifacts judged, 3 case runs on a busy machine, 1 second
+    artifact of a run`."""
     parts = ([f"the {left['judged']} artifact(s) judged"] if left["judged"] else []) + (
-        [f"{left['busy']} case run(s) on a busy machine"] if left["busy"] else [])
+        [f"{left['busy']} case run(s) on a busy machine"] if left["busy"] else []) + (
+        [f"{left['again']} second artifact(s) of a run"] if left.get("again") else [])
     return f"; left out: {', '.join(parts)}" if parts else ""
 
 
