@@ -8,9 +8,10 @@ larger).
 model, dtype, topology, hardware: harness.stats.comparable): runs of one case id that are
 not the same measurement are separate series, labelled by the fields that differ. Within a
 config, an artifact without the case is a gap in its series (`missing`), never a zero.
-Artifacts of other kinds in the folder (`ab`, `compile`, ...) and a second artifact of one
-run (harness.stats.duplicates: one run is one point) are skipped, one line each
-(`Folder.skipped`, `History.skipped`).
+Artifacts of other kinds in the folder (`ab`, `compile`, ...), files that are no mibench
+artifact and a second artifact of one run (harness.stats.duplicates: one run is one point)
+are skipped, one line each (`Folder.skipped`, `History.skipped`); a damaged mibench
+artifact is an error naming it.
 
 **Noise.** The floor of the step test is learnt from the folder's repeated runs of one
 commit (harness.stats.noise: leaving out the step's two artifacts and runs on a busy
@@ -26,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import json
+import re
 from pathlib import Path
 
 from mibench.errors import MibenchError
@@ -137,9 +139,11 @@ class Folder:
 
 def load_dir(folder: str | Path, load=read_artifact) -> Folder:
     """Every `*.json` run artifact under `folder` (recursively), read with `load`, each run
-    once (harness.stats.duplicates); a mibench artifact of another kind (`ab`, `compile`, a
-    command's JSON output) and a second artifact of a run are skipped with a line; any
-    other file is an error naming it."""
+    once (harness.stats.duplicates); a line for each file skipped: a mibench artifact of
+    another kind (`ab`, `compile`, a command's JSON output), a file that is no mibench
+    artifact (no mibench `schema`), a duplicate run. A file that claims a mibench run
+    schema and cannot be read (or a broken file that claims any mibench schema) is an
+    error naming it."""
     folder = Path(folder)
     if not folder.is_dir():
         raise MibenchError("not a folder of artifacts", field=str(folder))
@@ -149,11 +153,13 @@ def load_dir(folder: str | Path, load=read_artifact) -> Folder:
     records, names, skipped = [], [], []
     for f in files:
         kind = _schema(f)
-        if isinstance(kind, str) and kind.startswith("mibench.") and kind not in RUN_KINDS:
-            skipped.append(f"skipped {f}: a {kind} file, not a run artifact")
-        else:
-            records.append(load(f))
+        if kind is None:
+            skipped.append(f"skipped {f}: not a mibench artifact (no mibench schema)")
+        elif kind in RUN_KINDS or kind is DAMAGED:
+            records.append(load(f))  # a damaged one: the reader's error, naming the file
             names.append(f)
+        else:
+            skipped.append(f"skipped {f}: a {kind} file, not a run artifact")
     records, again = unique_runs(records, names)
     if not records:
         raise MibenchError(f"holds no run artifacts ({len(skipped)} of other kinds skipped)",
@@ -161,12 +167,23 @@ def load_dir(folder: str | Path, load=read_artifact) -> Folder:
     return Folder(records, skipped + again)
 
 
+DAMAGED = object()  # a file that claims a mibench schema but is no JSON object to read
+_CLAIM = re.compile(rb'"schema"\s*:\s*"mibench\.')
+
+
 def _schema(path: Path):
+    """The file's mibench schema (`mibench.run/3`, ...), None when it claims none (not a
+    mibench artifact), DAMAGED when it cannot be read or parsed but may be one."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError):
-        return None  # the reader says what is wrong with it
-    return data.get("schema") if isinstance(data, dict) else None
+        raw = path.read_bytes()
+    except OSError:
+        return DAMAGED
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return DAMAGED if _CLAIM.search(raw) else None
+    kind = data.get("schema") if isinstance(data, dict) else None
+    return kind if isinstance(kind, str) and kind.startswith("mibench.") else None
 
 
 def build_history(records: list[RunRecord], case: list[str] | str | None = None,
