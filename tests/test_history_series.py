@@ -182,3 +182,31 @@ def test_the_noise_floor_is_learnt_without_the_pair_and_says_so(tmp_path):
     (step,) = s.steps
     assert step.verdict == "regression" and "learnt from A/A runs" in step.reason
     assert "left out: the 2 artifact(s) judged" in step.reason  # 4th and 5th: the step's
+
+
+def test_a_floor_without_a_pair_is_the_floor_learnt_without_those_two_runs(tmp_path):
+    """The A/A groups are read once per build (noise.AAGroups): leaving out any pair gives,
+    to the last bit, the floor learnt afresh from the other records (runs of three
+    commits interleaved, so that leaving out a group's first run moves it in the sum; one
+    run on a busy machine)."""
+    import itertools
+
+    from mibench.harness.stats.noise import AAGroups, aa_noise
+
+    for i in range(9):
+        rec = make.build("demo.yaml", "abc"[i % 3] * 4, i, make.demo_time,
+                         f"2026-03-{i + 1:02d}T03:00:00Z")
+        rec = make.scaled(rec, CASE, 1 + 0.013 * ((i * 7) % 5))
+        if i == 4:
+            for c in rec.cases:
+                c.load = CaseLoad(window_s=2.0, cpus=2, other_share=0.7, other_cpu_s=2.8,
+                                  own_cpu_s=1.0, source="/proc")
+        write_artifact(rec, tmp_path / f"{i}.json")
+    records = load_dir(tmp_path).records
+    groups = AAGroups(records)
+    for pair in map(frozenset, itertools.combinations([r.run_id for r in records], 2)):
+        fresh = aa_noise([r for r in records if r.run_id not in pair], "here")
+        floor = groups.floor("here", pair)
+        assert floor.value == fresh.value  # exactly
+        assert floor.source.split("; left out")[0] == fresh.source.split("; left out")[0]
+        assert "left out: the 2 artifact(s) judged" in floor.source

@@ -21,6 +21,7 @@ A/A pair of no spread).
 from __future__ import annotations
 
 import math
+import operator
 import statistics
 from collections import Counter, defaultdict
 
@@ -73,8 +74,9 @@ class AAGroups:
                                          math.log(statistics.median(c.timed_s))))
                 self.keys[r.run_id].add(key)
                 place += 1
-        # (first place, key, sum of squares, size) of every group of two or more
+        # every group of two or more: (first place, sum of squares, size, key), by place
         self.used = [_term(k, g) for k, g in self.groups.items() if len(g) > 1]
+        self.df = sum(n - 1 for _, _, n, _ in self.used)
 
     def floor(self, where: str, leave_out: frozenset[str] = frozenset()) -> NoiseFloor:
         """`aa_noise(records, where, leave_out)` (a MibenchError when no A/A group is
@@ -82,22 +84,25 @@ class AAGroups:
         from scipy.stats import chi2
 
         hit = set().union(*(self.keys.get(run, ()) for run in leave_out))
-        used = [u for u in self.used if u[1] not in hit]
-        for k in hit:
-            kept = [v for v in self.groups[k] if v[1] not in leave_out]
-            if len(kept) > 1:
-                used.append(_term(k, kept))
-        used.sort(key=lambda u: u[0])  # the order the groups first appear in
+        used, df = self.used, self.df
+        if hit:
+            used = [u for u in self.used if u[3] not in hit]
+            df -= sum(len(self.groups[k]) - 1 for k in hit if len(self.groups[k]) > 1)
+            for k in hit:
+                kept = [v for v in self.groups[k] if v[1] not in leave_out]
+                if len(kept) > 1:
+                    used.append(_term(k, kept))
+                    df += len(kept) - 1
+            used.sort(key=_first)  # the order the groups first appear in
         left = {"judged": len(self.artifacts.intersection(leave_out)), "again": len(self.again),
                 "busy": sum(self.busy.values()) - sum(self.busy[run] for run in leave_out)}
-        df = sum(n - 1 for *_, n in used)
         if not df:
             raise MibenchError("holds no A/A runs: two or more artifacts of one commit "
                                "measuring the same case on a machine that was not "
                                f"busy{_left(left)}", field=f"--noise-from {where}")
-        ss = sum(s for _, _, s, _ in used)
+        ss = sum([s for _, s, _, _ in used])
         sd = math.sqrt(ss / chi2.ppf(1 - AA_CONFIDENCE, df))
-        runs = sum(n for *_, n in used)
+        runs = df + len(used)
         return NoiseFloor(math.expm1(sd), f"learnt from A/A runs in {where}: {runs} case runs "
                                           f"in {len(used)} groups, {df} degrees of freedom, "
                                           f"{AA_CONFIDENCE:.0%} upper limit{_left(left)}")
@@ -113,12 +118,15 @@ class AAGroups:
                                               "learn it from)")
 
 
-def _term(key: tuple, values: list[tuple[int, str, float]]) -> tuple[int, tuple, float, int]:
-    """A group's (first place, key, sum of squared deviations from its mean, size), the
-    sum taken as `aa_noise` always took it."""
+def _term(key: tuple, values: list[tuple[int, str, float]]) -> tuple[int, float, int, tuple]:
+    """A group's (first place, sum of squared deviations from its mean, size, key), the sum
+    taken as `aa_noise` always took it."""
     logs = [x for *_, x in values]
     mean = statistics.fmean(logs)
-    return values[0][0], key, sum((x - mean) ** 2 for x in logs), len(logs)
+    return values[0][0], sum((x - mean) ** 2 for x in logs), len(logs), key
+
+
+_first = operator.itemgetter(0)
 
 
 def _left(left: dict[str, int]) -> str:
