@@ -63,7 +63,7 @@ def commit_times(wanted: set[Where]) -> dict[Where, str]:
 
 def _times(where: str, commits: list[str]) -> dict[str, str]:
     """commit -> `%cI` of the commits `git -C where` knows."""
-    names = [c for c in commits if c.strip() and not any(ch.isspace() for ch in c)]
+    names = [c for c in commits if c.split() == [c]]  # one name a line, none empty
     if not names:
         return {}
     check = git_output(where, "cat-file", "--batch-check", stdin="\n".join(names) + "\n")
