@@ -11,12 +11,21 @@ noise per timed run, now and then a case steps to 2x or back (change points), an
 case run in 100 takes 2x once (suspected steps, there and back).
 Then `mibench history FOLDER` (Markdown to stdout, no plots) is timed as a whole process,
 and the ratio of the largest size's time to the one before it printed with the CPU's name.
+
+`--nights N`: what a night of `mibench nightly` costs beyond its run, on a history folder
+of N nights against a fresh one (seeded, then a night or two): the loop of
+harness/nightly/loop.py with tests/nightly_fakes.py's made-up runs (a run costs nothing),
+and the real report and history of the night (`RealSteps.reports`, plots included). The
+N-night folder is seeded by the loop, then its runs are written as nights that passed
+would write them (a run of a new commit each, a night in the index); three nights are
+timed on each folder, the median quoted.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -126,17 +135,66 @@ def time_history(runs: Path) -> float:
     return took
 
 
+def night_costs(root: Path, nights: int, timed: int = 3) -> tuple[list[float], list[float]]:
+    """Seconds of `timed` nights beyond their run on a fresh folder and on one of `nights`
+    nights (module docstring)."""
+    sys.path.insert(0, str(HERE))
+    from nightly_fakes import FakeSteps
+
+    from mibench.harness.nightly.index import Folder, load_index, save_index
+    from mibench.harness.nightly.loop import NightlyOptions, nightly
+    from mibench.harness.nightly.steps import RealSteps
+    from mibench.harness.records.nightly import Night
+
+    class Steps(FakeSteps):  # made-up runs; the night's real report and history
+        def reports(self, new, baseline, runs, night):
+            real = RealSteps(config=self.config, config_path=str(self.config_path),
+                             repo=Path("."), cache=root / "cache")
+            return real.reports(new, baseline, runs, night)
+
+    def night(steps: Steps, history: Path, at: int) -> float:
+        steps.head_i = at
+        t0 = time.perf_counter()
+        result = nightly(NightlyOptions(history=history, config="nightly-fake"), steps,
+                         note=lambda line: None)
+        return time.perf_counter() - t0 - result.summary.seconds.get("run", 0.0)
+
+    costs = []
+    for n in (6, nights):
+        (root / f"nights{n}").mkdir(parents=True)
+        steps = Steps(root / f"nights{n}", n=n + timed + 1)
+        history = root / f"nights{n}" / "history"
+        night(steps, history, 0)  # seeds: SEED_RUNS runs
+        folder = Folder(history)
+        index = load_index(folder, "nightly-fake", "engines")
+        for i in range(1, n - 5):  # the nights between, as passing nights leave them
+            steps.head_i = i
+            record = steps.record(next(steps.counter))
+            write_artifact(record, folder.runs / f"{record.run_id}.json")
+            index.nights.append(Night(at=record.started_at, commit=record.provenance
+                                      .engine_repo.commit, runs=[record.run_id],
+                                      verdict="pass", exit_code=0, promoted=False))
+        save_index(folder, index)
+        costs.append([night(steps, history, n - 5 + k) for k in range(timed)])
+    return costs[0], costs[1]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sizes", nargs="*", type=int, default=[50, 200, 2000])
+    parser.add_argument("sizes", nargs="*", type=int,
+                        help="artifacts of each folder timed (default: 50 200 2000, none "
+                             "with --nights)")
     parser.add_argument("--out", type=Path, help="keep the folders here")
     parser.add_argument("--only-write", action="store_true", help="write, do not time")
+    parser.add_argument("--nights", type=int, help="also time a night on a folder of this "
+                                                   "many nights against a fresh one")
     args = parser.parse_args(argv)
+    sizes = args.sizes or ([] if args.nights else [50, 200, 2000])
     with tempfile.TemporaryDirectory() as tmp:
         root = args.out or Path(tmp)
         print(f"`mibench history` wall times on {cpu_name()}")
         times = {}
-        for n in args.sizes:
+        for n in sizes:
             runs = write_folder(root / f"n{n}", n)
             if args.only_write:
                 print(f"{n:>6} artifacts: {runs}")
@@ -146,6 +204,12 @@ def main(argv: list[str] | None = None) -> None:
         if len(times) >= 2:
             (a, ta), (b, tb) = list(times.items())[-2:]
             print(f"t({b}) / t({a}) = {tb / ta:.1f} (linear: {b / a:g})")
+        if args.nights:
+            fresh, full = night_costs(root, args.nights)
+            a, b = statistics.median(fresh), statistics.median(full)
+            print(f"a night beyond its run: {a:.2f} s on a fresh folder "
+                  f"({', '.join(f'{x:.2f}' for x in fresh)}), {b:.2f} s on {args.nights} "
+                  f"nights ({', '.join(f'{x:.2f}' for x in full)}): {b / a - 1:+.0%}")
 
 
 if __name__ == "__main__":
