@@ -1,7 +1,7 @@
 """Developer sessions: `nox -s tests`, `nox -s fast`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
 `nox -s overhead`, `nox -s calibrate`, `nox -s verdicts`, `nox -s nightly`,
 `nox -s nightly_scenario`, `nox -s nightly_suite`, `nox -s compile`, `nox -s serve_smoke`,
-`nox -s sglang_jax`, `nox -s seeds_cpu`."""
+`nox -s sglang_jax`, `nox -s seeds_cpu`, `nox -s history_scale`."""
 
 import nox
 
@@ -261,3 +261,15 @@ def seeds_cpu(session):
         new = max(set(out.glob("*.json")) - before, key=lambda p: p.stat().st_mtime)
         session.run("mibench", "report", str(new), "--out", f"reports/{name}-cpu-small.md",
                     env=ENV)
+
+
+@nox.session(python="3.11")
+def history_scale(session):
+    """`mibench history` wall times at 50, 200 and 2,000 synthetic run artifacts
+    (tests/history_scale.py: distinct commits of a scratch git repository, 14 cases each,
+    A/A groups, steps and one-off 2x runs), with the CPU's name and t(2000) / t(200), which
+    should stay at most 12 (linear: 10). About two minutes on a 2-core CPU. Extra arguments
+    replace the sizes, e.g. `-- 50 400`."""
+    _install(session)
+    session.run("python", "tests/history_scale.py", *(session.posargs or ["50", "200", "2000"]),
+                env=ENV)
