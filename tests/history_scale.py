@@ -141,16 +141,17 @@ def night_costs(root: Path, nights: int, timed: int = 3) -> tuple[list[float], l
     sys.path.insert(0, str(HERE))
     from nightly_fakes import FakeSteps
 
-    from mibench.harness.nightly.index import Folder, load_index, save_index
+    from mibench.harness.nightly import store
+    from mibench.harness.nightly.index import Folder
     from mibench.harness.nightly.loop import NightlyOptions, nightly
     from mibench.harness.nightly.steps import RealSteps
     from mibench.harness.records.nightly import Night
 
     class Steps(FakeSteps):  # made-up runs; the night's real report and history
-        def reports(self, new, baseline, runs, night):
+        def reports(self, new, baseline, runs, night, evidence="", history=None):
             real = RealSteps(config=self.config, config_path=str(self.config_path),
                              repo=Path("."), cache=root / "cache")
-            return real.reports(new, baseline, runs, night)
+            return real.reports(new, baseline, runs, night, evidence, history)
 
     def night(steps: Steps, history: Path, at: int) -> float:
         steps.head_i = at
@@ -166,15 +167,20 @@ def night_costs(root: Path, nights: int, timed: int = 3) -> tuple[list[float], l
         history = root / f"nights{n}" / "history"
         night(steps, history, 0)  # seeds: SEED_RUNS runs
         folder = Folder(history)
-        index = load_index(folder, "nightly-fake", "engines")
+        added = []
         for i in range(1, n - 5):  # the nights between, as passing nights leave them
             steps.head_i = i
             record = steps.record(next(steps.counter))
             write_artifact(record, folder.runs / f"{record.run_id}.json")
-            index.nights.append(Night(at=record.started_at, commit=record.provenance
-                                      .engine_repo.commit, runs=[record.run_id],
-                                      verdict="pass", exit_code=0, promoted=False))
-        save_index(folder, index)
+            added.append(Night(at=record.started_at, commit=record.provenance
+                               .engine_repo.commit, runs=[record.run_id], verdict="pass",
+                               exit_code=0, promoted=False))
+
+        def more(index, added=added):
+            index.nights += added
+            return index, []
+
+        store.save(history, more, "nightly-fake", "engines")
         costs.append([night(steps, history, n - 5 + k) for k in range(timed)])
     return costs[0], costs[1]
 

@@ -43,8 +43,9 @@ from ..records import CaseRecord, RunRecord
 from ..records.nightly import NightlyIndex, Regression
 from ..stats.comparable import code_git, measurement_id
 from ..stats.compare import CaseChange, Comparison, Gate, case_change, compare
+from ..stats.history import History, build_history
 from ..stats.load import BUSY_LEVEL, busy
-from ..stats.noise import floor_for
+from ..stats.noise import AAGroups
 from ..stats.significance import NoiseFloor
 from ..verdicts import (
     ADDED,
@@ -108,7 +109,9 @@ class Judgement:
 @dataclasses.dataclass(frozen=True)
 class Evidence:
     """What a night is judged on: the new run, the baseline run and commit, every run in
-    the folder (the new one included), the index, the threshold, the folder's name."""
+    the folder (the new one included), the index, the threshold, the folder's name; the
+    A/A groups of the runs and their history, each built once a night (`aa`, `history`:
+    built here when not given)."""
 
     new: RunRecord
     baseline: RunRecord
@@ -118,10 +121,18 @@ class Evidence:
     threshold: float
     where: str = "the history"
     busy_level: float = BUSY_LEVEL
+    aa: AAGroups | None = None
+    history: History | None = None
+
+    def __post_init__(self):
+        if self.aa is None:
+            object.__setattr__(self, "aa", AAGroups(self.runs))
+        if self.history is None:
+            object.__setattr__(self, "history", build_history(self.runs, where=self.where))
 
     def floor(self, leave_out: frozenset[str]) -> NoiseFloor:
-        return floor_for(self.runs, self.where, leave_out,
-                         self.new.provenance.devices.platform)
+        return self.aa.floor_or_default(self.where, leave_out,
+                                        self.new.provenance.devices.platform)
 
 
 def judge_night(e: Evidence) -> tuple[list[Judgement], Comparison]:
@@ -266,11 +277,10 @@ def change_points(e: Evidence) -> dict[tuple[str, str], str]:
     """Per case id and measurement id of the new run, the reason of a change point (`regression`)
     among the series' quiet points after the baseline's point, the new point among the
     slower ones; points of a case whose suspicion `ab` disproved are left out."""
-    from ..stats.history import build_history
     from ..stats.steps import judge_steps
 
     name = str(e.new.config.get("name", "?"))
-    hist = build_history(e.runs, where=e.where)
+    hist = e.history
     out: dict[tuple[str, str], str] = {}
     for s in hist.series:
         if s.config != name or not s.points or s.points[-1].run_id != e.new.run_id:

@@ -132,10 +132,11 @@ class RealSteps:
 
     # --- the night's report and history ------------------------------------------------
     def reports(self, new: Path, baseline: Path | None, runs: Path, night: Path,
-                evidence: str = "") -> dict[str, str]:
+                evidence: str = "", history=None) -> dict[str, str]:
         """`report.md` (the new run against the baseline, then `evidence`: the night's A/B
-        evidence beside it) and `history.md` (the folder's runs) with their plots in
-        `night`; name -> path (or `not written: why`)."""
+        evidence beside it) and `history.md` (the folder's runs: `history`, the night's
+        own, or read from `runs`) with their plots in `night`; name -> path (or `not
+        written: why`)."""
         from ..records import read_artifact
         from ..records.io import write_output
         from ..report import write_report
@@ -151,7 +152,7 @@ class RealSteps:
                 report = night / "report.md"
                 write_output(report, report.read_text() + evidence, "the report")
             links["report"] = str(night / "report.md")
-            hist = build_history(load_dir(runs).records, where=str(runs))
+            hist = history or build_history(load_dir(runs).records, where=str(runs))
             out = night / "history.md"
             write_output(out, history_markdown(hist, history_plots(hist, out)), "the history")
             links["history"] = str(out)
