@@ -279,3 +279,16 @@ def _point(time: str, r: RunRecord, c: CaseRecord | None) -> Point:
                  peak_memory_bytes=c.metrics.peak_memory_bytes,
                  peak_memory_source=c.metrics.peak_memory_source,
                  other_load=share(c.load), runs=runs)
+
+
+def window(h: History, last: int) -> History:
+    """The same history with each series cut to its last `last` points (its steps among
+    them, re-indexed): what a night shows of a long history (the judging uses it all)."""
+    series = []
+    for s in h.series:
+        cut = max(0, len(s.points) - last)
+        series.append(dataclasses.replace(
+            s, points=s.points[cut:],
+            steps=[dataclasses.replace(st, index=st.index - cut) for st in s.steps
+                   if st.index - 1 >= cut]))
+    return dataclasses.replace(h, series=series)
