@@ -210,3 +210,18 @@ def test_a_floor_without_a_pair_is_the_floor_learnt_without_those_two_runs(tmp_p
         assert floor.value == fresh.value  # exactly
         assert floor.source.split("; left out")[0] == fresh.source.split("; left out")[0]
         assert "left out: the 2 artifact(s) judged" in floor.source
+
+
+def test_a_window_keeps_each_series_last_points_and_their_steps(tmp_path):
+    """What a night shows of a long history (harness/stats/history.py `window`): the last
+    points of each series, a step among them re-indexed, one before them gone."""
+    from mibench.harness.stats.history import window
+
+    timeline(tmp_path, [1.0] * 8 + [2.0] * 8 + [1.0] * 8)  # up at 8, down at 16
+    hist = build_history(load_dir(tmp_path).records, CASE)
+    (full,) = hist.series
+    assert sorted(s.index for s in full.steps) == [8, 16]
+    (cut,) = window(hist, 10).series
+    assert [p.run_id for p in cut.points] == [p.run_id for p in full.points[-10:]]
+    assert [(s.index, s.verdict) for s in cut.steps] == [(2, "improvement")]  # 16 - 14
+    assert window(hist, 100).series[0].points == full.points  # short: as it was
