@@ -147,7 +147,7 @@ def nightly_scenario(out: Annotated[Path, typer.Option(help="Folder for the scra
                      max_rounds: Annotated[int, typer.Option(help="The most rounds of one "
                                                                   "A/B.")] = 20,
                      budget: Annotated[str, typer.Option(help="Each night's budget for "
-                                                              "ab and bisect.")] = "30m",
+                                                              "ab and bisect.")] = "1h",
                      noise: Annotated[bool, typer.Option(help="Also the noise night (busy "
                                                               "loops beside its run).")]
                      = True,
@@ -176,7 +176,7 @@ def nightly_suite(out: Annotated[Path, typer.Option(help="Folder for the scratch
                   rounds: Annotated[int, typer.Option(help="Rounds of each A/B.")] = 5,
                   max_rounds: Annotated[int, typer.Option(help="The most rounds of one "
                                                                "A/B.")] = 20,
-                  budget: Annotated[str, typer.Option(help="Each night's budget.")] = "30m",
+                  budget: Annotated[str, typer.Option(help="Each night's budget.")] = "1h",
                   threshold: Annotated[str, typer.Option(help="The nights' threshold.")]
                   = "10%",
                   scenario: Annotated[list[str] | None, typer.Option(
