@@ -127,3 +127,22 @@ def test_config_error_is_a_mibench_error(tmp_path):
         load_config(write(tmp_path, BASE.replace("timed: 1", "timed: x")))
     assert isinstance(e.value, MibenchError)
     assert e.value.key == "runs.timed" and e.value.line == 9
+
+
+def test_numbers_in_exponent_form_are_numbers_everywhere(tmp_path):
+    """`1e9` is a number (YAML 1.2, JSON), not the string YAML 1.1 reads: in a file, in a
+    `--set` and in a quoted string still a string (issue 45: `p50_ms: 1e9` was refused as
+    not a number, while `1.0e+9` passed)."""
+    from mibench.harness.config.yamlsource import load_yaml
+
+    assert load_yaml("a: 1e9\nb: -2E-3\nc: .5e2\nd: '1e9'\ne: 1e\nf: 0x1F", "x")[0] == \
+        {"a": 1e9, "b": -2e-3, "c": 50.0, "d": "1e9", "e": "1e", "f": 31}
+    slo = BASE.replace("  - {engine: jax, mode: packed, mask: [dense, segment]}\n",
+                       "  - {engine: http, base_url: 'http://127.0.0.1:9', slo: {p50_ms: 1e9}}\n")
+    config = load_config(write(tmp_path, slo))
+    assert config.cases[1].slo.p50_ms == 1e9
+    config = load_config(write(tmp_path, slo), ["cases.1.slo.p50_ms=5e2"])
+    assert config.cases[1].slo.p50_ms == 500.0
+    # an integer key keeps refusing a float, written either way
+    assert_error(validate(write(tmp_path, BASE), "workload.num_items=4e0"),
+                 "workload.num_items", "integer")

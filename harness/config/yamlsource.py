@@ -6,6 +6,7 @@ Every value keeps the file and line it came from (`Locations`), so a config erro
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -125,6 +126,15 @@ class _BoundedLoader(yaml.SafeLoader):
         finally:
             self.depth -= 1
             self.open.discard(event.anchor)
+
+
+# YAML 1.1 (PyYAML) reads a float only with a dot: `1e9` and `-2E-3` are strings there, but
+# numbers in YAML 1.2 and JSON, as anyone writing `p50_ms: 1e9` means; read as floats here,
+# once for every key and every `--set`/`--option` value
+_BoundedLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
 
 
 def load_yaml(text: str, file: str) -> tuple[object, yaml.Node | None]:
