@@ -36,7 +36,7 @@ from mibench.engines import (
     model_facts,
     parse_base_url,
 )
-from mibench.workloads.jsonl import scan_requests
+from mibench.workloads.jsonl import MAX_REQUESTS_BYTES, scan_requests
 
 from ..util import gib
 from .http_load import client_parts
@@ -198,8 +198,9 @@ def case_problems(config: Config, cases: list[CaseSpec],
         found += _mode(config, case)
         found += _ids(config, case, spec, f, model)
         found += _length(config, case, spec, f, model)
-        found += _memory(config, case, memory)
-        if spec.requests is not None and (spec.requests, model) not in scanned:
+        too_big = _memory(config, case, memory)  # a requests file too big is not read
+        found += too_big
+        if spec.requests is not None and (spec.requests, model) not in scanned and not too_big:
             scanned.add((spec.requests, model))
             found += _requests(config, case, spec, f, model)
     return found + _parity(config, facts)
@@ -379,6 +380,8 @@ def _memory(config: Config, case: CaseSpec, memory: tuple[int | None, str]) -> l
             size = Path(spec.requests).stat().st_size
         except OSError:
             return []  # _requests names it
+        if size > MAX_REQUESTS_BYTES:
+            return []  # _requests names the file's own bound, from its size
         shape, extra = None, {"token lists": size * FILE_BYTES, **extra}
         key = _where(config, case, "requests")
     else:

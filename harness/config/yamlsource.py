@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from mibench.errors import MibenchError
-from mibench.files import Unreadable, read_bounded
+from mibench.files import Unreadable, read_bounded, resolved
 
 Key = tuple[str | int, ...]
 
@@ -235,7 +235,10 @@ def load_source(path: Path, _stack: tuple[Path, ...] = (),
     merged, merged_locs = {}, Locations()
     for n, name in enumerate(includes):
         key = ("include",) if single else ("include", n)
-        target = (path.parent / name).resolve()
+        try:
+            target = resolved(path.parent / name)
+        except Unreadable as e:
+            raise locs.error(key, f"included file {name}: {e.why}") from None
         if target in _stack or target == path.resolve():
             raise locs.error(key, f"include cycle through {name}")
         if not target.is_file():
