@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from mibench.errors import MibenchError
+from mibench.errors import MibenchError, TextTooLong
 from mibench.files import read_bounded
 
 from .request import Request, RequestModel, parse_request
@@ -28,6 +28,8 @@ def _ids(value, where: str, tokenize) -> tuple[int, ...]:
             if tokenize is None:
                 raise MibenchError("the model has no tokenizer")
             return tuple(int(t) for t in tokenize(value))
+        except TextTooLong as e:
+            raise e.under(where) from None
         except MibenchError as e:
             raise MibenchError(f"text request, but {e}", field=where) from None
     return tuple(value)
