@@ -56,8 +56,10 @@ def overhead(config: Annotated[Path | None, typer.Argument(
              out: Annotated[Path | None, typer.Option(help="Also write the JSON result to "
                                                           "FILE.")] = None):
     """What the harness adds to a direct timed loop of the same call; JSON on stdout."""
+    from ..config.bounds import check_flag
     from ..jobs import overhead as job
 
+    check_flag(rounds, "--rounds")
     job.main(config if config is not None else job.CONFIG, rounds, set_ or [], out)
 
 
@@ -83,8 +85,10 @@ def calibrate(out: Annotated[Path, typer.Option(help="Folder for the scratch rep
                                                       "meanwhile.")] = True):
     """Calibrate the A/B gate here: false regressions of A/A runs and detections of a 20%
     and a 50% slower prefill_extend (not part of CI; tens of minutes)."""
+    from ..config.bounds import check_flag
     from ..jobs import calibrate as job
 
+    check_flag(rounds, "--rounds")
     job.main(out, trials, rounds, load)
 
 
@@ -155,8 +159,13 @@ def nightly_scenario(out: Annotated[Path, typer.Option(help="Folder for the scra
     """The nightly loop on a scratch clone: eight commits, commit 4 makes prefill_extend
     2x slower; nights at commits 0 (seed), 2, 5 and 8, and a night beside busy loops
     (OUT/scenario.md; not part of CI; minutes on 2 cores). Exit 1 when a check fails."""
+    from ..config.bounds import check_flag
     from ..jobs import nightly_scenario as job
     from .common import parse_threshold
+
+    for value, flag in ((seed_runs, "--seed-runs"), (rounds, "--rounds"),
+                        (max_rounds, "--max-rounds")):
+        check_flag(value, flag)
 
     raise typer.Exit(job.main(out, seed_runs, rounds, max_rounds, budget, noise,
                               parse_threshold(threshold)))
