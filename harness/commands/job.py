@@ -8,6 +8,7 @@ calls the job's plain function (imported on call, so `mibench --help` stays ligh
     mibench job http-overhead [--calls 40]
     mibench job invariance [--out DIR] [--no-serve]
     mibench job nightly-scenario --out DIR [--seed-runs 5] [--rounds 5] [--threshold 10%]
+    mibench job serve-flood [--sockets 300 --sockets 1000] [--requests 30] [--out FILE.json]
 
 On a machine without the console script: `python -m mibench.harness.cli job ...`.
 """
@@ -169,3 +170,39 @@ def nightly_scenario(out: Annotated[Path, typer.Option(help="Folder for the scra
 
     raise typer.Exit(job.main(out, seed_runs, rounds, max_rounds, budget, noise,
                               parse_threshold(threshold)))
+
+
+@job_app.command("serve-flood")
+@guarded
+def serve_flood(sockets: Annotated[list[int] | None, typer.Option(
+                    help="Silent sockets reconnecting as fast as they are closed; "
+                         "repeatable (default: 300 and 1000).")] = None,
+                requests: Annotated[int, typer.Option(help="Well-formed requests per "
+                                                           "crowd, one every --interval.")]
+                = 30,
+                interval: Annotated[float, typer.Option(help="Seconds between them.")] = 1.0,
+                server_arg: Annotated[list[str] | None, typer.Option(
+                    help="A flag of mibench serve as KEY=VALUE (max_connections=64); "
+                         "repeatable.")] = None,
+                out: Annotated[Path | None, typer.Option(help="Also write the JSON result "
+                                                             "to FILE.")] = None):
+    """mibench serve under silent sockets that reconnect as fast as it closes them: the
+    well-formed requests answered and their latency p50/p99 per crowd (not part of CI;
+    about a minute a crowd)."""
+    import json
+
+    from ..config.bounds import check_flag
+    from ..jobs import serve_flood as job
+    from ..records.io import write_output
+    from .common import parse_options
+
+    crowds = sockets or [300, 1000]
+    for n in crowds:
+        check_flag(n, "--sockets")
+    check_flag(requests, "--requests")
+    result = job.main(crowds, requests, interval,
+                      server_args=parse_options(server_arg or []) or None)
+    text = json.dumps(result, indent=1)
+    print(text)
+    if out is not None:
+        write_output(out, text + "\n")

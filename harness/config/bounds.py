@@ -46,6 +46,10 @@ BOUNDS: dict[str, tuple[int, str]] = {
                                   "requests alone and all together (seconds to minutes)"),
 }
 BOUNDS["--max-rounds"] = BOUNDS["--rounds"]
+BOUNDS["--sockets"] = (10_000, "each socket is an open file of the crowd's process and of "
+                               "the server's; the lockout it measures showed at 300")
+BOUNDS["--requests"] = (10_000, "one request every --interval: past that the job runs for "
+                                "hours")
 
 
 def bound_problem(key: str, value: int) -> str | None:
