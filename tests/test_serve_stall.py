@@ -17,6 +17,7 @@ import threading
 import time
 
 import pytest
+from conftest import python_start_s
 
 from mibench.engines import HttpClient, ScoreResult
 from mibench.harness.serve import Served, Settings, build_app
@@ -228,7 +229,9 @@ def test_at_the_cap_a_client_without_headers_gets_503_with_retry_after(canned):
     t0 = time.monotonic()
     status, data = answer_of(extra, 10)
     assert status == 503 and b"retry-after: 1\r\n" in data.lower(), data
-    assert b"--max-connections" in data and PROBATION_S - 0.1 < time.monotonic() - t0 < 5
+    took = time.monotonic() - t0
+    assert b"--max-connections" in data and PROBATION_S - 0.1 < took < 5 + \
+        50 * python_start_s(), took
     assert timed_post(canned.url, SMALL)[0] == 200
     assert closed_within(held[0], 5) is not None  # the oldest was evicted
     for s in held:
