@@ -9,9 +9,10 @@ from its length, before any tokenizing. A text within that is counted piece by p
 per seam, then encoded whole and refused by its exact count: refusing a text costs at
 most about `positions` tokens of tokenizing, whatever its size (a 100 MB text query of
 `qwen3-0.6b`, 40,960 positions: before, 6 GB and 40 s of tokenizing to learn it could not
-fit). The bound holds for tokenizers that keep every character of a text in some token (a
-byte-level BPE: Qwen, Llama 3, the presets' byte-level tokenizer); one whose normalizer
-drops characters could fit a longer text.
+fit, and 12 minutes and a worker killed at 21.9 GB on a busy 2-core machine). The bound
+holds for tokenizers that keep every character of a text in some token (a byte-level BPE:
+Qwen, Llama 3, the presets' byte-level tokenizer); one whose normalizer drops characters
+could fit a longer text.
 """
 
 from __future__ import annotations
