@@ -1,7 +1,7 @@
 """Developer sessions: `nox -s tests`, `nox -s fast`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
 `nox -s overhead`, `nox -s calibrate`, `nox -s verdicts`, `nox -s nightly`,
 `nox -s nightly_scenario`, `nox -s nightly_suite`, `nox -s compile`, `nox -s serve_smoke`,
-`nox -s sglang_jax`, `nox -s seeds_cpu`, `nox -s history_scale`."""
+`nox -s serve_flood`, `nox -s sglang_jax`, `nox -s seeds_cpu`, `nox -s history_scale`."""
 
 import nox
 
@@ -121,6 +121,17 @@ def serve_smoke(session):
     workload, then the report of both side by side (artifacts/serve-smoke/report.md).
     Extra arguments go to `mibench run`."""
     _run_and_report(session, "configs/serve-smoke.yaml", "artifacts/serve-smoke")
+
+
+@nox.session(python="3.11")
+def serve_flood(session):
+    """`mibench serve` (tiny, default limits) under 300 and 1,000 silent sockets that
+    reconnect as fast as it closes them: well-formed requests answered and their latency
+    p50/p99 (out/serve-flood.json; about two minutes). Extra arguments go to `mibench job
+    serve-flood`, e.g. `-- --sockets 2000 --server-arg max_connections=512`."""
+    _install(session)
+    session.run("mibench", "job", "serve-flood", "--out", "out/serve-flood.json",
+                *session.posargs, env=ENV)
 
 
 @nox.session(python="3.11")
