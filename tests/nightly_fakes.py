@@ -145,6 +145,7 @@ class FakeSteps:
                                                for _ in range(rounds)]
             cases.append(judged(cid, ratios[:rounds] if cid not in self.ab_says else ratios))
         record = ab_record(base, new, rounds, cases)
+        record.run_id += f"-{len(list(Path(out).glob('*.json')))}"  # one file per A/B run
         write_artifact(record, Path(out) / f"{record.run_id}.json")
         return record
 
