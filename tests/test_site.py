@@ -178,3 +178,25 @@ def test_the_scale_job_at_a_tiny_size(tmp_path):
     assert "not measured" in (tmp_path / "scale.md").read_text()
     index = read_index(tmp_path / "history-4" / "index.json")
     assert len(index.nights) == 12
+
+
+def test_a_confirmed_improvement_is_flagged_for_a_look(history, tmp_path):
+    import shutil
+
+    from mibench.harness.records.nightly import Regression
+
+    copy = tmp_path / "history"
+    shutil.copytree(history, copy)
+    index = read_index(copy / "index.json")
+    last = index.nights[-1]
+    index.regressions.append(Regression(
+        id="i-1", kind="improvement", case_id=PACKED, measurement=index.regressions[0]
+        .measurement, status="confirmed", good=index.nights[-2].commit, bad=last.commit,
+        change=-0.6, low=-0.62, high=-0.58, source="ab, 5 rounds",
+        verdict="suspicious improvement"))
+    (copy / "index.json").write_text(index.to_json())
+    built = build_site([copy], tmp_path / "site")
+    text = (tmp_path / "site" / "regressions.html").read_text()
+    article = text[text.index('id="i-1"'):].split("</article>")[0]
+    assert "Flagged for a look" in article and "suspicious improvement" in article
+    assert built.issue is not None and "i-1" not in built.issue  # not a regression
