@@ -91,7 +91,7 @@ class Change:
     low: float | None
     high: float | None
     verdict: str
-    what: str  # `change point at abc12345`, `confirmed (ab, 5 rounds) at abc12345`
+    what: str  # `change point at abc12345`, `accepted (ab, 5 rounds) at abc12345`
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,8 +159,7 @@ class Measurement:
             if at is not None and r.status in ("confirmed", "accepted", "fixed"):
                 word = r.verdict if r.kind == "improvement" else "regression"
                 found.append((at, 1, Change(r.change, r.low, r.high, word,
-                                            f"{r.kind} {r.status} ({r.source}) at "
-                                            f"{r.bad[:8]}")))
+                                            f"{r.status} ({r.source}) at {r.bad[:8]}")))
         return max(found, key=lambda f: f[:2])[2] if found else None
 
     @property
