@@ -200,3 +200,62 @@ def test_a_confirmed_improvement_is_flagged_for_a_look(history, tmp_path):
     article = text[text.index('id="i-1"'):].split("</article>")[0]
     assert "Flagged for a look" in article and "suspicious improvement" in article
     assert built.issue is not None and "i-1" not in built.issue  # not a regression
+
+
+FAKE_GH = """#!{python}
+import json, re, sys
+from pathlib import Path
+state = Path({state!r})
+issues = json.loads(state.read_text()) if state.exists() else []
+args = sys.argv[1:]
+if args[:2] == ["issue", "list"]:
+    jq = args[args.index("--jq") + 1]
+    title = json.loads(re.search(r'select\\(\\.title == (".*")\\)', jq)[1])
+    print("\\n".join(str(i["number"]) for i in issues if i["title"] == title))
+elif args[:2] == ["issue", "create"]:
+    body = Path(args[args.index("--body-file") + 1]).read_text()
+    issues.append({{"number": len(issues) + 1, "title": args[args.index("--title") + 1],
+                   "body": body}})
+    print(f"https://github.test/issues/{{len(issues)}}")
+elif args[:2] == ["issue", "edit"]:
+    issue = next(i for i in issues if i["number"] == int(args[2]))
+    issue["body"] = Path(args[args.index("--body-file") + 1]).read_text() + "(edited)"
+state.write_text(json.dumps(issues))
+"""
+
+
+def test_the_workflow_opens_one_issue_and_updates_it_on_a_rerun(history, tmp_path):
+    """The workflow's issue step (its own shell script) against a fake `gh`: the first run
+    opens an issue titled by the body's first line, a second run of the same night updates
+    that issue instead of opening another."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    workflow = yaml.safe_load((root / ".github/workflows/nightly.yml").read_text())
+    (step,) = [s for s in workflow["jobs"]["site"]["steps"]
+               if s.get("name", "").startswith("Open or update")]
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    gh = bin_ / "gh"
+    gh.write_text(FAKE_GH.format(python=sys.executable, state=str(tmp_path / "issues.json")))
+    gh.chmod(0o755)
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    built = build_site([history], tmp_path / "site")
+    (tmp_path / "issue.md").write_text(built.issue)
+    env = {**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}", "RUNNER_TEMP": str(tmp_path),
+           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    for _ in range(2):
+        done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+    (issue,) = json.loads((tmp_path / "issues.json").read_text())
+    assert issue["title"] == built.issue.splitlines()[0].removeprefix("### ")
+    assert "`nightly-fake`" in issue["title"] and issue["body"].endswith("(edited)")
+    summary = (tmp_path / "summary.md").read_text()
+    assert "Opened https://github.test/issues/1" in summary and "Updated issue #1" in summary
