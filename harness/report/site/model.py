@@ -235,8 +235,10 @@ def _measurement(job: Job, s: Series, records: dict[str, RunRecord],
 
 
 def _runs(job: Job, s: Series, records, night_of, subjects) -> list[RunView]:
+    from ..exporters.changes import point_labels  # `abc12345 #2`: a commit's second run
+
     out, before = [], None
-    for i, p in enumerate(s.points):
+    for i, (p, short) in enumerate(zip(s.points, point_labels(s.points), strict=True)):
         rec = records.get(p.run_id)
         night = night_of.get(p.run_id)
         env = environment_changes(before, rec) if before is not None and rec is not None \
@@ -244,7 +246,7 @@ def _runs(job: Job, s: Series, records, night_of, subjects) -> list[RunView]:
         if rec is not None and p.status != "missing":
             before = rec
         out.append(RunView(
-            index=i, run_id=p.run_id, commit=p.commit, short=p.label,
+            index=i, run_id=p.run_id, commit=p.commit, short=short,
             subject=subjects.get(p.commit or "", ""),
             started=rec.started_at if rec else p.time, status=p.status,
             items_per_s=p.items_per_s, lo=p.items_per_s_min, hi=p.items_per_s_max,
