@@ -99,7 +99,7 @@ class Flag:
     """A culprit, an acceptance or a fix, drawn before the run `index`."""
 
     index: int
-    kind: str  # culprit / accepted / fixed
+    kind: str  # culprit / confirmed (no culprit named) / accepted / fixed
     text: str
     tip: str
 
@@ -279,6 +279,10 @@ def flags(regs: list[Regression], runs: list[RunView]) -> list[Flag]:
         if r.kind != "regression":
             continue
         at = first(r.bad)
+        if at is not None and not r.culprits and r.status != "suspected" \
+                and r.status != "disproved":
+            out.append(Flag(at, "confirmed", "confirmed, no culprit named",
+                            f"{r.case_id} {interval(r)} ({r.source}): {r.bisect or '-'}"))
         for c in r.culprits if at is not None else []:
             out.append(Flag(at, "culprit", f"culprit {c.commit[:8]}",
                             f"culprit {c.commit[:12]} {c.subject!r}"

@@ -156,8 +156,8 @@ def _env(e, at: float, axis: float) -> str:
 
 
 def _flag(f, at: float, ty: float) -> str:
-    c = {"culprit": VERDICT_COLOURS["regressed"], "fixed": VERDICT_COLOURS["improved"]}.get(
-        f.kind, PLAIN)
+    c = {"culprit": VERDICT_COLOURS["regressed"], "confirmed": VERDICT_COLOURS["regressed"],
+         "fixed": VERDICT_COLOURS["improved"]}.get(f.kind, PLAIN)
     return (f'<g class="flag {f.kind}"><line x1="{_f(at)}" x2="{_f(at)}" y1="{_f(ty + 2)}" '
             f'y2="{TOP}" stroke="{c}"/><text x="{_f(at + 3)}" y="{_f(ty)}" fill="{c}">'
             f"{escape(f.text)}</text><title>{escape(f.tip)}</title></g>")
