@@ -1,7 +1,8 @@
 """Developer sessions: `nox -s tests`, `nox -s fast`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
 `nox -s overhead`, `nox -s calibrate`, `nox -s verdicts`, `nox -s nightly`,
 `nox -s nightly_scenario`, `nox -s nightly_suite`, `nox -s compile`, `nox -s serve_smoke`,
-`nox -s serve_flood`, `nox -s sglang_jax`, `nox -s seeds_cpu`, `nox -s history_scale`."""
+`nox -s serve_flood`, `nox -s sglang_jax`, `nox -s seeds_cpu`, `nox -s history_scale`,
+`nox -s site_scale`."""
 
 import nox
 
@@ -205,6 +206,18 @@ def nightly_suite(session):
     _install(session)
     session.run("mibench", "job", "nightly-suite", "--out", "out/nightly-suite",
                 *session.posargs, env=ENV)
+
+
+@nox.session(python="3.11")
+def site_scale(session):
+    """How `mibench site` scales (not part of CI): synthetic nightly histories of 20 and 200
+    measurements x 365 nights built into sites; the build times (200 within 10x of 20), the
+    overview's size (< 5 MB) and its first render in headless chromium (< 1 s; Debian's
+    `chromium`), on the CPU named in out/site-scale/scale.md. Extra arguments go to
+    `mibench job site-scale`, e.g. `-- --nights 100`."""
+    _install(session)
+    session.run("mibench", "job", "site-scale", "--out", "out/site-scale", *session.posargs,
+                env=ENV)
 
 
 @nox.session(python="3.11")

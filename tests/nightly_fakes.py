@@ -150,6 +150,7 @@ class FakeSteps:
                 ratios = [ratio * (1 + 0.01 * rng.standard_normal()) for _ in range(rounds)]
             cases.append(judged(cid, ratios))
         record = ab_record(base, new, rounds, cases)
+        record.run_id += f"-{len(list(Path(out).glob('*.json')))}"  # one file per A/B run
         write_artifact(record, Path(out) / f"{record.run_id}.json")
         return record
 

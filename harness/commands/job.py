@@ -11,6 +11,7 @@ calls the job's plain function (imported on call, so `mibench --help` stays ligh
                                  [--unseen-noise]
     mibench job nightly-suite --out DIR [--scenario first|last|partial|none|none-beside]
     mibench job serve-flood [--sockets 300 --sockets 1000] [--requests 30] [--out FILE.json]
+    mibench job site-scale --out DIR [--measurements 20 --measurements 200] [--nights 365]
 
 On a machine without the console script: `python -m mibench.harness.cli job ...`.
 """
@@ -244,3 +245,27 @@ def serve_flood(sockets: Annotated[list[int] | None, typer.Option(
     print(text)
     if out is not None:
         write_output(out, text + "\n")
+
+
+@job_app.command("site-scale")
+@guarded
+def site_scale(out: Annotated[Path, typer.Option(help="Folder for the synthetic histories, "
+                                                      "their sites, scale.md and .json.")],
+               measurements: Annotated[list[int] | None, typer.Option(
+                   help="Measurements of a synthetic history; repeatable (default 20 and "
+                        "200).")] = None,
+               nights: Annotated[int, typer.Option(help="Nights of each history.")] = 365,
+               browser: Annotated[Path, typer.Option(
+                   help="The chromium that times the overview's first render.")]
+               = Path("/usr/bin/chromium")):
+    """How `mibench site` scales: synthetic histories (M measurements x N nights) built into
+    sites, the build time, the overview's size and its first render in headless chromium
+    (OUT/scale.md; not part of CI). Exit 1 when 200 x N takes more than 10x the time of
+    20 x N, the overview is 5 MB or more, or its first render takes 1 s or more."""
+    from ..jobs import site_scale as job
+
+    sizes = measurements or [20, 200]
+    if any(m < 1 for m in sizes) or nights < 2:
+        raise MibenchError("needs at least 1 measurement and 2 nights",
+                           field="--measurements" if any(m < 1 for m in sizes) else "--nights")
+    raise typer.Exit(job.main(out, sizes, nights, str(browser)))

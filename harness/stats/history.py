@@ -123,6 +123,7 @@ class History:
     artifacts: int
     configs: list[str]
     noise: str = ""  # where the step test's noise floor comes from
+    floor: float | None = None  # that floor (the folder's, leaving nothing out)
     skipped: list[str] = dataclasses.field(default_factory=list)  # other kinds, one line each
     busy_level: float = BUSY_LEVEL
     method: str = METHOD
@@ -218,8 +219,9 @@ def build_history(records: list[RunRecord], case: list[str] | str | None = None,
             shown = ", ".join(known[:5]) + (", ..." if len(known) > 5 else "")
             raise MibenchError(f"{glob!r} matches no case of these artifacts (known: "
                                f"{shown})", field="--case")
+    floor = floor_of(frozenset())
     return History(series=series, artifacts=len(records), params=params,
-                   configs=list(configs), noise=floor_of(frozenset()).source,
+                   configs=list(configs), noise=floor.source, floor=floor.value,
                    skipped=list(skipped or []) + again)
 
 
