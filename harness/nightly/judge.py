@@ -12,7 +12,8 @@ does not show within the threshold goes to `ab` (`confirm` set), whatever the re
 2. an open known regression of the case (the same measurement): `known regression`,
    unless the run is slower than the confirmed-bad level beyond the threshold and the
    noise (a further change: `suspected regression`, confirmed against the confirming
-   night's commit) or faster (`ab` against that commit says whether it is fixed);
+   night's commit); faster than that level, or not told from it (undecided), `ab` against
+   that commit says whether it is fixed;
 3. too few timed runs for an interval (an http case is one load, one timed run):
    `inconclusive`; not the same measurement as the baseline's, or not in it:
    `insufficient data`; both for `ab`;
@@ -101,6 +102,7 @@ class Judgement:
     evidence_run: str = ""
     known: Regression | None = None
     ab_verdict: str = ""  # `ab`'s word, once it measured the case
+    later: bool = False  # a fix to check after bisecting (compare could not tell)
     run_change: float | None = None  # compare's figure, kept beside `ab`'s once it decided
     run_low: float | None = None
     run_high: float | None = None
@@ -232,6 +234,12 @@ def judge_known(e: Evidence, known: Regression, case: CaseRecord, common: dict
         return Judgement(**common, verdict=KNOWN_REGRESSION, confirm=known.bad, purpose=FIX,
                          known=known, reason=f"{named}; faster than its confirmed-bad "
                                              "level: `ab` against it says whether it is fixed")
+    if vs.verdict in (INCONCLUSIVE, UNTESTED):  # undecided: `ab` says, after the rest
+        return Judgement(**common, verdict=KNOWN_REGRESSION, confirm=known.bad, purpose=FIX,
+                         known=known, later=True,
+                         reason=f"{named}; `compare` cannot tell the run from its "
+                                f"confirmed-bad level ({vs.verdict}: {vs.reason}): `ab` "
+                                "against it says whether it is fixed")
     return Judgement(**common, verdict=KNOWN_REGRESSION, known=known,
                      reason=f"{named}; still present against its confirmed-bad level "
                             f"({vs.verdict}: {vs.reason})")

@@ -117,7 +117,8 @@ def judge_and_confirm(n: Tonight) -> NightResult:
     budget = Budget(o.budget_s, 2 * took["run"] / max(1, len(new.cases)), n.clock)
     found, known = Measured(), []
     # the budget where the answer is: suspicions, bisecting them, then the undecided cases
-    for which in (lambda j: j.suspected or j.purpose == FIX, lambda j: True):
+    for which in (lambda j: j.suspected or (j.purpose == FIX and not j.later),
+                  lambda j: True):
         t0 = n.clock()
         js = confirm(n, js, found, budget, which)
         took["confirm"] = took.get("confirm", 0.0) + n.clock() - t0
