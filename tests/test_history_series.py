@@ -83,8 +83,8 @@ def test_a_missing_case_is_a_gap_not_a_zero_and_other_kinds_are_skipped(tmp_path
     only_others.mkdir()
     (only_others / "ab.json").write_text(json.dumps({"schema": "mibench.ab/3"}))
     out = cli(only_others)
-    assert out.exit_code == 2 and "holds no run artifacts (1 of other kinds skipped)" in \
-        out.output
+    assert out.exit_code == 2 and "holds no run artifacts (1 other files skipped: " in \
+        out.output and "ab.json: a mibench.ab/3 file, not a run artifact" in out.output
 
 
 def test_the_repositorys_artifacts_read_and_what_is_no_mibench_artifact_is_skipped():
@@ -104,8 +104,9 @@ def test_a_file_that_is_no_mibench_artifact_is_one_line_and_skipped(tmp_path, te
     (tmp_path / "notes.json").write_text(text)
     out = cli(tmp_path, "--case", CASE)
     assert out.exit_code == 0, out.output
+    why = "not JSON" if text == "not json {" else "no mibench schema"
     assert out.stderr.splitlines() == [f"skipped {tmp_path / 'notes.json'}: not a mibench "
-                                       "artifact (no mibench schema)"]
+                                       f"artifact ({why})"]
 
 
 @pytest.mark.parametrize("damage", ["fields", "truncated", "ab"])

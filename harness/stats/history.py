@@ -154,8 +154,9 @@ def load_dir(folder: str | Path, load=read_artifact) -> Folder:
     records, names, skipped = [], [], []
     for f in files:
         kind = _schema(f)
-        if kind is None:
-            skipped.append(f"skipped {f}: not a mibench artifact (no mibench schema)")
+        if kind is None or kind is NOT_JSON:
+            why = "not JSON" if kind is NOT_JSON else "no mibench schema"
+            skipped.append(f"skipped {f}: not a mibench artifact ({why})")
         elif kind in RUN_KINDS or kind is DAMAGED:
             records.append(load(f))  # a damaged one: the reader's error, naming the file
             names.append(f)
@@ -163,18 +164,22 @@ def load_dir(folder: str | Path, load=read_artifact) -> Folder:
             skipped.append(f"skipped {f}: a {kind} file, not a run artifact")
     records, again = unique_runs(records, names)
     if not records:
-        raise MibenchError(f"holds no run artifacts ({len(skipped)} of other kinds skipped)",
-                           field=str(folder))
+        shown = "; ".join(line.removeprefix("skipped ") for line in skipped[:3])
+        more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        raise MibenchError(f"holds no run artifacts ({len(skipped)} other files skipped: "
+                           f"{shown}{more})", field=str(folder))
     return Folder(records, skipped + again)
 
 
 DAMAGED = object()  # a file that claims a mibench schema but is no JSON object to read
+NOT_JSON = object()  # a file that is no JSON and claims no mibench schema
 _CLAIM = re.compile(rb'"schema"\s*:\s*"mibench\.')
 
 
 def _schema(path: Path):
     """The file's mibench schema (`mibench.run/3`, ...), None when it claims none (not a
-    mibench artifact), DAMAGED when it cannot be read or parsed but may be one."""
+    mibench artifact), NOT_JSON when it is no JSON and claims none, DAMAGED when it cannot
+    be read or parsed but may be one."""
     try:
         raw = path.read_bytes()
     except OSError:
@@ -182,7 +187,7 @@ def _schema(path: Path):
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError):
-        return DAMAGED if _CLAIM.search(raw) else None
+        return DAMAGED if _CLAIM.search(raw) else NOT_JSON
     kind = data.get("schema") if isinstance(data, dict) else None
     return kind if isinstance(kind, str) and kind.startswith("mibench.") else None
 
