@@ -1,7 +1,8 @@
 """Developer sessions: `nox -s tests`, `nox -s fast`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
 `nox -s overhead`, `nox -s calibrate`, `nox -s verdicts`, `nox -s nightly`,
 `nox -s nightly_scenario`, `nox -s nightly_suite`, `nox -s compile`, `nox -s serve_smoke`,
-`nox -s sglang_jax`, `nox -s seeds_cpu`, `nox -s score_checks`."""
+`nox -s serve_flood`, `nox -s sglang_jax`, `nox -s seeds_cpu`, `nox -s history_scale`,
+`nox -s site_scale`, `nox -s score_checks`."""
 
 import nox
 
@@ -135,6 +136,17 @@ def serve_smoke(session):
 
 
 @nox.session(python="3.11")
+def serve_flood(session):
+    """`mibench serve` (tiny, default limits) under 300 and 1,000 silent sockets that
+    reconnect as fast as it closes them: well-formed requests answered and their latency
+    p50/p99 (out/serve-flood.json; about two minutes). Extra arguments go to `mibench job
+    serve-flood`, e.g. `-- --sockets 2000 --server-arg max_connections=512`."""
+    _install(session)
+    session.run("mibench", "job", "serve-flood", "--out", "out/serve-flood.json",
+                *session.posargs, env=ENV)
+
+
+@nox.session(python="3.11")
 def sglang_jax(session):
     """sglang-jax launched by mibench (configs/sglang-jax-cpu.yaml: 1 and 16 running
     requests, parity against torch, concurrency invariance) and its report in
@@ -208,6 +220,18 @@ def nightly_suite(session):
 
 
 @nox.session(python="3.11")
+def site_scale(session):
+    """How `mibench site` scales (not part of CI): synthetic nightly histories of 20 and 200
+    measurements x 365 nights built into sites; the build times (200 within 10x of 20), the
+    overview's size (< 5 MB) and its first render in headless chromium (< 1 s; Debian's
+    `chromium`), on the CPU named in out/site-scale/scale.md. Extra arguments go to
+    `mibench job site-scale`, e.g. `-- --nights 100`."""
+    _install(session)
+    session.run("mibench", "job", "site-scale", "--out", "out/site-scale", *session.posargs,
+                env=ENV)
+
+
+@nox.session(python="3.11")
 def compile(session):
     """The TPU configs compiled at full size for their slices by the real TPU compiler
     (libtpu, installed into $MIBENCH_CACHE on first use; no TPU needed): v6e1 for v6e-1,
@@ -272,3 +296,15 @@ def seeds_cpu(session):
         new = max(set(out.glob("*.json")) - before, key=lambda p: p.stat().st_mtime)
         session.run("mibench", "report", str(new), "--out", f"reports/{name}-cpu-small.md",
                     env=ENV)
+
+
+@nox.session(python="3.11")
+def history_scale(session):
+    """`mibench history` wall times at 50, 200 and 2,000 synthetic run artifacts
+    (tests/history_scale.py: distinct commits of a scratch git repository, 14 cases each,
+    A/A groups, steps and one-off 2x runs), with the CPU's name and t(2000) / t(200), which
+    should stay at most 12 (linear: 10). About two minutes on a 2-core CPU. Extra arguments
+    replace the sizes, e.g. `-- 50 400`."""
+    _install(session)
+    session.run("python", "tests/history_scale.py", *(session.posargs or ["50", "200", "2000"]),
+                env=ENV)

@@ -20,6 +20,7 @@ from mibench.errors import (
     MibenchError,
     ModelError,
     ServerUnavailable,
+    TextTooLong,
     TopologyUnavailable,
     Unavailable,
 )
@@ -48,6 +49,9 @@ _LAZY = {
     "package_versions": ("env", "package_versions"),
     "ModelConfig": ("config", "ModelConfig"),
     "model_facts": ("facts", "model_facts"),
+    "TextBound": ("text", "TextBound"),  # a text within its model's positions, bounded
+    "pieces": ("text", "pieces"),  # a long text in pieces cut where a word starts
+    "PIECE_CHARS": ("text", "PIECE_CHARS"),
     "make_model": ("embedded", "make_model"),
     "PRESETS": ("presets", "PRESETS"),  # the embedded presets by name (plain data)
     "cache_dir": ("model_cache", "cache_dir"),
@@ -78,8 +82,9 @@ _LAZY = {
 
 __all__ = ["AUTO_DENSE_MAX_T", "DTYPES", "ENGINES", "MODES", "OPTIONS", "PART_OPTION", "Engine",
            "InputError", "InvalidScores", "MibenchError", "Mode", "ModelError", "Option",
-           "SEMANTICS", "ScoreResult", "Shape", "ServerUnavailable", "TopologyUnavailable",
-           "Unavailable", "engine_mode", "engine_modes", "load_engine", *_LAZY]
+           "SEMANTICS", "ScoreResult", "Shape", "ServerUnavailable", "TextTooLong",
+           "TopologyUnavailable", "Unavailable", "engine_mode", "engine_modes", "load_engine",
+           *_LAZY]
 
 
 def __getattr__(name: str):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import stat
 from pathlib import Path
 from typing import NamedTuple
 
@@ -20,7 +21,7 @@ import numpy as np
 
 from mibench.errors import MibenchError, ModelError
 
-from .config import ModelConfig, read_config
+from .config import ModelConfig, read_config, read_json
 
 EMBEDDED = "embedded:"
 INDEX = "model.safetensors.index.json"
@@ -134,7 +135,11 @@ def read_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
         return ModelError(f"corrupt safetensors file: {what}", field=str(path))
 
     try:
-        size = path.stat().st_size
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block open(), a device never end
+            raise ModelError("is not a regular file (a FIFO, a device or a socket), so it "
+                             "is not read as a safetensors file", field=str(path))
+        size = st.st_size
         with open(path, "rb") as f:
             head = f.read(8)
             if len(head) < 8:
@@ -188,10 +193,12 @@ def scan_weights(folder: Path) -> dict[str, TensorInfo]:
     index = folder / INDEX
     if index.is_file():
         try:
-            weight_map = json.loads(index.read_text())["weight_map"]
+            weight_map = read_json(index, "safetensors index")["weight_map"]
             if not (isinstance(weight_map, dict)
                     and all(isinstance(v, str) for v in weight_map.values())):
                 raise TypeError("weight_map must map names to files")
+        except ModelError:
+            raise  # read_json names the file and why
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise ModelError(f"malformed index: {e}", field=str(index)) from None
         shards = sorted(set(weight_map.values()))

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from mibench.errors import ModelError
+from mibench.files import Unreadable, read_bounded
 
 # model_type -> (q/k RMSNorm, q/k/v bias)
 ARCHITECTURES = {
@@ -105,12 +106,25 @@ def from_hf_config(hf: dict, source: str = "config.json") -> ModelConfig:
         raise ModelError(f"missing key {e.args[0]!r}", field=source) from None
 
 
+# a checkpoint's config.json or safetensors index: kilobytes (an index of thousands of
+# tensors, a few MB)
+MAX_JSON_BYTES = 64 * 1024**2
+
+
+def read_json(path: Path, what: str):
+    """A checkpoint's JSON file (`what`: config.json, its index) through the bounded reader
+    (at most MAX_JSON_BYTES; a FIFO, a device or a link loop refused unread); a ModelError
+    naming the file otherwise."""
+    try:
+        return json.loads(read_bounded(path, MAX_JSON_BYTES, what))
+    except Unreadable as e:
+        raise ModelError(e.why, field=str(path)) from None
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError
+        raise ModelError(f"invalid JSON: {str(e).splitlines()[0]}", field=str(path)) from None
+
+
 def read_config(folder: Path) -> ModelConfig:
     path = Path(folder) / "config.json"
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):  # one that is there but unreadable: named
         raise ModelError("not a checkpoint folder (no config.json)", field=str(folder))
-    try:
-        hf = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ModelError(f"invalid JSON: {e}", field=str(path)) from None
-    return from_hf_config(hf, source=str(path))
+    return from_hf_config(read_json(path, "config.json"), source=str(path))

@@ -5,12 +5,11 @@ alone (`tokenizer_of`), for engines that hold no weights (http, the TPU compile 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from mibench.errors import MibenchError, ModelError
 
-from .config import ModelConfig, from_hf_config
+from .config import ModelConfig, from_hf_config, read_json
 from .presets import PRESETS, hf_config
 
 EMBEDDED = "embedded:"
@@ -34,16 +33,11 @@ def model_facts(spec: str) -> ModelConfig:
     if not folder.is_dir():
         raise ModelError(f"no such checkpoint folder: {folder}", field="model")
     path = folder / "config.json"
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):  # one that is there but unreadable: named
         raise ModelError(f"not a checkpoint folder (no config.json): {folder}", field="model")
     if not ((folder / INDEX).is_file() or any(folder.glob("*.safetensors"))):
         raise ModelError(f"not a checkpoint folder (no *.safetensors): {folder}", field="model")
-    try:
-        hf = json.loads(path.read_bytes())
-    except OSError as e:
-        raise ModelError(f"cannot read: {e.strerror or e}", field=str(path)) from None
-    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
-        raise ModelError(f"invalid JSON: {str(e).splitlines()[0]}", field=str(path)) from None
+    hf = read_json(path, "config.json")
     if not isinstance(hf, dict):
         raise ModelError(f"must be a JSON object, got {type(hf).__name__}", field=str(path))
     try:

@@ -23,7 +23,9 @@ import uuid
 from pathlib import Path
 
 from mibench.errors import ModelError
+from mibench.files import read_bounded
 
+from .config import MAX_JSON_BYTES
 from .embedded import GENERATOR_VERSION, _preset, fingerprint, make_model
 
 
@@ -88,7 +90,7 @@ def write_manifest(folder: Path, preset: str) -> dict:
 def read_manifest(folder: Path) -> dict | None:
     """The folder's manifest, or None when it is missing, unreadable or malformed."""
     try:
-        manifest = json.loads((Path(folder) / MANIFEST).read_text())
+        manifest = json.loads(read_bounded(Path(folder) / MANIFEST, MAX_JSON_BYTES))
         files = manifest["files"]
         ok = (manifest.get("format") == MANIFEST_FORMAT and isinstance(files, dict) and files
               and all(isinstance(name, str) and name and "/" not in name and "\\" not in name

@@ -32,6 +32,7 @@ from .commands import (
     run,
     score,
     serve,
+    site,
     validate,
 )
 from .commands import compile as compile_cmd
@@ -71,6 +72,7 @@ app.command()(history.history)
 app.command()(nightly.nightly)
 app.command()(nightly.accept)
 app.command()(nightly.regressions)
+app.command()(site.site)
 app.command()(export.export)
 app.add_typer(model.model_app, name="model")
 app.add_typer(job.job_app, name="job")

@@ -13,12 +13,13 @@ from pathlib import Path
 from mibench.errors import MibenchError
 
 
-def git_output(path: str | Path, *args: str) -> str | None:
-    """Stripped stdout of `git -C path ARGS` ("" when it prints nothing); None when git
-    fails or is missing. Never cached: a long-lived process must see new commits."""
+def git_output(path: str | Path, *args: str, stdin: str | None = None) -> str | None:
+    """Stripped stdout of `git -C path ARGS` ("" when it prints nothing), fed `stdin`; None
+    when git fails or is missing. Never cached: a long-lived process must see new
+    commits."""
     try:
         out = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
-                             timeout=60)
+                             input=stdin, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 else None

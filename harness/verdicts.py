@@ -123,6 +123,10 @@ NIGHTLY = {
 }
 # a night's words that decide nothing: the night keeps the baseline and says what would
 UNDECIDED_WORDS = (INCONCLUSIVE, INSUFFICIENT_DATA, SUSPECTED_REGRESSION)
+# a night's words, the one that needs a look first (the summary's rows, the site's overview)
+NIGHT_ORDER = (CONFIRMED_REGRESSION, KNOWN_REGRESSION, FAILED, MISSING, SCORES_MOVED,
+               MEMORY_REGRESSION, TIMED_COMPILES, SUSPICIOUS_IMPROVEMENT, SUSPECTED_REGRESSION,
+               INCONCLUSIVE, INSUFFICIENT_DATA, IMPROVEMENT, DISPROVED, PASS)
 
 GROUPS = {"timing": TIMING, "case": CASE, "outcome": OUTCOME, "history": HISTORY,
           "nightly": NIGHTLY}

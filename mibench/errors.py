@@ -33,6 +33,11 @@ class InputError(MibenchError):
     """A bad scoring request: empty query, token id out of range, misplaced delimiter..."""
 
 
+class TextTooLong(InputError):
+    """A text that can never fit its model, by its characters or its tokens
+    (engines/text.py)."""
+
+
 class InvalidScores(MibenchError):
     """Scores that no correct engine returns (not finite, outside [0, 1], a row that does
     not sum as it must), from an engine or a server: the call fails naming the item, and

@@ -26,8 +26,9 @@ def read_bounded(path: str | Path, limit: int, what: str = "file",
     (`field`, default the path): no such `what`, a folder, not a regular file (a FIFO, a
     device such as /dev/zero, a socket: opened without blocking and never read, so it
     neither hangs nor grows), larger than `limit` (by its size, or by what a growing file
-    gave past it), or the system's reason. Every reader of an input file goes through it:
-    configs, reference figures, request files, artifacts."""
+    gave past it), a symbolic link loop, or the system's reason. Every reader of an input
+    file goes through it: configs, reference figures, requests files and requests,
+    artifacts and indexes, a checkpoint's config and index."""
     shown = field or str(path)
     a = "an" if what[:1] in "aeiou" else "a"
     try:
@@ -37,7 +38,7 @@ def read_bounded(path: str | Path, limit: int, what: str = "file",
     except OSError as e:
         if e.errno == errno.EISDIR:
             raise Unreadable(f"is a folder, not {a} {what}", shown) from None
-        raise Unreadable(f"cannot read: {e.strerror or type(e).__name__}", shown) from None
+        raise Unreadable(_why(e), shown) from None
     try:
         mode = os.fstat(fd)
         if stat.S_ISDIR(mode.st_mode):
@@ -57,6 +58,28 @@ def read_bounded(path: str | Path, limit: int, what: str = "file",
                              "read", shown)
         return b"".join(chunks)
     except OSError as e:
-        raise Unreadable(f"cannot read: {e.strerror or type(e).__name__}", shown) from None
+        raise Unreadable(_why(e), shown) from None
     finally:
         os.close(fd)
+
+
+LOOP = "is a symbolic link loop (a link that leads back to itself), so it names no file"
+
+
+def _why(e: OSError) -> str:
+    if e.errno == errno.ELOOP:
+        return LOOP
+    return f"cannot read: {e.strerror or type(e).__name__}"
+
+
+def resolved(path: str | Path, field: str | None = None) -> Path:
+    """`path` made absolute with its links followed (Path.resolve), or an Unreadable naming
+    it (`field`, default the path) when a link loops (Python 3.11 raises RuntimeError
+    there, later ones OSError) or the system refuses."""
+    try:
+        return Path(path).resolve()
+    except RuntimeError:
+        raise Unreadable(LOOP, field or str(path)) from None
+    except (OSError, ValueError) as e:  # ValueError: a NUL byte
+        why = _why(e) if isinstance(e, OSError) else f"not a usable path: {e}"
+        raise Unreadable(why, field or str(path)) from None

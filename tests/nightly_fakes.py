@@ -64,6 +64,7 @@ class FakeSteps:
         self.n, self.effects, self.head_i = n, effects or {}, 0
         self.load, self.fail, self.scale, self.score = QUIET, set(), {}, 0.5
         self.ab_says: dict[str, list[float]] = {}
+        self.ab_given: dict[str, int] = {}  # rounds of `ab_says` given so far
         self.rewritten = False  # a force-push: HEAD no longer descends from the baseline
         self.spread = 0.0  # noise no load measurement sees: each run's log-sd (VM neighbours)
         self.parity: dict[str, str] = {}  # case id -> the status of its modes parity check
@@ -137,14 +138,19 @@ class FakeSteps:
 
     def ab(self, base, new, case_ids, rounds, out):
         self.calls.append(("ab", self.index(base), self.index(new), tuple(case_ids), rounds))
-        rng = np.random.default_rng(rounds)
+        rng = np.random.default_rng(rounds + len(self.calls))
         cases = []
         for cid in case_ids:
             ratio = self.factor(self.index(new), cid) / self.factor(self.index(base), cid)
-            ratios = self.ab_says.get(cid) or [ratio * (1 + 0.01 * rng.standard_normal())
-                                               for _ in range(rounds)]
-            cases.append(judged(cid, ratios[:rounds] if cid not in self.ab_says else ratios))
+            if cid in self.ab_says:  # the forced rounds, the next `rounds` of them
+                done = self.ab_given.get(cid, 0)
+                ratios = self.ab_says[cid][done:done + rounds]
+                self.ab_given[cid] = done + rounds
+            else:
+                ratios = [ratio * (1 + 0.01 * rng.standard_normal()) for _ in range(rounds)]
+            cases.append(judged(cid, ratios))
         record = ab_record(base, new, rounds, cases)
+        record.run_id += f"-{len(list(Path(out).glob('*.json')))}"  # one file per A/B run
         write_artifact(record, Path(out) / f"{record.run_id}.json")
         return record
 
@@ -177,7 +183,7 @@ class FakeSteps:
     def bisect_command(self, good, bad, case_ids, max_rounds):
         return f"mibench bisect {good[:12]} {bad[:12]} nightly.yaml --case {case_ids[0]}"
 
-    def reports(self, new, baseline, runs, night, evidence=""):
+    def reports(self, new, baseline, runs, night, evidence="", history=None):
         night.mkdir(parents=True, exist_ok=True)
         (night / "report.md").write_text("report\n" + evidence)
         (night / "history.md").write_text("history\n")

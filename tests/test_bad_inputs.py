@@ -253,7 +253,7 @@ CONFIGS = [
     # requests files: named at load, not at run time
     ("name: t\nmodel: {path: 'embedded:tiny'}\nworkload: {requests: nope.jsonl, "
      "label_token_ids: [1]}\ncases: [{engine: jax, mode: single}]\n",
-     ["c.yaml:3", "workload.requests", "nope.jsonl", "not found"]),
+     ["c.yaml:3", "workload.requests", "nope.jsonl", "no such requests file"]),
     ("name: t\nmodel: {path: 'embedded:tiny'}\nworkload: {requests: '{W}/requests', "
      "label_token_ids: [1]}\ncases: [{engine: jax, mode: single}]\n",
      ["workload.requests", "is a folder"]),

@@ -81,3 +81,41 @@ def test_rounds_are_bounded_before_anything_is_built():
                                    "--rounds", "1001"])
     assert out.exit_code == 2
     assert "--rounds: 1001 is more than 1000: each round starts fresh workers" in out.stderr
+
+
+LAUNCHED = BASE + """\
+  - engine: http
+    launch: {command: ["python", "-m", "mibench.harness.cli", "serve", "--port", "{port}"]}
+    clients: 2
+"""
+
+
+@pytest.mark.parametrize("key,assignment", [
+    ("cold_start.launches", "cases.2.cold_start={launches: N}"),
+    ("concurrency.trials", "cases.2.concurrency={trials: N}"),
+])
+def test_launches_and_trials_are_bounded_with_their_reason(tmp_path, key, assignment):
+    limit, why = BOUNDS[key]
+    cfg = write_config(tmp_path, LAUNCHED.replace("NAME", "b"))
+    load_config(cfg, [assignment.replace("N", str(limit))])
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg, [assignment.replace("N", str(limit + 1))])
+    assert f"{limit + 1} is more than {limit}: {why}" in str(err.value)
+
+
+@pytest.mark.parametrize("args,flag", [
+    (["nightly", "{C}", "--history", "{T}/h", "--seed-runs", "100000"], "--seed-runs"),
+    (["nightly", "{C}", "--history", "{T}/h", "--max-rounds", "5000"], "--max-rounds"),
+    (["job", "nightly-scenario", "--out", "{T}/s", "--seed-runs", "100000"], "--seed-runs"),
+    (["job", "overhead", "--rounds", "100000"], "--rounds"),
+])
+def test_every_count_flag_is_bounded_before_anything_starts(tmp_path, args, flag):
+    """Issue 45: `nightly --seed-runs 100000` was accepted and started seeding."""
+    cfg = config(tmp_path)
+    args = [a.replace("{C}", str(cfg)).replace("{T}", str(tmp_path)) for a in args]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 2, out.output
+    limit, why = BOUNDS[flag]
+    assert f"{flag}: " in out.stderr and f"is more than {limit}: {why}" in out.stderr, \
+        out.stderr
+    assert not (tmp_path / "h").exists() and not (tmp_path / "s").exists()

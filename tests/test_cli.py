@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+from conftest import python_start_s
 from typer.testing import CliRunner
 
 from mibench.harness.cli import app
@@ -24,7 +25,8 @@ def test_help_is_fast_and_lazy():
     t0 = time.perf_counter()
     out = mibench("--help")
     assert out.returncode == 0 and "validate" in out.stdout
-    assert time.perf_counter() - t0 < 5
+    took = time.perf_counter() - t0
+    assert took < 5 + 50 * python_start_s(), took  # a busy machine slows both alike
     probe = "import sys, mibench.harness.cli; print('jax' in sys.modules, 'torch' in sys.modules)"
     lazy = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert lazy.stdout.split() == ["False", "False"]

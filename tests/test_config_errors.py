@@ -127,3 +127,70 @@ def test_config_error_is_a_mibench_error(tmp_path):
         load_config(write(tmp_path, BASE.replace("timed: 1", "timed: x")))
     assert isinstance(e.value, MibenchError)
     assert e.value.key == "runs.timed" and e.value.line == 9
+
+
+def test_numbers_in_exponent_form_are_numbers_everywhere(tmp_path):
+    """`1e9` is a number (YAML 1.2, JSON), not the string YAML 1.1 reads: in a file, in a
+    `--set` and in a quoted string still a string (issue 45: `p50_ms: 1e9` was refused as
+    not a number, while `1.0e+9` passed)."""
+    from mibench.harness.config.yamlsource import load_yaml
+
+    assert load_yaml("a: 1e9\nb: -2E-3\nc: .5e2\nd: '1e9'\ne: 1e\nf: 0x1F", "x")[0] == \
+        {"a": 1e9, "b": -2e-3, "c": 50.0, "d": "1e9", "e": "1e", "f": 31}
+    slo = BASE.replace("  - {engine: jax, mode: packed, mask: [dense, segment]}\n",
+                       "  - {engine: http, base_url: 'http://127.0.0.1:9', slo: {p50_ms: 1e9}}\n")
+    config = load_config(write(tmp_path, slo))
+    assert config.cases[1].slo.p50_ms == 1e9
+    config = load_config(write(tmp_path, slo), ["cases.1.slo.p50_ms=5e2"])
+    assert config.cases[1].slo.p50_ms == 500.0
+    # an integer key keeps refusing a float, written either way
+    assert_error(validate(write(tmp_path, BASE), "workload.num_items=4e0"),
+                 "workload.num_items", "integer")
+
+
+IDLE = BASE + """\
+  - engine: http
+    base_url: "http://127.0.0.1:9"
+    clients: 1
+    concurrency: {trials: 3}
+    runs: {timed: 4}
+parity:
+  reference: {engine: torch}
+  checks: [modes, topologies]
+  min_speedup: 2
+"""
+
+
+@pytest.mark.parametrize("key,why", [
+    ("c.yaml:16: cases.2.concurrency", "parity.checks has no `concurrency`"),
+    ("c.yaml:17: cases.2.runs.timed", "an http case's load is one timed run"),
+    ("c.yaml:20: parity.checks", "`topologies` does nothing"),
+    ("c.yaml:19: parity.reference", "only the `engines` check reads the reference"),
+    ("c.yaml:21: parity.min_speedup", "parity.checks has no `speedup`"),
+])
+def test_validate_names_every_key_that_would_do_nothing(tmp_path, key, why):
+    """Issue 45: `concurrency: {trials: 3}` without the `concurrency` check did nothing and
+    said nothing. Each such key is a note naming its file, line and key; still exit 0 (a
+    report's `--set parity.checks=[]` reproduce command must load its config)."""
+    out = validate(write(tmp_path, IDLE))
+    assert out.exit_code == 0, out.output
+    notes = [line for line in out.output.splitlines() if "does nothing" in line]
+    assert any(key in line and why in line for line in notes), notes
+    assert len(notes) == 5, notes
+    quiet = IDLE.replace("checks: [modes, topologies]", "checks: [modes, engines, speedup, "
+                         "concurrency]").replace("    runs: {timed: 4}\n", "")
+    out = validate(write(tmp_path, quiet))
+    assert out.exit_code == 0 and "does nothing" not in out.output, out.output
+
+
+def test_tokens_beside_a_requests_file_and_a_lone_concurrency_check_are_named(tmp_path):
+    (tmp_path / "r.jsonl").write_text('{"query": [1, 2], "items": [[3]]}\n')
+    text = BASE.replace("  query_tokens: 8\n  num_items: 4\n  item_tokens: 2\n",
+                        "  requests: r.jsonl\n  tokens: constant\n") + \
+        "parity: {checks: [concurrency]}\n"
+    out = validate(write(tmp_path, text))
+    assert out.exit_code == 0, out.output
+    assert "c.yaml:5: workload.tokens: does nothing: the requests come from" in out.output, \
+        out.output
+    assert "parity.checks: `concurrency` does nothing: it checks the servers of http " \
+        "cases" in out.output

@@ -140,6 +140,114 @@ def test_config_and_request_readers_refuse_a_fifo_too(tmp_path, args):
     assert out.exit_code == 2 and "is not a regular file" in out.stderr, out.output
 
 
+
+REQUESTS_CONFIG = """\
+name: r
+model: {path: "embedded:tiny"}
+workload: {requests: REQ, label_token_ids: [198], delimiter: 151643}
+runs: {warmup: 0, timed: 1}
+cases:
+  - {engine: jax, mode: single}
+"""
+
+
+def _requests_config(tmp_path, requests: str, extra: str = "") -> Path:
+    config = tmp_path / "c.yaml"
+    config.write_text(REQUESTS_CONFIG.replace("REQ", requests) + extra)
+    return config
+
+
+@pytest.mark.parametrize("command", [["validate"], ["run", "--out", "{T}/out"]])
+def test_a_requests_file_past_its_bound_is_refused_by_its_size(tmp_path, command):
+    """Issue 45: a 2 GB requests file was read whole (31 s, 4.1 GB) before a refusal that
+    named 56 GiB of token lists; it is refused from its size (a sparse file here), validate
+    and run alike, naming the file and the bound."""
+    from mibench.workloads.jsonl import MAX_REQUESTS_BYTES
+
+    big = tmp_path / "big.jsonl"
+    with open(big, "wb") as f:
+        f.truncate(2 * 1024**3)
+    config = _requests_config(tmp_path, big.name)
+    out = cli(command[0], config, *[a.replace("{T}", str(tmp_path)) for a in command[1:]])
+    assert out.exit_code == 2, out.output
+    line, = out.stderr.strip().splitlines()
+    assert "workload.requests" in line and str(big) in line, line
+    assert f"is {2 * 1024**3} bytes, more than the {MAX_REQUESTS_BYTES} a requests file" \
+        in line, line
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def _loop(tmp_path, name: str) -> Path:
+    a, b = tmp_path / name, tmp_path / f"{name}.other"
+    a.symlink_to(b.name)
+    b.symlink_to(a.name)
+    return a
+
+
+@pytest.mark.parametrize("where", ["requests", "include", "references", "config",
+                                   "request", "artifact"])
+def test_a_symbolic_link_loop_is_one_line_naming_it(tmp_path, where):
+    """Issue 45: a requests path that is a link loop gave a traceback and exit 1 (Python
+    3.11's Path.resolve raises RuntimeError); so did an include's and a references file's."""
+    loop = _loop(tmp_path, "loop.jsonl")
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"query": [1, 2], "items": [[3]]}\n')
+    if where == "requests":
+        args = ["validate", _requests_config(tmp_path, loop.name)]
+    elif where == "include":
+        args = ["validate", _requests_config(tmp_path, good.name, f"include: {loop.name}\n")]
+    elif where == "references":
+        args = ["validate", _requests_config(tmp_path, good.name, f"references: {loop.name}\n")]
+    elif where == "config":
+        args = ["validate", loop]
+    elif where == "request":
+        args = ["score", "--model", "embedded:tiny", "--labels", "198", "--request", loop]
+    else:
+        args = ["compare", NEW, loop]
+    out = cli(*args)
+    assert out.exit_code == 2, out.output
+    line, = out.stderr.strip().splitlines()
+    assert "symbolic link loop" in line and loop.name in line, line
+
+
+def test_a_requests_fifo_is_refused_unread(tmp_path):
+    path = tmp_path / "r.jsonl"
+    os.mkfifo(path)
+    out = cli("validate", _requests_config(tmp_path, path.name))
+    assert out.exit_code == 2 and "is not a regular file" in out.stderr, out.output
+
+
+def test_a_checkpoint_reads_its_json_through_the_bounded_reader(tmp_path):
+    """A checkpoint's config.json that is a FIFO or a link loop is refused unread, naming
+    it (it was read with read_bytes: a FIFO hung `validate`)."""
+    from mibench.engines import model_facts
+    from mibench.errors import MibenchError
+
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"")
+    _loop(folder, "config.json")
+    with pytest.raises(MibenchError, match="symbolic link loop"):
+        model_facts(str(folder))
+    for p in folder.glob("config.json*"):
+        p.unlink()
+    os.mkfifo(folder / "config.json")
+    done: list = []
+    worker = threading.Thread(target=lambda: done.append(_facts_error(folder)), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert done and "is not a regular file" in done[0], done
+
+
+def _facts_error(folder) -> str:
+    from mibench.engines import model_facts
+
+    try:
+        model_facts(str(folder))
+    except Exception as e:  # noqa: BLE001 - the message is what is checked
+        return str(e)
+    return ""
+
 # --- writers: whole or not at all, naming the path ---------------------------------------
 
 @contextlib.contextmanager

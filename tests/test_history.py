@@ -147,24 +147,55 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, kind):
     assert result.output.startswith("error: ") and "Traceback" not in result.output
 
 
-def test_git_asked_once_per_commit_per_build_never_across_builds(monkeypatch):
-    """Three artifacts each of two commits: one `git show` and one `git rev-list` per commit
-    in a build; the next build asks again, so a long-lived process sees history rewritten."""
-    times = {"a" * 40: "2026-01-01T00:00:00+00:00", "b" * 40: "2026-01-02T00:00:00+00:00"}
+def test_git_asked_twice_per_checkout_per_build_never_across_builds(monkeypatch):
+    """Three artifacts each of five commits of one checkout: one `git cat-file` and one
+    `git log` in a build, whatever the number of commits (a process per commit cost seconds
+    on a year of nights); no `rev-list`, since no two commit times tie; the next build asks
+    again, so a long-lived process sees history rewritten."""
+    shas = [c * 40 for c in "abcde"]
+    times = {sha: f"2026-01-0{i + 1}T00:00:00+00:00" for i, sha in enumerate(shas)}
     calls = []
 
-    def fake_git(where, *args):
-        calls.append(args)
-        return times[args[-1]] if args[0] == "show" else "1"
+    def fake_git(where, *args, stdin=None):
+        calls.append(args[0])
+        asked = stdin.split()
+        if args[0] == "cat-file":
+            return "\n".join(f"{sha} commit 200" for sha in asked)
+        return "\n".join(f"{sha} {times[sha]}" for sha in asked) if args[0] == "log" else None
 
-    monkeypatch.setattr("mibench.harness.stats.history.git_output", fake_git)
+    monkeypatch.setattr("mibench.harness.stats.commits.git_output", fake_git)
     records = []
-    for i, commit in enumerate(["a" * 40, "b" * 40] * 3):
-        rec = make.build("demo.yaml", "x", i, make.demo_time, f"2026-04-{9 - i:02d}T03:00:00Z")
+    for i, commit in enumerate(shas * 3):
+        rec = make.build("demo.yaml", "x", i, make.demo_time, f"2026-04-{20 - i:02d}T03:00:00Z")
         rec.provenance.git.commit = commit
         records.append(rec)
     first = build_history(records, case=CASE).series[0].points
-    assert [p.commit[0] for p in first] == list("aaabbb") and len(calls) == 4
-    times["a" * 40] = "2026-01-03T00:00:00+00:00"  # amended: a is now the later commit
+    assert "".join(p.commit[0] for p in first) == "aaabbbcccdddeee"
+    assert calls == ["cat-file", "log"]
+    times["a" * 40] = "2026-01-09T00:00:00+00:00"  # amended: a is now the latest commit
     second = build_history(records, case=CASE).series[0].points
-    assert [p.commit[0] for p in second] == list("bbbaaa") and len(calls) == 8
+    assert "".join(p.commit[0] for p in second) == "bbbcccdddeeeaaa"
+    assert calls == ["cat-file", "log"] * 2
+
+
+def test_commits_of_one_second_are_ordered_by_depth(tmp_path):
+    """Three commits of a real repository made within one second, run in the reverse order:
+    their times tie, so `git rev-list --count` orders them (only them), not the runs'
+    starts."""
+    repo = tmp_path / "repo"
+    env = {"GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z", "GIT_AUTHOR_DATE":
+           "2026-01-01T00:00:00Z", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for i in range(3):
+        subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", str(i)],
+                       check=True, env=env)
+    log = subprocess.run(["git", "-C", str(repo), "log", "--format=%H"], capture_output=True,
+                         text=True, check=True).stdout.split()[::-1]  # oldest first
+    folder = tmp_path / "runs"
+    for i, commit in enumerate(log):
+        rec = make.build("demo.yaml", "x", i, make.demo_time, f"2026-04-{9 - i:02d}T03:00:00Z")
+        rec.provenance.git.commit, rec.provenance.git.path = commit, str(repo)
+        write_artifact(rec, folder / f"{i}.json")
+    hist = build_history(load_dir(folder).records, case=CASE)
+    assert [p.commit for p in hist.series[0].points] == log

@@ -83,8 +83,45 @@ def test_a_missing_case_is_a_gap_not_a_zero_and_other_kinds_are_skipped(tmp_path
     only_others.mkdir()
     (only_others / "ab.json").write_text(json.dumps({"schema": "mibench.ab/3"}))
     out = cli(only_others)
-    assert out.exit_code == 2 and "holds no run artifacts (1 of other kinds skipped)" in \
-        out.output
+    assert out.exit_code == 2 and "holds no run artifacts (1 other files skipped: " in \
+        out.output and "ab.json: a mibench.ab/3 file, not a run artifact" in out.output
+
+
+def test_the_repositorys_artifacts_read_and_what_is_no_mibench_artifact_is_skipped():
+    """`mibench history artifacts`: the GPU job's `*.summary.json` beside its runs claims
+    no mibench schema: skipped with one line, like the `ab` and `compile` artifacts."""
+    out = cli(ROOT / "artifacts")
+    assert out.exit_code == 0, out.output
+    summary = "artifacts/gpu/gpu-20261126T060400Z-9bc0.summary.json"
+    (line,) = [x for x in out.stderr.splitlines() if summary in x]
+    assert line.endswith(": not a mibench artifact (no mibench schema)")
+
+
+@pytest.mark.parametrize("text", ['{"machine": {"jax": "0.11.2"}}', "[1, 2]", "not json {",
+                                  '{"schema": "other.tool/1"}'])
+def test_a_file_that_is_no_mibench_artifact_is_one_line_and_skipped(tmp_path, text):
+    timeline(tmp_path, [1.0, 1.0])
+    (tmp_path / "notes.json").write_text(text)
+    out = cli(tmp_path, "--case", CASE)
+    assert out.exit_code == 0, out.output
+    why = "not JSON" if text == "not json {" else "no mibench schema"
+    assert out.stderr.splitlines() == [f"skipped {tmp_path / 'notes.json'}: not a mibench "
+                                       f"artifact ({why})"]
+
+
+@pytest.mark.parametrize("damage", ["fields", "truncated", "ab"])
+def test_a_damaged_mibench_artifact_is_still_an_error_naming_it(tmp_path, damage):
+    """A file that claims a mibench schema but cannot be read: exit 2, one line naming it
+    (a run schema with a field gone; a cut-off file; a cut-off file of another kind)."""
+    timeline(tmp_path, [1.0, 1.0])
+    good = (tmp_path / "00.json").read_text()
+    bad = tmp_path / "zz.json"
+    bad.write_text({"fields": good.replace('"cases"', '"kases"'), "truncated": good[:400],
+                    "ab": '{"schema": "mibench.ab/3", "cases": ['}[damage])
+    out = cli(tmp_path, "--case", CASE)
+    assert out.exit_code == 2
+    (line,) = out.output.strip().splitlines()
+    assert line.startswith("error: ") and str(bad) in line
 
 
 def test_the_shipped_3x_jump_is_a_suspected_step_with_one_point_a_side():
@@ -146,3 +183,46 @@ def test_the_noise_floor_is_learnt_without_the_pair_and_says_so(tmp_path):
     (step,) = s.steps
     assert step.verdict == "regression" and "learnt from A/A runs" in step.reason
     assert "left out: the 2 artifact(s) judged" in step.reason  # 4th and 5th: the step's
+
+
+def test_a_floor_without_a_pair_is_the_floor_learnt_without_those_two_runs(tmp_path):
+    """The A/A groups are read once per build (noise.AAGroups): leaving out any pair gives,
+    to the last bit, the floor learnt afresh from the other records (runs of three
+    commits interleaved, so that leaving out a group's first run moves it in the sum; one
+    run on a busy machine)."""
+    import itertools
+
+    from mibench.harness.stats.noise import AAGroups, aa_noise
+
+    for i in range(9):
+        rec = make.build("demo.yaml", "abc"[i % 3] * 4, i, make.demo_time,
+                         f"2026-03-{i + 1:02d}T03:00:00Z")
+        rec = make.scaled(rec, CASE, 1 + 0.013 * ((i * 7) % 5))
+        if i == 4:
+            for c in rec.cases:
+                c.load = CaseLoad(window_s=2.0, cpus=2, other_share=0.7, other_cpu_s=2.8,
+                                  own_cpu_s=1.0, source="/proc")
+        write_artifact(rec, tmp_path / f"{i}.json")
+    records = load_dir(tmp_path).records
+    groups = AAGroups(records)
+    for pair in map(frozenset, itertools.combinations([r.run_id for r in records], 2)):
+        fresh = aa_noise([r for r in records if r.run_id not in pair], "here")
+        floor = groups.floor("here", pair)
+        assert floor.value == fresh.value  # exactly
+        assert floor.source.split("; left out")[0] == fresh.source.split("; left out")[0]
+        assert "left out: the 2 artifact(s) judged" in floor.source
+
+
+def test_a_window_keeps_each_series_last_points_and_their_steps(tmp_path):
+    """What a night shows of a long history (harness/stats/history.py `window`): the last
+    points of each series, a step among them re-indexed, one before them gone."""
+    from mibench.harness.stats.history import window
+
+    timeline(tmp_path, [1.0] * 8 + [2.0] * 8 + [1.0] * 8)  # up at 8, down at 16
+    hist = build_history(load_dir(tmp_path).records, CASE)
+    (full,) = hist.series
+    assert sorted(s.index for s in full.steps) == [8, 16]
+    (cut,) = window(hist, 10).series
+    assert [p.run_id for p in cut.points] == [p.run_id for p in full.points[-10:]]
+    assert [(s.index, s.verdict) for s in cut.steps] == [(2, "improvement")]  # 16 - 14
+    assert window(hist, 100).series[0].points == full.points  # short: as it was

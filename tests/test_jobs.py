@@ -159,6 +159,8 @@ OTHER_LOOPS = {
                                           "around whole runs",
     ("harness/jobs/http_overhead.py", "main"): "two kinds of call alternating pairwise (in "
                                                "process, over http): the one loop repeats one",
+    ("harness/jobs/site_scale.py", "main"): "the wall time of writing a history and "
+                                               "building its site, around whole builds",
     ("harness/jobs/nightly_scenario.py", "main"): "the wall time of each night of the "
                                                   "scenario, around whole `mibench nightly`s",
 }

@@ -195,3 +195,32 @@ def test_a_degenerate_engine_fails_the_night_like_any_parity_check(world):
     text = render(result.summary)  # the cases pass: the note names the failed check
     assert f"- parity: 1 check(s) newly not passing (the night fails): degenerate/scores: " \
            f"{PACKED} vs its own scores" in text
+
+
+def test_a_known_regression_compare_cannot_judge_is_checked_for_a_fix_by_ab(world):
+    """Under noise the load cannot see, `compare` cannot tell a run from the confirmed-bad
+    level: `ab` against the confirming commit says whether it is fixed (after the rest of
+    the budget's work), so a fix is not missed for ever, and no single noisy run closes it."""
+    steps, history, night = world
+    steps.spread = 1.0
+    night(0)
+    night(5)
+    steps.effects[7] = {EXTEND: 1 / 16}  # the fix
+    result = night(8)
+    assert ("ab", 5, 8, (EXTEND,), 5) in abs_of(steps)
+    (known,) = index(history).known
+    assert known.status == "fixed" and known.fixed_at == sha(8)
+    assert words(result)[EXTEND] == "pass"
+
+
+def test_a_known_regression_still_present_under_noise_stays_known(world):
+    steps, history, night = world
+    steps.spread = 1.0
+    night(0)
+    night(5)
+    result = night(8)
+    # the suspicion first (packed looked slower), then the fix check of the known one
+    assert abs_of(steps) == [("ab", 0, 8, (PACKED,), 5), ("ab", 5, 8, (EXTEND,), 5)]
+    extend = next(c for c in result.summary.cases if c.case_id == EXTEND)
+    assert extend.verdict == "known regression" and "still present" in extend.reason
+    assert result.exit_code == 1 and index(history).known[0].status == "confirmed"

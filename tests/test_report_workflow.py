@@ -23,8 +23,12 @@ def script(job: dict) -> str:
 
 def test_each_tpu_job_runs_the_nightly_command_with_its_own_history():
     flow = workflow()
-    jobs = flow["jobs"]
+    jobs = {name: job for name, job in flow["jobs"].items()
+            if any("mibench nightly" in s.get("run", "") for s in job["steps"])}
     assert set(jobs) == {"v6e1", "v6e1-sglang-jax"}
+    # after the nights: the site of both histories, then its publication
+    assert flow["jobs"]["site"]["needs"] == ["v6e1", "v6e1-sglang-jax"]
+    assert flow["jobs"]["pages"]["needs"] == "site"
     histories = set()
     for name, job in jobs.items():
         assert job["runs-on"] == ["self-hosted", "tpu", "v6e-1"]

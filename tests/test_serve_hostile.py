@@ -19,6 +19,7 @@ import threading
 import time
 
 import pytest
+from conftest import python_start_s
 
 from mibench.engines import HttpClient, InputError, ScoreResult, load_engine
 from mibench.harness.serve import Served, Settings, build_app, prepare
@@ -216,7 +217,8 @@ def test_a_huge_content_length_is_413_before_reading(hostile):
         s.close()
     assert status == 413 and error["param"] == "body" and "Content-Length" in \
         error["message"] and "--max-body 1048576" in error["message"]
-    assert time.monotonic() - t0 < LINGER_S + 2 and peak.rise < 50 * MiB
+    took = time.monotonic() - t0
+    assert took < LINGER_S + 2 + 50 * python_start_s() and peak.rise < 50 * MiB, took
 
 
 def test_a_huge_chunked_body_is_413_while_it_streams(hostile):
@@ -296,7 +298,8 @@ def test_slowloris_and_idle_sockets_are_cut_off_and_a_flood_capped(hostile, jax_
     statuses = sorted(a[0] or 0 for a in answers)
     assert statuses.count(503) + statuses.count(0) >= 50 - LIMITS.max_connections, statuses
     assert statuses.count(408) >= LIMITS.max_connections - 2, statuses
-    assert max(a[2] for a in answers) < LIMITS.header_timeout + LINGER_S + 3
+    assert max(a[2] for a in answers) < LIMITS.header_timeout + LINGER_S + 3 + \
+        50 * python_start_s()
     for s in sockets:
         s.close()
     deadline = time.monotonic() + 5

@@ -9,13 +9,16 @@ both sides alike)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import socket
 import statistics
 import threading
 import time
 
 import pytest
+from conftest import python_start_s
 
 from mibench.engines import HttpClient, ScoreResult
 from mibench.harness.serve import Served, Settings, build_app
@@ -227,7 +230,9 @@ def test_at_the_cap_a_client_without_headers_gets_503_with_retry_after(canned):
     t0 = time.monotonic()
     status, data = answer_of(extra, 10)
     assert status == 503 and b"retry-after: 1\r\n" in data.lower(), data
-    assert b"--max-connections" in data and PROBATION_S - 0.1 < time.monotonic() - t0 < 5
+    took = time.monotonic() - t0
+    assert b"--max-connections" in data and PROBATION_S - 0.1 < took < 5 + \
+        50 * python_start_s(), took
     assert timed_post(canned.url, SMALL)[0] == 200
     assert closed_within(held[0], 5) is not None  # the oldest was evicted
     for s in held:
@@ -343,3 +348,173 @@ def test_a_big_body_flood_does_not_delay_a_small_request(jax_tiny):
     print(f"small request under a flood of 4 x 7.6 MiB text bodies: {small * 1e3:.0f} ms "
           f"(alone {quiet * 1e3:.0f} ms; one big body's 413: {one_big:.2f} s; the four: "
           f"{', '.join(f'{b[1]:.2f}' for b in bigs)} s)")
+
+
+# --- shutdown: a request left unfinished is told why ----------------------------------------
+
+class Stuck(Canned):
+    """An engine whose `score` waits until it is let go."""
+
+    def __init__(self):
+        super().__init__()
+        self.scoring, self.let_go = threading.Event(), threading.Event()
+
+    def score(self, query, items, label_token_ids, **kwargs):
+        self.scoring.set()
+        self.let_go.wait(60)
+        return super().score(query, items, label_token_ids, **kwargs)
+
+
+def test_a_request_unfinished_at_the_shutdown_timeout_gets_a_503_naming_it():
+    """Issue 45: a request still scoring when --shutdown-timeout ended got uvicorn's 500
+    ("Internal Server Error"); it is a 503 saying the server is shutting down."""
+    engine = Stuck()
+    limits = Limits(shutdown_timeout=1.0)
+    replies = []
+    with Served(build_app(engine, Settings(model="canned"), limits=limits)) as server:
+        sender = threading.Thread(target=lambda: replies.append(timed_post(server.url, SMALL)),
+                                  daemon=True)
+        sender.start()
+        assert engine.scoring.wait(30)
+    try:
+        sender.join(30)
+    finally:
+        engine.let_go.set()
+    (status, _, body), = replies
+    assert status == 503, (status, body[:300])
+    reply = json.loads(body)
+    assert "shutting down" in reply["message"] and "--shutdown-timeout of 1 s" in \
+        reply["message"], reply
+
+
+# --- a crowd of silent sockets reconnecting as fast as they are closed ---------------------
+
+SERVER = """
+import os, resource, sys
+sys.path.insert(0, {tests!r})
+from test_serve_stall import Canned
+from mibench.harness.serve import Served, Settings, build_app
+from mibench.harness.serve.limits import Limits
+
+app = build_app(Canned(), Settings(model="canned"), limits=Limits({limits}))
+with Served(app, **({{}} if {loop!r} == "auto" else {{"loop": {loop!r}}})) as server:
+    {before_url}
+    print(server.url, flush=True)
+    sys.stdin.read()  # until the test closes it
+"""
+
+
+@contextlib.contextmanager
+def served_apart(limits: str, loop: str = "auto", before_url: str = "pass"):
+    """A Canned server in a process of its own (so that the test's own threads do not
+    slow it): its url and process."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = SERVER.format(tests=str(Path(__file__).parent), limits=limits, loop=loop,
+                           before_url=before_url)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://"), proc.stderr.read()
+        yield url, proc
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_crowd_of_silent_reconnecting_sockets_cannot_lock_a_client_out():
+    """Issue 45: past --max-connections and as many on probation, silent sockets reopened
+    as fast as the server closed them answered every well-formed client 503 (about 300
+    against the default 128: 0 of 15 answered). Here 20 against 4 slots, the server, the
+    crowd and the client each a process (as `mibench job serve-flood` runs 300 and 1,000
+    against the defaults): every request is answered 200 within 20 x its latency alone
+    + 2 s."""
+    from mibench.harness.jobs.serve_flood import one_crowd, request
+
+    with served_apart("max_connections=4, header_timeout=10.0") as (url, _):
+        host, port = url.removeprefix("http://").split(":")
+        quiet = statistics.median(request(host, int(port), 30)[1] for _ in range(5))
+        bound = 20 * quiet + 2.0
+        got = one_crowd(host, int(port), 20, requests=5, interval=0.3, timeout=30)
+    assert got["answered"] == 5 and got["max_ms"] < 1e3 * bound, (got, bound)
+    assert got["crowd"]["opened"] > 20  # the crowd reconnected
+    print(f"served among 20 silent sockets within {got['max_ms']:.0f} ms (alone "
+          f"{quiet * 1e3:.1f} ms)")
+
+
+def cpu_s(pid: int) -> float:
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_accepting_at_the_open_files_limit_neither_spins_nor_crashes(loop):
+    """A server with 6 files to spare and 16 slots, under 100 silent sockets reconnecting:
+    accepting meets EMFILE again and again. It neither dies nor spins (once the crowd
+    stops, it takes less than a tenth of a CPU) and then answers a request. Each loop
+    uvicorn may run on: the listening socket (and libuv, for uvloop) closes what waits at
+    the limit on a reserved descriptor. Before, asyncio's loop logged EMFILE over 100,000
+    times in 5 s, stayed at a full CPU and accepted nothing more."""
+    import multiprocessing
+
+    from mibench.harness.jobs.serve_flood import crowd
+
+    pytest.importorskip(loop)
+    spare = ("soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE); resource.setrlimit("
+             "resource.RLIMIT_NOFILE, (len(os.listdir('/proc/self/fd')) + 6, hard))")
+    with served_apart("max_connections=16", loop, spare) as (url, proc):
+        host, port = url.removeprefix("http://").split(":")
+        spawn = multiprocessing.get_context("spawn")
+        counts = spawn.Queue()
+        flood = spawn.Process(target=crowd, args=(host, int(port), 100, 5.0, counts),
+                              daemon=True)
+        flood.start()
+        assert counts.get(timeout=60)["opened"] > 100  # the crowd reconnected
+        flood.join(10)
+        time.sleep(1.5)  # a paused accept resumes within 1 s
+        before = cpu_s(proc.pid)
+        time.sleep(2.0)
+        idle = (cpu_s(proc.pid) - before) / 2.0
+        assert proc.poll() is None, proc.stderr.read()
+        assert idle < 0.1, f"the server took {idle:.0%} of a CPU with nothing to do"
+        status, _, body = timed_post(url, SMALL, timeout=30)
+        assert status == 200, (status, body[:300])
+    log = proc.stderr.read()
+    assert "Too many open files" not in log, log[-2000:]  # nothing logged, nothing raised
+
+
+def test_the_open_files_limit_is_raised_and_a_hard_limit_too_low_is_refused():
+    """At start-up the soft limit goes to the hard one; a hard limit below what the
+    connections need (3 x --max-connections + FILES_RESERVE) is one line, exit 2, naming
+    --max-connections, before any weights load."""
+    import resource
+    import subprocess
+    import sys
+
+    from mibench.harness.serve.connections import FILES_RESERVE, open_files
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    low = max(len(os.listdir("/proc/self/fd")) + 16, 64)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))
+        now, need = open_files(8)
+        assert now == (hard if hard != resource.RLIM_INFINITY else now) and now >= need
+        assert need == 3 * 8 + FILES_RESERVE
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    out = subprocess.run(["sh", "-c", 'ulimit -n 200 && exec "$@"', "sh", sys.executable,
+                          "-m", "mibench.harness.cli", "serve", "--model", "embedded:tiny",
+                          "--port", "0", "--max-connections", "64"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr
+    line, = out.stderr.strip().splitlines()
+    assert line.startswith("error: --max-connections: 64 connections need up to 256 open "
+                           "files") and "hard limit of 200" in line, line

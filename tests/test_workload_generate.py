@@ -87,5 +87,5 @@ def test_jsonl_errors_name_the_line(tmp_path, line, needle):
 
 
 def test_missing_jsonl(tmp_path):
-    with pytest.raises(MibenchError, match="not found"):
+    with pytest.raises(MibenchError, match="no such requests file"):
         read_requests(tmp_path / "none.jsonl")

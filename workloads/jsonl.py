@@ -11,9 +11,15 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from mibench.errors import MibenchError
+from mibench.errors import MibenchError, TextTooLong
+from mibench.files import read_bounded
 
 from .request import Request, RequestModel, parse_request
+
+# a requests file is read whole, then held as token lists (up to 28 bytes of memory per byte
+# of file: harness/config/problems.py FILE_BYTES): past this, 14 GiB, more than a machine
+# that runs mibench gives one workload; refused from its size before a byte is read
+MAX_REQUESTS_BYTES = 512 * 1024**2
 
 
 def _ids(value, where: str, tokenize) -> tuple[int, ...]:
@@ -22,6 +28,8 @@ def _ids(value, where: str, tokenize) -> tuple[int, ...]:
             if tokenize is None:
                 raise MibenchError("the model has no tokenizer")
             return tuple(int(t) for t in tokenize(value))
+        except TextTooLong as e:
+            raise e.under(where) from None
         except MibenchError as e:
             raise MibenchError(f"text request, but {e}", field=where) from None
     return tuple(value)
@@ -36,16 +44,12 @@ def tokenized(req: RequestModel, where: str, tokenize) -> Request:
 
 def scan_requests(path: str | Path) -> list[tuple[str, RequestModel]]:
     """Every request of the file, validated but not tokenized, with where it is
-    (`FILE:LINE`); a MibenchError naming the file or the line."""
+    (`FILE:LINE`); a MibenchError naming the file or the line. Read through the bounded
+    reader (at most MAX_REQUESTS_BYTES; a FIFO, a device or a link loop refused unread)."""
     path = Path(path)
-    if path.is_dir():
-        raise MibenchError("is a folder, not a requests file", field=str(path))
-    if not path.is_file():
-        raise MibenchError("requests file not found", field=str(path))
+    raw = read_bounded(path, MAX_REQUESTS_BYTES, "requests file")
     try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as e:
-        raise MibenchError(f"cannot read: {e.strerror or e}", field=str(path)) from None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise MibenchError(f"not a text file (byte {e.start} is not UTF-8)",
                            field=str(path)) from None

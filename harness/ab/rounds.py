@@ -12,8 +12,10 @@ log ratios. Scores of the first round are compared as log scores.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
+import os
 import secrets
 import shlex
 import statistics
@@ -53,6 +55,8 @@ from ..verdicts import (
 )
 from .interleave import lockstep
 from .revisions import Revision, checkout
+
+JAX_CACHE, JAX_CACHE_MIN = "JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
 
 
 def _sample(rec: CaseRecord, r: int, first: bool) -> RoundSample:
@@ -145,6 +149,16 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
     path = Path(out) / f"{record.run_id}.json" if out is not None else None
     saves = checkpoints(path, len(cases), argv)
     sides = {"base": base, "new": new}
+    with compile_cache(cache):
+        _measure(record, cases, sides, interleave, saves, alpha, min_effect, target,
+                 cost_threshold, note)
+    return record, path
+
+
+def _measure(record: ABRecord, cases: list[CaseSpec], sides: dict[str, Revision],
+             interleave: bool, saves: Checkpoints | None, alpha: float, min_effect: float,
+             target, cost_threshold: float, note: Callable[[str], None]) -> None:
+    """Every engine group's rounds, judged; the artifact saved after each group."""
     costs = _compile(record, cases, target, sides, cost_threshold, note) if target else {}
     groups: dict[tuple, list[CaseSpec]] = {}
     for c in cases:
@@ -171,7 +185,28 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
     record.finished_at = now()
     if saves is not None:
         saves.save(record, len(record.cases))
-    return record, path
+
+
+@contextlib.contextmanager
+def compile_cache(cache: Path):
+    """The rounds' workers share a persistent JAX compilation cache under `cache` (unless
+    one is set already): each program of each side compiles once, not once a round, which
+    was most of a round's time on a CPU (the timed calls never compile: a compile there is
+    `timed compiles`, and ab judges only the timed calls)."""
+    if os.environ.get(JAX_CACHE):
+        yield
+        return
+    saved = {k: os.environ.get(k) for k in (JAX_CACHE, JAX_CACHE_MIN)}
+    os.environ[JAX_CACHE] = str(Path(cache) / "jax-compile")
+    os.environ[JAX_CACHE_MIN] = "0"
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _vouch(record: ABRecord, config: Config, cases: list[CaseSpec], new: Revision,

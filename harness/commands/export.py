@@ -1,9 +1,11 @@
 """`mibench export ARTIFACT... --format csv|bmf|json`: the cases of run artifacts for other
 tools (a spreadsheet, Bencher, a notebook): one exporter per format
-(harness/report/exporters/)."""
+(harness/report/exporters/). One run is one point: a second artifact of a run (a copy) is
+left out, one line on stderr (harness.stats.duplicates)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -32,12 +34,25 @@ def export(artifacts: Annotated[list[Path], typer.Argument(help="Run artifacts (
                help="Write FILE (default: stdout).")] = None,
            case: CaseGlobs = None):
     """Export the cases of ARTIFACTS as CSV, JSON rows or Bencher Metric Format."""
+    from ..stats.duplicates import unique_runs
+
     out_file(out)
-    write_text(out, export_artifacts(artifacts, format, case))
+    records, again = unique_runs([load(p) for p in artifacts], artifacts)
+    for line in again:
+        print(line, file=sys.stderr)
+    write_text(out, export_records(records, format, case))
 
 
 def export_artifacts(paths: list[Path], format: str, globs: list[str] | None = None) -> str:
-    """The text of `format` for the artifacts' (selected) cases."""
+    """The text of `format` for the artifacts' (selected) cases, each run once
+    (harness.stats.duplicates: a copy of an artifact adds no rows)."""
+    from ..stats.duplicates import unique_runs
+
+    return export_records(unique_runs([load(p) for p in paths], paths)[0], format, globs)
+
+
+def export_records(records: list, format: str, globs: list[str] | None = None) -> str:
+    """The text of `format` for the records' (selected) cases."""
     from ..report.exporters import exporter
 
-    return exporter(format).export(select_records([load(p) for p in paths], globs))
+    return exporter(format).export(select_records(records, globs))

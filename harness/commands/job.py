@@ -11,6 +11,8 @@ calls the job's plain function (imported on call, so `mibench --help` stays ligh
     mibench job nightly-scenario --out DIR [--seed-runs 5] [--rounds 5] [--threshold 10%]
                                  [--unseen-noise]
     mibench job nightly-suite --out DIR [--scenario first|last|partial|none|none-beside]
+    mibench job serve-flood [--sockets 300 --sockets 1000] [--requests 30] [--out FILE.json]
+    mibench job site-scale --out DIR [--measurements 20 --measurements 200] [--nights 365]
 
 On a machine without the console script: `python -m mibench.harness.cli job ...`.
 """
@@ -61,8 +63,10 @@ def overhead(config: Annotated[Path | None, typer.Argument(
              out: Annotated[Path | None, typer.Option(help="Also write the JSON result to "
                                                           "FILE.")] = None):
     """What the harness adds to a direct timed loop of the same call; JSON on stdout."""
+    from ..config.bounds import check_flag
     from ..jobs import overhead as job
 
+    check_flag(rounds, "--rounds")
     job.main(config if config is not None else job.CONFIG, rounds, set_ or [], out)
 
 
@@ -88,8 +92,10 @@ def calibrate(out: Annotated[Path, typer.Option(help="Folder for the scratch rep
                                                       "meanwhile.")] = True):
     """Calibrate the A/B gate here: false regressions of A/A runs and detections of a 20%
     and a 50% slower prefill_extend (not part of CI; tens of minutes)."""
+    from ..config.bounds import check_flag
     from ..jobs import calibrate as job
 
+    check_flag(rounds, "--rounds")
     job.main(out, trials, rounds, load)
 
 
@@ -164,7 +170,7 @@ def nightly_scenario(out: Annotated[Path, typer.Option(help="Folder for the scra
                      max_rounds: Annotated[int, typer.Option(help="The most rounds of one "
                                                                   "A/B.")] = 20,
                      budget: Annotated[str, typer.Option(help="Each night's budget for "
-                                                              "ab and bisect.")] = "30m",
+                                                              "ab and bisect.")] = "1h",
                      noise: Annotated[bool, typer.Option(help="Also the noise night (busy "
                                                               "loops beside its run).")]
                      = True,
@@ -178,8 +184,13 @@ def nightly_scenario(out: Annotated[Path, typer.Option(help="Folder for the scra
     """The nightly loop on a scratch clone: eight commits, commit 4 makes prefill_extend
     2x slower; nights at commits 0 (seed), 2, 5 and 8, and a night beside busy loops
     (OUT/scenario.md; not part of CI; minutes on 2 cores). Exit 1 when a check fails."""
+    from ..config.bounds import check_flag
     from ..jobs import nightly_scenario as job
     from .common import parse_threshold
+
+    for value, flag in ((seed_runs, "--seed-runs"), (rounds, "--rounds"),
+                        (max_rounds, "--max-rounds")):
+        check_flag(value, flag)
 
     raise typer.Exit(job.main(out, seed_runs, rounds, max_rounds, budget, noise,
                               parse_threshold(threshold), unseen_noise))
@@ -193,7 +204,7 @@ def nightly_suite(out: Annotated[Path, typer.Option(help="Folder for the scratch
                   rounds: Annotated[int, typer.Option(help="Rounds of each A/B.")] = 5,
                   max_rounds: Annotated[int, typer.Option(help="The most rounds of one "
                                                                "A/B.")] = 20,
-                  budget: Annotated[str, typer.Option(help="Each night's budget.")] = "30m",
+                  budget: Annotated[str, typer.Option(help="Each night's budget.")] = "1h",
                   threshold: Annotated[str, typer.Option(help="The nights' threshold.")]
                   = "10%",
                   scenario: Annotated[list[str] | None, typer.Option(
@@ -202,6 +213,7 @@ def nightly_suite(out: Annotated[Path, typer.Option(help="Folder for the scratch
     """Short nightly scenarios sharing one seeded history, beside a busy loop per core with
     the load faked quiet: the culprit first and last in its range, a partial step, two
     runs with no regression (OUT/suite.md; not part of CI). Exit 1 when a check fails."""
+    from ..config.bounds import check_flag
     from ..jobs import nightly_suite as job
     from .common import parse_threshold
 
@@ -209,5 +221,68 @@ def nightly_suite(out: Annotated[Path, typer.Option(help="Folder for the scratch
     if unknown:
         raise MibenchError(f"{unknown[0]!r} is not one of {', '.join(job.SCENARIOS)}",
                            field="--scenario")
+    for value, flag in ((seed_runs, "--seed-runs"), (rounds, "--rounds"),
+                        (max_rounds, "--max-rounds")):
+        check_flag(value, flag)
     raise typer.Exit(job.main(out, seed_runs, rounds, max_rounds, budget,
                               parse_threshold(threshold), scenario))
+
+
+@job_app.command("serve-flood")
+@guarded
+def serve_flood(sockets: Annotated[list[int] | None, typer.Option(
+                    help="Silent sockets reconnecting as fast as they are closed; "
+                         "repeatable (default: 300 and 1000).")] = None,
+                requests: Annotated[int, typer.Option(help="Well-formed requests per "
+                                                           "crowd, one every --interval.")]
+                = 30,
+                interval: Annotated[float, typer.Option(help="Seconds between them.")] = 1.0,
+                server_arg: Annotated[list[str] | None, typer.Option(
+                    help="A flag of mibench serve as KEY=VALUE (max_connections=64); "
+                         "repeatable.")] = None,
+                out: Annotated[Path | None, typer.Option(help="Also write the JSON result "
+                                                             "to FILE.")] = None):
+    """mibench serve under silent sockets that reconnect as fast as it closes them: the
+    well-formed requests answered and their latency p50/p99 per crowd (not part of CI;
+    about a minute a crowd)."""
+    import json
+
+    from ..config.bounds import check_flag
+    from ..jobs import serve_flood as job
+    from ..records.io import write_output
+    from .common import parse_options
+
+    crowds = sockets or [300, 1000]
+    for n in crowds:
+        check_flag(n, "--sockets")
+    check_flag(requests, "--requests")
+    result = job.main(crowds, requests, interval,
+                      server_args=parse_options(server_arg or []) or None)
+    text = json.dumps(result, indent=1)
+    print(text)
+    if out is not None:
+        write_output(out, text + "\n")
+
+
+@job_app.command("site-scale")
+@guarded
+def site_scale(out: Annotated[Path, typer.Option(help="Folder for the synthetic histories, "
+                                                      "their sites, scale.md and .json.")],
+               measurements: Annotated[list[int] | None, typer.Option(
+                   help="Measurements of a synthetic history; repeatable (default 20 and "
+                        "200).")] = None,
+               nights: Annotated[int, typer.Option(help="Nights of each history.")] = 365,
+               browser: Annotated[Path, typer.Option(
+                   help="The chromium that times the overview's first render.")]
+               = Path("/usr/bin/chromium")):
+    """How `mibench site` scales: synthetic histories (M measurements x N nights) built into
+    sites, the build time, the overview's size and its first render in headless chromium
+    (OUT/scale.md; not part of CI). Exit 1 when 200 x N takes more than 10x the time of
+    20 x N, the overview is 5 MB or more, or its first render takes 1 s or more."""
+    from ..jobs import site_scale as job
+
+    sizes = measurements or [20, 200]
+    if any(m < 1 for m in sizes) or nights < 2:
+        raise MibenchError("needs at least 1 measurement and 2 nights",
+                           field="--measurements" if any(m < 1 for m in sizes) else "--nights")
+    raise typer.Exit(job.main(out, sizes, nights, str(browser)))

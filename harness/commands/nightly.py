@@ -72,7 +72,6 @@ def nightly(config: Path,
 
     from ..ab.revisions import repository
     from ..config import load_config
-    from ..config.bounds import check_flag
     from ..nightly.loop import NightlyOptions
     from ..nightly.loop import nightly as one_night
     from ..nightly.steps import RealSteps
@@ -89,7 +88,6 @@ def nightly(config: Path,
     if too_few:  # an http case is one load (one timed run): `ab` judges its timing
         raise MibenchError(f"the nightly needs 3 or more timed runs a case for an interval; "
                            f"{too_few[0]} has fewer", field="runs.timed")
-    check_flag(rounds, "--rounds")
     steps = RealSteps(config=loaded, config_path=str(config),
                       repo=repository(server_repo or repo), cache=cache_dir(),
                       server=server_repo is not None, sets=tuple(set_ or []),
@@ -113,6 +111,8 @@ def checked_options(history: Path, rounds: int, max_rounds: int | None, max_comm
                     seed_runs: int) -> Path:
     """The history folder (made, writable), after checking the counts; a MibenchError
     naming the flag."""
+    from ..config.bounds import check_flag
+
     for flag, value, least in (("--rounds", rounds, 3), ("--max-commits", max_commits, 1),
                                ("--seed-runs", seed_runs, 2)):
         if value < least:
@@ -120,6 +120,10 @@ def checked_options(history: Path, rounds: int, max_rounds: int | None, max_comm
     if max_rounds is not None and max_rounds < rounds:
         raise MibenchError(f"must be at least --rounds ({rounds}), got {max_rounds}",
                            field="--max-rounds")
+    check_flag(rounds, "--rounds")
+    check_flag(seed_runs, "--seed-runs")
+    if max_rounds is not None:
+        check_flag(max_rounds, "--max-rounds")
     return writable_folder(history, "--history")
 
 

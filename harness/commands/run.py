@@ -66,6 +66,8 @@ def run_config(config_path: Path, options) -> int:
     from mibench.engines import init_distributed, is_writer
 
     from ..config import load_config
+    from ..config.idle import notes
+    from ..config.matrix import expand
     from ..report.console import render_summary, untested_line
     from ..run.plan import make_plan
     from ..run.progress import announce
@@ -73,6 +75,8 @@ def run_config(config_path: Path, options) -> int:
 
     config = load_config(config_path, options.sets)
     plan = make_plan(config, options, config_path)  # a bad --progress or --case: exit 2 now
+    for line in notes(config, expand(config)):  # keys that would do nothing (validate too)
+        print(line, file=sys.stderr)
     check_distributed(*options.distributed)
     try:
         multi_process = init_distributed(*options.distributed)

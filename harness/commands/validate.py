@@ -37,8 +37,10 @@ def validate(configs: Annotated[list[Path], typer.Argument(help="Configs to chec
 def validate_config(config_path: Path, sets: list[str]) -> str:
     """The case list of a valid config (a MibenchError names what is wrong)."""
     from ..config import load_config
+    from ..config.idle import notes
     from ..config.matrix import expand
     from ..report.console import render_cases
 
     config = load_config(config_path, sets)
-    return render_cases(config, expand(config))
+    cases = expand(config)
+    return "\n".join([render_cases(config, cases), *notes(config, cases)])

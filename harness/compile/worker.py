@@ -34,7 +34,7 @@ def case_base(case: CaseSpec, status: str = "ok") -> CompileCase:
 
 def compile_one(case: CaseSpec, target: CompileTarget) -> CompileCase:
     """Compile one case in this process (a worker with libtpu): never raises."""
-    from mibench.engines import MODES, abstract_engine, compile_case
+    from mibench.engines import MODES, TextBound, abstract_engine, compile_case
     from mibench.workloads import materialize
 
     from ..stats.metrics import useful_flops
@@ -47,7 +47,7 @@ def compile_one(case: CaseSpec, target: CompileTarget) -> CompileCase:
         rec.topology = rec.topology.with_engine(engine.topology)
         w = case.workload
         requests = materialize(w, engine.model_config.vocab_size, exclude=engine.special_ids,
-                               tokenize=engine.encode)
+                               tokenize=TextBound.of(engine))
         out = compile_case(engine, [(r.query, r.items) for r in requests],
                            list(w.label_token_ids), case.mode, apply_softmax=w.apply_softmax,
                            delimiter=w.delimiter, options=case.params,

@@ -37,8 +37,19 @@ BOUNDS: dict[str, tuple[int, str]] = {
                        "of 1024 open files is near"),
     "--rounds": (1_000, "each round starts fresh workers of both revisions (seconds to "
                         "minutes); the paired test settles in tens of rounds"),
+    "--seed-runs": (100, "each seeding run is a whole run of the config at HEAD (minutes to "
+                         "hours), one after another; the noise is learnt from a handful"),
+    "cold_start.launches": (1_000, "each launch starts the server afresh and waits for it "
+                                   "to be ready (seconds to minutes); the spread of start "
+                                   "times shows in a handful"),
+    "concurrency.trials": (1_000, "each trial launches the server afresh and scores the "
+                                  "requests alone and all together (seconds to minutes)"),
 }
 BOUNDS["--max-rounds"] = BOUNDS["--rounds"]
+BOUNDS["--sockets"] = (10_000, "each socket is an open file of the crowd's process and of "
+                               "the server's; the lockout it measures showed at 300")
+BOUNDS["--requests"] = (10_000, "one request every --interval: past that the job runs for "
+                                "hours")
 
 
 def bound_problem(key: str, value: int) -> str | None:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from mibench.files import Unreadable, resolved
+
 from .errors_format import format_validation_error
 from .matrix import expand
 from .problems import case_problems, config_problems, raise_first
@@ -35,9 +37,9 @@ def _resolve_requests(data: dict, locs: Locations) -> None:
             file, _ = locs.find(key + ("requests",))
             base = Path(file).parent if file and not file.startswith("--set") else Path.cwd()
             try:
-                node["requests"] = str((base / node["requests"]).resolve())
-            except (OSError, ValueError) as e:  # a NUL byte, a symlink loop
-                raise locs.error(key + ("requests",), f"not a usable path: {e}") from None
+                node["requests"] = str(resolved(base / node["requests"]))
+            except Unreadable as e:  # a NUL byte, a symbolic link loop
+                raise locs.error(key + ("requests",), f"{node['requests']}: {e.why}") from None
 
 
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:

@@ -32,12 +32,13 @@ from mibench.engines import (
     MibenchError,
     Mode,
     Shape,
+    TextBound,
     engine_mode,
     host_memory,
     model_facts,
     parse_base_url,
 )
-from mibench.workloads.jsonl import scan_requests
+from mibench.workloads.jsonl import MAX_REQUESTS_BYTES, scan_requests
 
 from ..util import gib
 from .http_load import client_parts
@@ -207,8 +208,9 @@ def case_problems(config: Config, cases: list[CaseSpec],
         found += _mode(config, case)
         found += _ids(config, case, spec, f, model)
         found += _length(config, case, spec, f, model)
-        found += _memory(config, case, memory)
-        if spec.requests is not None and (spec.requests, model) not in scanned:
+        too_big = _memory(config, case, memory)  # a requests file too big is not read
+        found += too_big
+        if spec.requests is not None and (spec.requests, model) not in scanned and not too_big:
             scanned.add((spec.requests, model))
             found += _requests(config, case, spec, f, model)
     return found + _parity(config, facts)
@@ -352,24 +354,49 @@ def _requests(config, case, spec, facts, model: str, parity: bool = False) -> li
     except MibenchError as e:
         return [Problem(key, str(e))]
     d, vocab, limit = spec.delimiter, facts.vocab_size, facts.max_position_embeddings
+    bound = TextBound(model, limit)  # text: its characters, then its tokens (as `run`)
     for where, req in requests:
         seqs = [("query", req.query)] + [(f"items[{i}]", it) for i, it in enumerate(req.items)]
         for name, ids in seqs:
             if isinstance(ids, str):
-                continue  # text: tokenized at run time
+                try:
+                    bound.check_chars(ids)  # before any tokenizing
+                except MibenchError as e:
+                    return [Problem(key, f"{where} {name}: {e.message}")]
+                continue
             bad = [t for t in ids if t >= vocab]
             if bad:
                 return [Problem(key, f"{where} {name}: token id {bad[0]} is outside the "
                                 f"vocabulary [0, {vocab}) of {model}")]
             if d is not None and d in ids:
                 return [Problem(key, f"{where} {name}: holds the delimiter {d}")]
-        if not isinstance(req.query, str) and not isinstance(req.items[0], str):
-            longest = max(len(it) for it in req.items)
-            total = len(req.query) + _delimited(spec) + longest
-            if total > limit:
-                return [Problem(key, f"{where}: query + delimiter + item is {total} tokens, "
-                                f"longer than the maximum of {model} ({limit})")]
+        try:
+            total = _tokens(req, _delimited(spec), bound)
+        except MibenchError as e:
+            return [Problem(key, f"{where} {e.field}: {e.message}")]
+        if total > limit:
+            return [Problem(key, f"{where}: query + delimiter + item is {total} tokens, "
+                            f"longer than the maximum of {model} ({limit})")]
     return []
+
+
+def _tokens(req, delimited: bool, bound) -> int:
+    """Tokens of the request's query, delimiter and longest item: token ids counted, text
+    tokenized (bounded: `bound`) only where its UTF-8 bytes (+1 for a tokenizer's leading
+    token, the most a byte-level tokenizer makes) could pass the model's positions."""
+    seqs = [("query", req.query)] + [(f"items[{i}]", it) for i, it in enumerate(req.items)]
+    most = {name: len(x.encode("utf-8")) + 1 if isinstance(x, str) else len(x)
+            for name, x in seqs}
+    upper = most["query"] + delimited + max(most[n] for n, _ in seqs[1:])
+    if upper <= bound.positions:
+        return upper  # fits for certain: nothing to tokenize
+    n = {}
+    for name, x in seqs:
+        try:
+            n[name] = len(bound(x)) if isinstance(x, str) else len(x)
+        except MibenchError as e:
+            raise e.under(name) from None
+    return n["query"] + delimited + max(n[name] for name, _ in seqs[1:])
 
 
 def _memory(config: Config, case: CaseSpec, memory: tuple[int | None, str]) -> list[Problem]:
@@ -388,6 +415,8 @@ def _memory(config: Config, case: CaseSpec, memory: tuple[int | None, str]) -> l
             size = Path(spec.requests).stat().st_size
         except OSError:
             return []  # _requests names it
+        if size > MAX_REQUESTS_BYTES:
+            return []  # _requests names the file's own bound, from its size
         shape, extra = None, {"token lists": size * FILE_BYTES, **extra}
         key = _where(config, case, "requests")
     else:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from mibench.files import Unreadable, resolved
+
 from ..records import ReferenceSet
 from ..records.references import FILE_CONTEXT
 from .errors_format import format_validation_error
@@ -30,7 +32,6 @@ def resolve(value: str, config_file: str | None) -> str:
     base = Path(config_file).parent if config_file and not config_file.startswith("--set") \
         else Path.cwd()
     try:
-        return str((base / value).resolve())
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"not a usable path: {e}", key="references", file=config_file) \
-            from None
+        return str(resolved(base / value))
+    except Unreadable as e:
+        raise ConfigError(f"{value}: {e.why}", key="references", file=config_file) from None

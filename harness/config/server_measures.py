@@ -20,12 +20,11 @@ from pydantic import Field, PositiveInt, model_validator
 from ..stats.capacity import min_samples
 from .base import Finite, Rate, Strict
 from .server import ServerArg
+from .bounds import at_most
 
 PERCENTILES = {"p50_ms": 50.0, "p90_ms": 90.0, "p95_ms": 95.0, "p99_ms": 99.0,
                "p999_ms": 99.9}
 MAX_STEPS = 64
-MAX_TRIALS = 1000
-MAX_LAUNCHES = 1000
 
 
 class Slo(Strict):
@@ -82,7 +81,7 @@ class Concurrency(Strict):
     """The `concurrency` check of this case's server: `trials` fresh launches (a server
     that is not launched: trials on the running one), and the fail rate it may have."""
 
-    trials: Annotated[PositiveInt, Field(le=MAX_TRIALS)] = 1
+    trials: Annotated[PositiveInt, at_most("concurrency.trials")] = 1
     max_fail_rate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
 
 
@@ -101,5 +100,5 @@ class ColdStart(Strict):
     """`launches` fresh starts of the case's launched server, each timed to ready, then its
     first request and `warm_requests` more one at a time."""
 
-    launches: Annotated[PositiveInt, Field(le=MAX_LAUNCHES)] = 3
+    launches: Annotated[PositiveInt, at_most("cold_start.launches")] = 3
     warm_requests: Annotated[PositiveInt, Field(le=1000)] = 5

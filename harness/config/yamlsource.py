@@ -6,12 +6,13 @@ Every value keeps the file and line it came from (`Locations`), so a config erro
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
 
 from mibench.errors import MibenchError
-from mibench.files import Unreadable, read_bounded
+from mibench.files import Unreadable, read_bounded, resolved
 
 Key = tuple[str | int, ...]
 
@@ -127,6 +128,15 @@ class _BoundedLoader(yaml.SafeLoader):
             self.open.discard(event.anchor)
 
 
+# YAML 1.1 (PyYAML) reads a float only with a dot: `1e9` and `-2E-3` are strings there, but
+# numbers in YAML 1.2 and JSON, as anyone writing `p50_ms: 1e9` means; read as floats here,
+# once for every key and every `--set`/`--option` value
+_BoundedLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
+
+
 def load_yaml(text: str, file: str) -> tuple[object, yaml.Node | None]:
     """One YAML document, bounded (see _BoundedLoader): (its value, its node graph).
     Every failure is a ConfigError naming `file` (and the line where YAML gives one)."""
@@ -225,7 +235,10 @@ def load_source(path: Path, _stack: tuple[Path, ...] = (),
     merged, merged_locs = {}, Locations()
     for n, name in enumerate(includes):
         key = ("include",) if single else ("include", n)
-        target = (path.parent / name).resolve()
+        try:
+            target = resolved(path.parent / name)
+        except Unreadable as e:
+            raise locs.error(key, f"included file {name}: {e.why}") from None
         if target in _stack or target == path.resolve():
             raise locs.error(key, f"include cycle through {name}")
         if not target.is_file():

@@ -24,8 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from mibench.files import read_bounded
+
 CACHE_FILE = "peak.json"
 CACHE_VERSION = 1
+MAX_CACHE_BYTES = 16 * 1024**2  # a few entries per machine: kilobytes
 # a calibration whose threads waited for a CPU more than this share of their time measured
 # a busy machine, not its peak (2 to 5% when idle, 55% beside two busy loops on 2 CPUs):
 # it is tried again, and never cached
@@ -144,8 +147,8 @@ def read_cache(path: Path) -> dict:
     """The cache's entries; an unreadable or foreign file is an empty cache (it is only a
     cache: the next calibration rewrites it)."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        data = json.loads(read_bounded(path, MAX_CACHE_BYTES, "calibration cache"))
+    except (OSError, ValueError):  # Unreadable is a ValueError
         return {}
     ok = isinstance(data, dict) and data.get("version") == CACHE_VERSION
     entries = data.get("entries") if ok else None

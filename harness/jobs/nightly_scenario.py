@@ -183,7 +183,7 @@ def checks(nights: dict, shas: list[str], noise: dict | None) -> list[tuple[str,
 
 
 def main(out: Path, seed_runs: int = 5, rounds: int = 5, max_rounds: int = 20,
-         budget: str = "30m", noise: bool = True, threshold: float = 0.10,
+         budget: str = "1h", noise: bool = True, threshold: float = 0.10,
          unseen: bool = False) -> int:
     from ..util import parse_duration
     from .calibrate import _cpu

@@ -83,7 +83,7 @@ def run_one(out: Path, name: str, plan: dict, seeded: Path, flags: list[str]) ->
 
 
 def main(out: Path, seed_runs: int = 5, rounds: int = 5, max_rounds: int = 20,
-         budget: str = "30m", threshold: float = 0.10, only: list[str] | None = None) -> int:
+         budget: str = "1h", threshold: float = 0.10, only: list[str] | None = None) -> int:
     from .calibrate import _cpu
     from .verdicts import busy_loops
 

@@ -3,8 +3,9 @@ within a time budget that goes where the answer is.
 
 - **Confirm.** The cases to confirm are measured by `ab` between the commit they are judged
   from (the last commit that passed; for a known regression, the night that confirmed it)
-  and HEAD, those cases only, at `rounds`; a case `ab` leaves `inconclusive` is measured
-  again with twice the rounds while that stays within `max_rounds`. `ab`'s word settles the
+  and HEAD, those cases only, at `rounds`; a case `ab` leaves `inconclusive` gets more
+  rounds look by look (2x, 4x ... within `max_rounds`), every look judging all its rounds
+  at alpha / (the number of looks) (`measure`). `ab`'s word settles the
   case: `regression` confirms it; `unchanged` passes it (disproves a suspicion, marked in
   the index); `improvement` disproves a suspicion or confirms an improvement; anything else
   leaves it open, not marked.
@@ -28,7 +29,10 @@ from collections.abc import Callable
 from mibench.errors import MibenchError
 
 from ..records import ABCase, ABRecord
+from ..records.ab import Timing
 from ..records.nightly import CulpritCommit, Event, Regression, regression_id
+from ..stats import sequential as seq
+from ..stats.paired import ALPHA, MIN_EFFECT, paired_test
 from ..util import now
 from ..verdicts import (
     CONFIRMED_REGRESSION,
@@ -82,24 +86,63 @@ class Measured:
 
 
 def measure(steps, base: str, head: str, case_ids: list[str], *, rounds: int,
-            most_rounds: int, budget: Budget, out, clock=time.monotonic) -> Measured:
-    """`ab` of the cases between `base` and `head`, again with twice the rounds for those
-    left inconclusive, within `most_rounds` and the budget."""
+            most_rounds: int, budget: Budget, out, clock=time.monotonic,
+            min_effect: float = MIN_EFFECT) -> Measured:
+    """`ab` of the cases between `base` and `head` look by look (harness/stats/sequential.py
+    `looks`: `rounds`, then 2x, 4x ... within `most_rounds`): the cases left inconclusive get
+    the next look's rounds added to theirs, and every look judges all of a case's rounds at
+    alpha / (the number of looks), so looking again does not raise the false-alarm rate;
+    within the budget."""
     found, todo = Measured(), list(case_ids)
-    while todo:
-        why = budget.afford(rounds, len(todo))
+    schedule = seq.looks(rounds, max(rounds, most_rounds))
+    alpha, have = ALPHA / len(schedule), 0
+    for n in schedule:
+        more = n - have
+        why = budget.afford(more, len(todo))
         if why is not None:
             found.stopped |= {c: why for c in todo}
             break
         t0 = clock()
-        record = steps.ab(base, head, todo, rounds, out)
-        budget.learn(rounds, len(todo), clock() - t0)
-        found.cases |= {c.case_id: (c, record) for c in record.cases}
-        undecided = [c.case_id for c in record.cases if c.verdict == INCONCLUSIVE]
-        if not undecided or rounds * 2 > most_rounds:
+        record = steps.ab(base, head, todo, more, out)
+        budget.learn(more, len(todo), clock() - t0)
+        for case in record.cases:
+            before = found.cases.get(case.case_id)
+            joined = case if before is None else joined_rounds(before[0], case)
+            rejudge(joined, alpha, min_effect)
+            found.cases[case.case_id] = (joined, record.model_copy(update={"rounds": n}))
+        have = n
+        todo = [c for c in todo if c in found.cases and found.cases[c][0].verdict
+                == INCONCLUSIVE]
+        if not todo:
             break
-        todo, rounds = undecided, rounds * 2
     return found
+
+
+def joined_rounds(first: ABCase, more: ABCase) -> ABCase:
+    """One case's rounds of two A/B runs of the same commits, as one case."""
+    out = first.model_copy(deep=True)
+    offset = len(first.base)
+    out.base += [s.model_copy(update={"round": s.round + offset}) for s in more.base]
+    out.new += [s.model_copy(update={"round": s.round + offset}) for s in more.new]
+    d = list(first.timing.round_log_ratios if first.timing else [])
+    d += list(more.timing.round_log_ratios if more.timing else [])
+    if out.timing is not None:
+        out.timing = out.timing.model_copy(update={"round_log_ratios": d})
+    if more.verdict == REGRESSION and first.verdict != REGRESSION:  # the new side fails
+        out.verdict, out.why = more.verdict, more.why
+    return out
+
+
+def rejudge(case: ABCase, alpha: float, min_effect: float) -> None:
+    """The case's timing verdict from all its rounds at `alpha` (a case whose new side
+    failed every round, whose base did, or whose scores moved keeps `ab`'s word)."""
+    fails = not any(s.status == "ok" for s in case.new)
+    unmeasured = not any(s.status == "ok" for s in case.base)
+    if case.timing is None or fails or unmeasured or (case.scores and case.scores.moved):
+        return
+    test = paired_test(list(case.timing.round_log_ratios), alpha, min_effect)
+    case.timing = Timing(**test.as_dict(), round_log_ratios=case.timing.round_log_ratios)
+    case.verdict, case.why = test.verdict, test.line()
 
 
 def settle(j: Judgement, found: Measured) -> Judgement:

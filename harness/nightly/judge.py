@@ -12,7 +12,8 @@ does not show within the threshold goes to `ab` (`confirm` set), whatever the re
 2. an open known regression of the case (the same measurement): `known regression`,
    unless the run is slower than the confirmed-bad level beyond the threshold and the
    noise (a further change: `suspected regression`, confirmed against the confirming
-   night's commit) or faster (`ab` against that commit says whether it is fixed);
+   night's commit); faster than that level, or not told from it (undecided), `ab` against
+   that commit says whether it is fixed;
 3. too few timed runs for an interval (an http case is one load, one timed run):
    `inconclusive`; not the same measurement as the baseline's, or not in it:
    `insufficient data`; both for `ab`;
@@ -43,8 +44,9 @@ from ..records import CaseRecord, RunRecord
 from ..records.nightly import NightlyIndex, Regression
 from ..stats.comparable import code_git, measurement_id
 from ..stats.compare import CaseChange, Comparison, Gate, case_change, compare
+from ..stats.history import History, build_history
 from ..stats.load import BUSY_LEVEL, busy
-from ..stats.noise import floor_for
+from ..stats.noise import AAGroups
 from ..stats.significance import NoiseFloor
 from ..verdicts import (
     ADDED,
@@ -101,6 +103,7 @@ class Judgement:
     evidence_run: str = ""
     known: Regression | None = None
     ab_verdict: str = ""  # `ab`'s word, once it measured the case
+    later: bool = False  # a fix to check after bisecting (compare could not tell)
     run_change: float | None = None  # compare's figure, kept beside `ab`'s once it decided
     run_low: float | None = None
     run_high: float | None = None
@@ -109,7 +112,9 @@ class Judgement:
 @dataclasses.dataclass(frozen=True)
 class Evidence:
     """What a night is judged on: the new run, the baseline run and commit, every run in
-    the folder (the new one included), the index, the threshold, the folder's name."""
+    the folder (the new one included), the index, the threshold, the folder's name; the
+    A/A groups of the runs and their history, each built once a night (`aa`, `history`:
+    built here when not given)."""
 
     new: RunRecord
     baseline: RunRecord
@@ -119,10 +124,18 @@ class Evidence:
     threshold: float
     where: str = "the history"
     busy_level: float = BUSY_LEVEL
+    aa: AAGroups | None = None
+    history: History | None = None
+
+    def __post_init__(self):
+        if self.aa is None:
+            object.__setattr__(self, "aa", AAGroups(self.runs))
+        if self.history is None:
+            object.__setattr__(self, "history", build_history(self.runs, where=self.where))
 
     def floor(self, leave_out: frozenset[str]) -> NoiseFloor:
-        return floor_for(self.runs, self.where, leave_out,
-                         self.new.provenance.devices.platform)
+        return self.aa.floor_or_default(self.where, leave_out,
+                                        self.new.provenance.devices.platform)
 
 
 def judge_night(e: Evidence) -> tuple[list[Judgement], Comparison]:
@@ -222,6 +235,12 @@ def judge_known(e: Evidence, known: Regression, case: CaseRecord, common: dict
         return Judgement(**common, verdict=KNOWN_REGRESSION, confirm=known.bad, purpose=FIX,
                          known=known, reason=f"{named}; faster than its confirmed-bad "
                                              "level: `ab` against it says whether it is fixed")
+    if vs.verdict in (INCONCLUSIVE, UNTESTED):  # undecided: `ab` says, after the rest
+        return Judgement(**common, verdict=KNOWN_REGRESSION, confirm=known.bad, purpose=FIX,
+                         known=known, later=True,
+                         reason=f"{named}; `compare` cannot tell the run from its "
+                                f"confirmed-bad level ({vs.verdict}: {vs.reason}): `ab` "
+                                "against it says whether it is fixed")
     return Judgement(**common, verdict=KNOWN_REGRESSION, known=known,
                      reason=f"{named}; still present against its confirmed-bad level "
                             f"({vs.verdict}: {vs.reason})")
@@ -267,11 +286,10 @@ def change_points(e: Evidence) -> dict[tuple[str, str], str]:
     """Per case id and measurement id of the new run, the reason of a change point (`regression`)
     among the series' quiet points after the baseline's point, the new point among the
     slower ones; points of a case whose suspicion `ab` disproved are left out."""
-    from ..stats.history import build_history
     from ..stats.steps import judge_steps
 
     name = str(e.new.config.get("name", "?"))
-    hist = build_history(e.runs, where=e.where)
+    hist = e.history
     out: dict[tuple[str, str], str] = {}
     for s in hist.series:
         if s.config != name or not s.points or s.points[-1].run_id != e.new.run_id:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..records import RunRecord
 from ..records.nightly import Culprit, NightlyIndex
 from ..stats import sequential as seq
+from ..stats.noise import AAGroups
 from ..verdicts import KNOWN_REGRESSION, UNDECIDED_WORDS
 from .confirm import Measured
 from .judge import FIX, Judgement
@@ -63,13 +64,13 @@ def blind_note(streak: int, js: list[Judgement], found: Measured, steps, commit:
                                                         else "") + " (exit 5)")
 
 
-def noise_note(runs: list[RunRecord], new: RunRecord, where: str, threshold: float,
+def noise_note(aa: AAGroups, new: RunRecord, where: str, threshold: float,
                found: Measured) -> list[str]:
-    """A line when the noise floor learnt from the history is wider than the threshold:
-    `compare` cannot judge at it, so every case goes to `ab`; with the rounds that can."""
-    from ..stats.noise import floor_for
-
-    floor = floor_for(runs, where, frozenset({new.run_id}), new.provenance.devices.platform)
+    """A line when the noise floor learnt from the history (`aa`: its A/A groups) is wider
+    than the threshold: `compare` cannot judge at it, so every case goes to `ab`; with the
+    rounds that can."""
+    floor = aa.floor_or_default(where, frozenset({new.run_id}),
+                                new.provenance.devices.platform)
     if floor.value <= threshold:
         return []
     sds = [sd for case, _ in found.cases.values() if case.timing is not None

@@ -107,12 +107,15 @@ def judge_and_confirm(n: Tonight) -> NightResult:
     path = steps.run(folder.runs)
     new, took = read_artifact(path), {"run": n.clock() - t0}
     n.runs = [r for r in n.runs if r.run_id != new.run_id] + [new]
-    js, comp = judge_night(Evidence(new, base, baseline.commit, n.runs, n.started,
-                                    o.threshold, where=str(folder.runs)))
+    e = Evidence(new, base, baseline.commit, n.runs, n.started, o.threshold,
+                 where=str(folder.runs))
+    n.evidence = e
+    js, comp = judge_night(e)
     budget = Budget(o.budget_s, 2 * took["run"] / max(1, len(new.cases)), n.clock)
     found, known = Measured(), []
     # the budget where the answer is: suspicions, bisecting them, then the undecided cases
-    for which in (lambda j: j.suspected or j.purpose == FIX, lambda j: True):
+    for which in (lambda j: j.suspected or (j.purpose == FIX and not j.later),
+                  lambda j: True):
         t0 = n.clock()
         js = confirm(n, js, found, budget, which)
         took["confirm"] = took.get("confirm", 0.0) + n.clock() - t0
@@ -145,7 +148,7 @@ def confirm(n: Tonight, js: list[Judgement], found: Measured, budget: Budget, wh
         n.note(f"nightly: confirming {len(ids)} case(s) with ab {base[:12]}..{n.head[0][:12]}")
         got = measure(n.steps, base, n.head[0], ids, rounds=n.o.rounds,
                       most_rounds=n.o.most_rounds, budget=budget, out=n.folder.ab,
-                      clock=n.clock)
+                      clock=n.clock, min_effect=n.o.threshold)
         found.cases |= got.cases
         found.stopped |= got.stopped
     ids = {j.case_id for j in todo}
@@ -185,18 +188,18 @@ def finish(n: Tonight, new: RunRecord, path: Path, js: list[Judgement], known: l
         n.notes.insert(0, blind_note(streak, js, found, steps, commit, o.threshold,
                                      o.most_rounds))
     links = steps.reports(path, folder.root / previous.artifact, folder.runs, n.where,
-                          evidence_section(js))
+                          evidence_section(js), n.evidence.history)
     reproduce = [repro[k.case_id] for k in known][:1]
     reproduce += [k_repro(steps, k, o) for k in n.started.open_known()
                   if k.case_id not in repro][:1]
-    n.notes += noise_note(n.runs, new, str(folder.runs), o.threshold, found)
+    n.notes += noise_note(n.evidence.aa, new, str(folder.runs), o.threshold, found)
     summary = NightSummary(
         config=o.config, commit=commit, subject=subject, baseline=previous.commit,
         verdict=word, exit_code=code, promoted=promote,
         cases=[summary_case(j) for j in js], culprits=culprit_lines(mine, js, known),
         undecided=left_open(steps, js, found, commit, o.threshold, o.most_rounds),
         reproduce=[r for r in reproduce if r],
-        notes=n.notes, noise=noise_floor(n.runs, new, folder), seconds=took)
+        notes=n.notes, noise=noise_floor(n.evidence.aa, new, folder), seconds=took)
     night = Night(at=now(), commit=commit, subject=subject, runs=[new.run_id],
                   cases={j.case_id: j.verdict for j in js}, verdict=word, exit_code=code,
                   promoted=promote, undecided=undecided,

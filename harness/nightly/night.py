@@ -14,6 +14,7 @@ from mibench.errors import MibenchError
 from ..records import RunRecord
 from ..records.io import write_artifact, write_output
 from ..records.nightly import Night, NightlyIndex, NightSummary, SummaryCase
+from ..stats.noise import AAGroups
 from ..verdicts import (
     CONFIRMED_REGRESSION,
     KNOWN_REGRESSION,
@@ -79,6 +80,7 @@ class Tonight:
     notes: list[str]
     clock: Callable[[], float]
     note: Callable[[str], None]
+    evidence: object = None  # judge.Evidence, once the night's run is judged
 
 
 def night_word(js: list[Judgement], parity: bool) -> tuple[str, int]:
@@ -98,12 +100,10 @@ def summary_case(j: Judgement) -> SummaryCase:
                        run_change=j.run_change, run_low=j.run_low, run_high=j.run_high)
 
 
-def noise_floor(runs: list[RunRecord], new: RunRecord, folder: Folder) -> str:
+def noise_floor(aa: AAGroups, new: RunRecord, folder: Folder) -> str:
     """The noise floor the night's run is judged at (leaving it out) and its source."""
-    from ..stats.noise import floor_for
-
-    floor = floor_for(runs, str(folder.runs), frozenset({new.run_id}),
-                      new.provenance.devices.platform)
+    floor = aa.floor_or_default(str(folder.runs), frozenset({new.run_id}),
+                                new.provenance.devices.platform)
     return f"{floor.value:.1%} ({floor.source})"
 
 

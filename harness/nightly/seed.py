@@ -10,9 +10,12 @@ from ..records import RunRecord, read_artifact
 from ..records.nightly import Baseline, Night, NightSummary
 from ..stats.comparable import measurement_id
 from ..stats.load import share
+from ..stats.noise import AAGroups
 from ..util import now
 from ..verdicts import FAILED, INSUFFICIENT_DATA, PASS
+from .confirm import Measured
 from .judge import NEED_QUIET, Judgement, quiet_runs
+from .lines import noise_note
 from .night import NightResult, Tonight, night_word, noise_floor, summary_case, write_night
 
 
@@ -53,10 +56,12 @@ def seed(n: Tonight) -> NightResult:
             artifact=folder.relative(chosen[1]), since=now(),
             reason=f"{'reseed' if o.reseed else 'seed'}: the quietest of {o.seed_runs} runs")
     links = steps.reports(chosen[1], None, folder.runs, n.where, "")
+    aa = AAGroups(records)
+    n.notes += noise_note(aa, chosen[0], str(folder.runs), o.threshold, Measured())
     summary = NightSummary(config=o.config, commit=commit, subject=subject, verdict=word,
                            exit_code=code, promoted=code == 0, notes=n.notes,
                            cases=[summary_case(j) for j in js], seconds=took,
-                           noise=noise_floor(records, chosen[0], folder))
+                           noise=noise_floor(aa, chosen[0], folder))
     night = Night(at=now(), commit=commit, subject=subject, runs=[r.run_id for r in records],
                   cases={j.case_id: j.verdict for j in js}, verdict=word, exit_code=code,
                   promoted=code == 0, undecided=undecided,

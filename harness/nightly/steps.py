@@ -25,6 +25,8 @@ from ..config import Config
 from ..records import ABRecord
 from ..util import git, git_output
 
+SHOWN_NIGHTS = 60  # a night's history.md shows each series' last runs (plots stay cheap)
+
 
 def globs_of(case_ids: list[str]) -> list[str]:
     """Globs that match exactly these case ids (`*`, `?`, `[` escaped)."""
@@ -132,15 +134,16 @@ class RealSteps:
 
     # --- the night's report and history ------------------------------------------------
     def reports(self, new: Path, baseline: Path | None, runs: Path, night: Path,
-                evidence: str = "") -> dict[str, str]:
+                evidence: str = "", history=None) -> dict[str, str]:
         """`report.md` (the new run against the baseline, then `evidence`: the night's A/B
-        evidence beside it) and `history.md` (the folder's runs) with their plots in
-        `night`; name -> path (or `not written: why`)."""
+        evidence beside it) and `history.md` (the folder's runs: `history`, the night's
+        own, or read from `runs`) with their plots in `night`; name -> path (or `not
+        written: why`)."""
         from ..records import read_artifact
         from ..records.io import write_output
         from ..report import write_report
         from ..report.exporters.changes import history_markdown, history_plots
-        from ..stats.history import build_history, load_dir
+        from ..stats.history import build_history, load_dir, window
 
         links: dict[str, str] = {}
         try:
@@ -151,9 +154,14 @@ class RealSteps:
                 report = night / "report.md"
                 write_output(report, report.read_text() + evidence, "the report")
             links["report"] = str(night / "report.md")
-            hist = build_history(load_dir(runs).records, where=str(runs))
+            hist = history or build_history(load_dir(runs).records, where=str(runs))
+            shown = window(hist, SHOWN_NIGHTS)
             out = night / "history.md"
-            write_output(out, history_markdown(hist, history_plots(hist, out)), "the history")
+            cut = max((len(s.points) for s in hist.series), default=0) > SHOWN_NIGHTS
+            head = (f"> The last {SHOWN_NIGHTS} runs of each series; the whole history: "
+                    f"`mibench history {runs}`.\n\n" if cut else "")
+            write_output(out, head + history_markdown(shown, history_plots(shown, out)),
+                         "the history")
             links["history"] = str(out)
         except Exception as e:  # the night's verdict stands without its pictures
             links.setdefault("report", f"not written: {type(e).__name__}: {e}")

@@ -10,28 +10,10 @@ that do not fit are counted in one line (the JSON lists them all)."""
 from __future__ import annotations
 
 from ..records.nightly import NightSummary, SummaryCase
-from ..verdicts import (
-    CONFIRMED_REGRESSION,
-    DISPROVED,
-    FAILED,
-    IMPROVEMENT,
-    INCONCLUSIVE,
-    INSUFFICIENT_DATA,
-    KNOWN_REGRESSION,
-    MEMORY_REGRESSION,
-    MISSING,
-    PASS,
-    SCORES_MOVED,
-    SUSPECTED_REGRESSION,
-    SUSPICIOUS_IMPROVEMENT,
-    TIMED_COMPILES,
-)
+from ..verdicts import NIGHT_ORDER
 
 MAX_LINES = 40
-# the night's words, the one that needs a look first
-ORDER = (CONFIRMED_REGRESSION, KNOWN_REGRESSION, FAILED, MISSING, SCORES_MOVED,
-         MEMORY_REGRESSION, TIMED_COMPILES, SUSPICIOUS_IMPROVEMENT, SUSPECTED_REGRESSION,
-         INCONCLUSIVE, INSUFFICIENT_DATA, IMPROVEMENT, DISPROVED, PASS)
+ORDER = NIGHT_ORDER  # the night's words, the one that needs a look first
 REASON_CHARS = 160
 
 

@@ -59,7 +59,7 @@ class SloRecord(Record):
     # found: the budget binds between `rate` and `bound`; not bound: met at max_rate; not
     # met: missed at min_rate; client saturated: the client could not offer a rate;
     # imprecise: max_steps ran out before the precision; not held: the rate found, and up
-    # to two precision steps below it, met the budget in none of their repeats; failed: an
+    # to two precision steps below it, met the budget in no majority of their repeats; failed: an
     # error stopped it
     status: Literal["found", "not bound", "not met", "client saturated", "imprecise",
                     "not held", "failed"]

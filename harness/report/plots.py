@@ -24,7 +24,12 @@ VERDICT_COLOURS = {"regressed": "#cc3311", "improved": "#009988",
 _CLASS = {"regression": "regressed", "scores moved": "regressed", "failed": "regressed",
           "timed compiles": "regressed", "memory regression": "regressed",
           "missing": "regressed", "improvement": "improved", "unchanged": "unchanged",
-          "inconclusive": "inconclusive", "untested": "inconclusive"}
+          "inconclusive": "inconclusive", "untested": "inconclusive",
+          # the nightly's words (harness/verdicts.py NIGHTLY), for the site's marks
+          "confirmed regression": "regressed", "known regression": "regressed",
+          "cold start regression": "regressed", "suspected regression": "inconclusive",
+          "suspicious improvement": "inconclusive", "insufficient data": "inconclusive",
+          "pass": "unchanged", "disproved": "unchanged"}
 
 
 def verdict_class(verdict: str | None) -> str | None:

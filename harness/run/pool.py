@@ -81,10 +81,12 @@ class EnginePool:
         """The workload's token ids for this engine's model (vocabulary, special ids)."""
         cache_key = (key, spec)
         if cache_key not in self._requests:
+            from mibench.engines import TextBound
+
             engine = self.get(key)
             self._requests[cache_key] = materialize(
                 spec, engine.model_config.vocab_size, exclude=engine.special_ids,
-                tokenize=engine.encode)
+                tokenize=TextBound.of(engine))
         return self._requests[cache_key]
 
 

@@ -17,7 +17,8 @@ Errors use SGLang's `ErrorResponse`: `{"object": "error", "message": ..., "type"
 `label_token_ids`, `body`, `content-type`, ...). 400: a bad request; 408: its body did not
 arrive in time; 413: over a limit of the deployment (items, tokens, estimated memory,
 body size: harness/serve/limits.py), named in the message; 503: the queue is full, or the
-engine ran out of memory on this request (the server goes on serving); 500: anything else
+engine ran out of memory on this request (the server goes on serving), or a request still
+unfinished when --shutdown-timeout ends (uvicorn cancels it); 500: anything else
 (scores that fail their check among it: the engine's fault, not the request's).
 `GET /health` answers `{"status": "ok"}`; `GET /v1/models` lists the served model
 (SGLang's ModelList) with a `mibench` entry: the mode, delimiter, semantics, dtype, tp,
@@ -57,7 +58,7 @@ from fastapi.responses import JSONResponse
 from mibench.engines import DTYPES, SEMANTICS, InvalidScores, MibenchError, engine_mode
 
 from ..util import sigterm_as_ctrl_c
-from .connections import MAX_HEADER_BYTES, guarded_protocol
+from .connections import MAX_HEADER_BYTES, ListeningSocket, guarded_protocol, open_files
 from .limits import (
     Limits,
     Parsers,
@@ -75,6 +76,10 @@ from .request import (
     parse_request,
 )
 
+# connections the kernel queues before they are accepted (uvicorn's default; the system
+# caps it at net.core.somaxconn): at 128, a crowd reconnecting as fast as it is closed
+# overflowed the queue, and a dropped connect is retried after 1 s, 3 s, 7 s
+BACKLOG = 2048
 SHUTDOWN_MARGIN_S = 5.0  # after --shutdown-timeout: uvicorn's cancelling and the exit
 KIND = {400: "BadRequestError", 408: "RequestTimeoutError", 413: "RequestTooLargeError",
         503: "ServiceUnavailableError"}
@@ -170,6 +175,11 @@ def build_app(engine, settings: Settings, served: str | None = None,
             return error_response(str(e), e.field, e.status, close=not read)
         except ClientDisconnect:
             return error_response("the client went away", "body", 400, close=True)
+        except asyncio.CancelledError:  # uvicorn cancels what is left at --shutdown-timeout
+            return error_response(
+                "this server is shutting down (SIGTERM or SIGINT) and this request did not "
+                f"finish within its --shutdown-timeout of {limits.shutdown_timeout:g} s; send "
+                "it again to a running server", None, 503, close=True)
         except InvalidScores as e:  # the engine's fault, not the request's
             return error_response(f"the engine returned scores that cannot be right: {e}",
                                   None, 500, close=False)
@@ -275,11 +285,11 @@ def bind(host: str, port: int) -> socket.socket:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
     except (socket.gaierror, UnicodeError) as e:
         raise MibenchError(f"cannot resolve {host!r}: {e}", field="--host") from None
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = ListeningSocket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
-        sock.listen(128)
+        sock.listen(BACKLOG)
     except OSError as e:
         sock.close()
         raise MibenchError(f"cannot listen on {host}:{port}: {e.strerror or e}",
@@ -292,15 +302,16 @@ def url_of(sock: socket.socket) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}"
 
 
-def _server(app, log_level: str = "warning", watchdog: bool = False):
+def _server(app, log_level: str = "warning", watchdog: bool = False, loop: str = "auto"):
     """uvicorn serving `app` within its limits (app.state.limits, else the defaults):
     keep-alive, graceful shutdown and header size by uvicorn's options, the rest by
     `guarded_protocol`. `watchdog`: from the first SIGINT/SIGTERM the process exits within
-    shutdown_timeout + SHUTDOWN_MARGIN_S whatever its clients do (the command's process)."""
+    shutdown_timeout + SHUTDOWN_MARGIN_S whatever its clients do (the command's process).
+    `loop`: uvicorn's (auto: uvloop where it is installed, else asyncio's)."""
     import uvicorn
 
     limits = getattr(app.state, "limits", None) or Limits().resolved()
-    config = uvicorn.Config(app, log_level=log_level, lifespan="off", access_log=False,
+    config = uvicorn.Config(app, log_level=log_level, lifespan="off", access_log=False, loop=loop,
                             http=guarded_protocol(limits), timeout_keep_alive=limits.keep_alive,
                             timeout_graceful_shutdown=limits.shutdown_timeout,
                             h11_max_incomplete_event_size=MAX_HEADER_BYTES)
@@ -327,13 +338,13 @@ class Served:
     """An app served on 127.0.0.1 (a free port unless given) in a background thread, for
     tests and tools: `with Served(app) as s: ... s.url`; stopped on exit."""
 
-    def __init__(self, app, host: str = "127.0.0.1", port: int = 0):
-        self.app, self.host, self.port = app, host, port
+    def __init__(self, app, host: str = "127.0.0.1", port: int = 0, loop: str = "auto"):
+        self.app, self.host, self.port, self.loop = app, host, port, loop
 
     def __enter__(self) -> Served:
         self.sock = bind(self.host, self.port)
         self.url = url_of(self.sock)
-        self.server = _server(self.app)
+        self.server = _server(self.app, loop=self.loop)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
                                        daemon=True, name="mibench-serve")
         self.thread.start()
@@ -359,6 +370,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000,
 
     check_settings(settings)
     limits = (limits or Limits()).resolved()  # before the weights load: bad flags fail fast
+    files, need = open_files(limits.max_connections)
     sock = bind(host, port)  # before the weights load: a busy port fails fast
     try:
         engine = load_engine("jax", model=settings.model, dtype=settings.dtype, tp=settings.tp)
@@ -368,7 +380,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000,
               f"{settings.tp}, delimiter {settings.delimiter}, "
               f"{settings.resolved_semantics}) on {url_of(sock)}  (POST /v1/score, GET "
               f"/health, GET /v1/models; Ctrl-C stops)\nmibench serve: limits "
-              f"{limits.summary()}",
+              f"{limits.summary()}; open files {files} (connections need at most {need})",
               file=sys.stderr, flush=True)
         # uvicorn's graceful shutdown on SIGINT/SIGTERM: stop accepting, wait for the
         # requests in flight to answer (at most shutdown_timeout); then it re-raises the

@@ -22,7 +22,7 @@ import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
-from mibench.engines import MODES, PART_OPTION, MibenchError, Shape
+from mibench.engines import MODES, PART_OPTION, PIECE_CHARS, MibenchError, Shape, pieces
 
 from .request import BadRequest, ScoreCall
 
@@ -113,26 +113,6 @@ def _length(x, encode) -> int:
     if isinstance(x, str):
         return len(encode(x)) if encode else len(x.encode("utf-8"))
     return len(x) if isinstance(x, list) else 0
-
-
-# text is counted in pieces of at most this many characters, cut where a space starts a
-# word (a seam at which a byte-level BPE's pre-tokenizer splits anyway), so refusing a long
-# text costs about --max-tokens tokens of tokenizing, not the whole text (a byte-level
-# tokenizer took ~2.8 s per MB here)
-PIECE_CHARS = 16 * 1024
-
-
-def pieces(text: str, size: int = PIECE_CHARS):
-    """`text` in consecutive pieces of at most `size` characters, each cut (where it can
-    be) before a space that starts a word."""
-    start = 0
-    while start < len(text):
-        end = min(start + size, len(text))
-        if end < len(text):
-            cut = text.rfind(" ", start + 1, end)
-            end = cut if cut > start else end
-        yield text[start:end]
-        start = end
 
 
 def tokenize(call: ScoreCall, encode, budget: int | None = None) -> ScoreCall:

@@ -19,7 +19,7 @@ import dataclasses
 import queue
 import threading
 
-from mibench.engines import MibenchError
+from mibench.engines import MibenchError, TextBound
 from mibench.workloads import Request, generate, materialize, total_tokens
 
 from ..config.http_load import AHEAD
@@ -123,7 +123,7 @@ def _workloads(case, engine):
                            field="model.path")
     vocab, exclude = cfg.vocab_size, engine.special_ids
     if spec.requests is not None:
-        reqs = materialize(spec, vocab, exclude=exclude, tokenize=engine.encode)
+        reqs = materialize(spec, vocab, exclude=exclude, tokenize=TextBound.of(engine))
         return lambda i: reqs[0 if plan.same_query else i % len(reqs)]
     if plan.same_query:
         first = generate(spec, vocab, exclude)

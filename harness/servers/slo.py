@@ -18,10 +18,11 @@ server, fell behind.
 
 At the rate found, `repeats` more steps (fresh arrival seeds, never stopped early) are the
 case's timed runs: items/s at the budget is their median, and compare and ab judge the
-capacity from them like a time (per item, + = worse). A rate met in none of its repeats
-(the search stopped at the knee, where one seed meets and the next misses) is backed off
-one precision step (rate / (1 + precision)) and repeated there, at most MAX_BACKOFFS times;
-the repeats that did not hold join the curve's steps. Held nowhere: `not held`.
+capacity from them like a time (per item, + = worse). A rate met in no majority of its
+repeats (harness.stats.capacity.held: the search stopped at the knee, where one seed meets
+and the next misses) is backed off one precision step (rate / (1 + precision)) and
+repeated there, at most MAX_BACKOFFS times; the repeats that did not hold join the curve's
+steps. Held nowhere: `not held`.
 """
 
 from __future__ import annotations
@@ -182,9 +183,9 @@ def note(r: SloRecord, backed: list[tuple[float, int, int]] = ()) -> str:
                 f"(precision {r.precision:.0%}, {len(r.steps)} steps of "
                 f"{r.requests_per_step} requests){held}{_backed(backed)}")
     if r.status == "not held":
-        return (f"{r.rate:.3g} requests/s met {p} in none of the {len(r.repeats)} repeats at "
-                f"it{_backed(backed)}: no capacity claimed (the server's latency or the "
-                "machine's load changed under the search)")
+        return (f"{r.rate:.3g} requests/s met {p} in {r.met_repeats} of the {len(r.repeats)} "
+                f"repeats at it, no majority{_backed(backed)}: no capacity claimed (the "
+                "server's latency or the machine's load changed under the search)")
     if r.status == "imprecise":
         return (f"between {r.rate:.3g} and {r.bound:.3g} requests/s at {p}: max_steps "
                 f"{r.max_steps} ran out before the precision {r.precision:.0%}")

@@ -215,7 +215,9 @@ def back_off(rate: float, precision: float, min_rate: float) -> float | None:
 
 
 def held(met: int, repeats: int) -> bool:
-    """Whether the rate a search found held when measured again: met in at least one of its
-    `repeats` (none asked: nothing to contradict it). Met in none, the search's own step
-    was luck or the load changed under it, and no capacity is claimed (`not held`)."""
-    return repeats == 0 or met > 0
+    """Whether the rate a search found held when measured again: met in a majority of its
+    `repeats`, more than half (2 of 3, 3 of 4; none asked: nothing to contradict it). Met
+    in half or fewer, the search's own step was luck (the knee, where one arrival seed
+    meets the budget and the next misses it) or the load changed under it: the rate is
+    backed off, and where no rate holds no capacity is claimed (`not held`)."""
+    return repeats == 0 or 2 * met > repeats

@@ -77,3 +77,24 @@ def environment_warnings(base: RunRecord, new: RunRecord) -> list[str]:
         if rec.finished_at is None:
             out.append(f"the {name} run did not finish (partial artifact)")
     return out
+
+
+def environment_changes(before: RunRecord, after: RunRecord) -> list[str]:
+    """What changed in the environment between two neighbouring runs, one item each
+    (`jax 0.4.35 -> 0.5.0`, `device cpu cpu x1 -> tpu v6e x1`, `CPU A -> B`, `python ...`,
+    `host a -> b`, `kernel ...`): what a step of a series may owe to the machine rather
+    than the code (`mibench site` marks a step that coincides with one). mibench's own
+    version is the code measured, not the environment."""
+    b, a = before.provenance, after.provenance
+    out = [f"{k} {b.packages.get(k)} -> {a.packages.get(k)}"
+           for k in sorted(set(b.packages) | set(a.packages))
+           if k != "mibench" and b.packages.get(k) != a.packages.get(k)]
+    device = [f"{d.platform} {d.kind} x{d.count}" for d in (b.devices, a.devices)]
+    cpu = [r.host.get("cpu_model") or r.host.get("processor") for r in (b, a)]
+    python = [r.python.split(" ")[0] for r in (b, a)]
+    for name, (x, y) in (("device", device), ("CPU", cpu), ("python", python),
+                         ("host", [r.host.get("hostname") for r in (b, a)]),
+                         ("kernel", [r.host.get("release") for r in (b, a)])):
+        if x != y and x is not None and y is not None:
+            out.append(f"{name} {x} -> {y}")
+    return out

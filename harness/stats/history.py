@@ -8,15 +8,18 @@ larger).
 model, dtype, topology, hardware: harness.stats.comparable): runs of one case id that are
 not the same measurement are separate series, labelled by the fields that differ. Within a
 config, an artifact without the case is a gap in its series (`missing`), never a zero.
-Artifacts of other kinds in the folder (`ab`, `compile`, ...) are skipped, one line each
-(`Folder.skipped`).
+Artifacts of other kinds in the folder (`ab`, `compile`, ...), files that are no mibench
+artifact and a second artifact of one run (harness.stats.duplicates: one run is one point)
+are skipped, one line each (`Folder.skipped`, `History.skipped`); a damaged mibench
+artifact is an error naming it.
 
 **Noise.** The floor of the step test is learnt from the folder's repeated runs of one
 commit (harness.stats.noise: leaving out the step's two artifacts and runs on a busy
 machine), else the platform's default; `History.noise` says which.
 
-Commit time comes from `git show` in the recorded checkout (or the current one) when the
-commit is known there; otherwise the artifact's `started_at` stands in for it.
+Commit time comes from git in the recorded checkout (or the current one) when the commit
+is known there; otherwise the artifact's `started_at` stands in for it
+(harness.stats.commits).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import json
+import re
 from pathlib import Path
 
 from mibench.errors import MibenchError
@@ -32,14 +36,18 @@ from ..records import CaseRecord, RunRecord, read_artifact
 from ..records.run import KINDS as RUN_KINDS
 from ..util import git_output
 from .changepoint import DEFAULT, METHOD, Params
+from .commits import commit_depth, commit_time, ordered
 from .comparable import code_git, differences, label, measurement
 from .describe import items_of, median, process_runs
+from .duplicates import unique_runs
 from .load import BUSY_LEVEL, busy, share
 from .memory import own
-from .noise import aa_noise, floor_for
+from .noise import AAGroups, aa_noise
 from .steps import Step, judge_steps
 
 __all__ = ["Folder", "History", "Point", "Series", "aa_noise", "build_history", "load_dir"]
+__all__ = ["Folder", "History", "Point", "Series", "aa_noise", "build_history", "commit_depth",
+           "commit_time", "load_dir", "ordered"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +124,7 @@ class History:
     artifacts: int
     configs: list[str]
     noise: str = ""  # where the step test's noise floor comes from
+    floor: float | None = None  # that floor (the folder's, leaving nothing out)
     skipped: list[str] = dataclasses.field(default_factory=list)  # other kinds, one line each
     busy_level: float = BUSY_LEVEL
     method: str = METHOD
@@ -131,82 +140,57 @@ class Folder:
 
 
 def load_dir(folder: str | Path, load=read_artifact) -> Folder:
-    """Every `*.json` run artifact under `folder` (recursively), read with `load`; a mibench
-    artifact of another kind (`ab`, `compile`, a command's JSON output) is skipped with a
-    line; any other file is an error naming it."""
+    """Every `*.json` run artifact under `folder` (recursively), read with `load`, each run
+    once (harness.stats.duplicates); a line for each file skipped: a mibench artifact of
+    another kind (`ab`, `compile`, a command's JSON output), a file that is no mibench
+    artifact (no mibench `schema`), a duplicate run. A file that claims a mibench run
+    schema and cannot be read (or a broken file that claims any mibench schema) is an
+    error naming it."""
     folder = Path(folder)
     if not folder.is_dir():
         raise MibenchError("not a folder of artifacts", field=str(folder))
     files = sorted(f for f in folder.rglob("*.json") if f.is_file())
     if not files:
         raise MibenchError("no *.json artifacts in this folder", field=str(folder))
-    records, skipped = [], []
+    records, names, skipped = [], [], []
     for f in files:
         kind = _schema(f)
-        if isinstance(kind, str) and kind.startswith("mibench.") and kind not in RUN_KINDS:
-            skipped.append(f"skipped {f}: a {kind} file, not a run artifact")
+        if kind is None or kind is NOT_JSON:
+            why = "not JSON" if kind is NOT_JSON else "no mibench schema"
+            skipped.append(f"skipped {f}: not a mibench artifact ({why})")
+        elif kind in RUN_KINDS or kind is DAMAGED:
+            records.append(load(f))  # a damaged one: the reader's error, naming the file
+            names.append(f)
         else:
-            records.append(load(f))
+            skipped.append(f"skipped {f}: a {kind} file, not a run artifact")
+    records, again = unique_runs(records, names)
     if not records:
-        raise MibenchError(f"holds no run artifacts ({len(skipped)} of other kinds skipped)",
-                           field=str(folder))
-    return Folder(records, skipped)
+        shown = "; ".join(line.removeprefix("skipped ") for line in skipped[:3])
+        more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        raise MibenchError(f"holds no run artifacts ({len(skipped)} other files skipped: "
+                           f"{shown}{more})", field=str(folder))
+    return Folder(records, skipped + again)
+
+
+DAMAGED = object()  # a file that claims a mibench schema but is no JSON object to read
+NOT_JSON = object()  # a file that is no JSON and claims no mibench schema
+_CLAIM = re.compile(rb'"schema"\s*:\s*"mibench\.')
 
 
 def _schema(path: Path):
+    """The file's mibench schema (`mibench.run/3`, ...), None when it claims none (not a
+    mibench artifact), NOT_JSON when it is no JSON and claims none, DAMAGED when it cannot
+    be read or parsed but may be one."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError):
-        return None  # the reader says what is wrong with it
-    return data.get("schema") if isinstance(data, dict) else None
-
-
-def commit_time(record: RunRecord) -> str | None:
-    """ISO commit time from git, trying the recorded checkout then the current folder."""
-    git = code_git(record)
-    return _git(git.path, "show", "-s", "--format=%cI", git.commit) if git.commit else None
-
-
-def commit_depth(record: RunRecord) -> int:
-    """How many commits lead to the recorded one (-1 where unknown): orders commits made
-    within the same second, which their times cannot."""
-    git = code_git(record)
-    depth = _git(git.path, "rev-list", "--count", git.commit) if git.commit else None
-    return int(depth) if depth and depth.isdigit() else -1
-
-
-def _git(path: str, *args: str) -> str | None:
-    """Non-empty output of a git command in the recorded checkout, else in the current
-    folder."""
-    outputs = (git_output(where, *args) for where in dict.fromkeys([path, "."]))
-    return next((out for out in outputs if out), None)
-
-
-def ordered(records: list[RunRecord]) -> list[tuple[str, RunRecord]]:
-    """(time, record) by commit time (started_at where unknown), then by commit depth,
-    then by start."""
-    known: dict[tuple, tuple[str | None, int]] = {}  # git asked once per commit, this call
-
-    def commit(r: RunRecord) -> tuple[str | None, int]:
-        where = (code_git(r).path, code_git(r).commit)
-        if where not in known:
-            known[where] = (commit_time(r), commit_depth(r))
-        return known[where]
-
-    timed = [(commit(r)[0] or r.started_at, r) for r in records]
-    return sorted(timed, key=lambda tr: (_sortable(tr[0]), commit(tr[1])[1],
-                                         _sortable(tr[1].started_at)))
-
-
-def _sortable(iso: str) -> str:
-    """ISO times with offsets compare as UTC strings (`Z` and `+00:00` alike)."""
-    import datetime as dt
-
+        raw = path.read_bytes()
+    except OSError:
+        return DAMAGED
     try:
-        return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone(
-            dt.UTC).isoformat()
-    except ValueError:
-        return iso
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return DAMAGED if _CLAIM.search(raw) else NOT_JSON
+    kind = data.get("schema") if isinstance(data, dict) else None
+    return kind if isinstance(kind, str) and kind.startswith("mibench.") else None
 
 
 def build_history(records: list[RunRecord], case: list[str] | str | None = None,
@@ -217,13 +201,15 @@ def build_history(records: list[RunRecord], case: list[str] | str | None = None,
     different series even when their ids agree; so are cases of one id that are not the
     same measurement."""
     globs = [case] if isinstance(case, str) else list(case or [])
+    records, again = unique_runs(records)
     configs: dict[str, list[tuple[str, RunRecord]]] = {}
     for time, r in ordered(records):
         configs.setdefault(str(r.config.get("name", "?")), []).append((time, r))
     platform = records[0].provenance.devices.platform if records else None
+    groups = AAGroups(records)  # read once: every step's floor leaves out its own pair
 
     def floor_of(leave_out: frozenset[str]):
-        return floor_for(records, where, leave_out, platform)
+        return groups.floor_or_default(where, leave_out, platform)
 
     series, known = [], []
     for name, timeline in configs.items():
@@ -239,9 +225,10 @@ def build_history(records: list[RunRecord], case: list[str] | str | None = None,
             shown = ", ".join(known[:5]) + (", ..." if len(known) > 5 else "")
             raise MibenchError(f"{glob!r} matches no case of these artifacts (known: "
                                f"{shown})", field="--case")
+    floor = floor_of(frozenset())
     return History(series=series, artifacts=len(records), params=params,
-                   configs=list(configs), noise=floor_of(frozenset()).source,
-                   skipped=list(skipped or []))
+                   configs=list(configs), noise=floor.source, floor=floor.value,
+                   skipped=list(skipped or []) + again)
 
 
 def _identities(case_id: str, timeline: list[tuple[str, RunRecord]]) -> list[dict]:
@@ -300,3 +287,16 @@ def _point(time: str, r: RunRecord, c: CaseRecord | None) -> Point:
                  peak_memory_bytes=c.metrics.peak_memory_bytes,
                  peak_memory_source=c.metrics.peak_memory_source,
                  other_load=share(c.load), runs=runs)
+
+
+def window(h: History, last: int) -> History:
+    """The same history with each series cut to its last `last` points (its steps among
+    them, re-indexed): what a night shows of a long history (the judging uses it all)."""
+    series = []
+    for s in h.series:
+        cut = max(0, len(s.points) - last)
+        series.append(dataclasses.replace(
+            s, points=s.points[cut:],
+            steps=[dataclasses.replace(st, index=st.index - cut) for st in s.steps
+                   if st.index - 1 >= cut]))
+    return dataclasses.replace(h, series=series)

@@ -67,7 +67,7 @@ class PairedVerdict:
             return f"untested ({self.rounds} rounds; at least {MIN_ROUNDS} needed)"
         if self.low is None:
             return f"{self.change:+.1%} ({self.rounds} rounds; at least {MIN_ROUNDS} needed)"
-        level = f"{1 - self.alpha:.0%}"
+        level = f"{(1 - self.alpha) * 100:.4g}%"  # 99%, or 99.67% at alpha / 3 looks
         return (f"{self.change:+.1%} [{self.low:+.1%}, {self.high:+.1%}] ({level} CI, "
                 f"p={self.p_value:.2g}, {self.rounds} rounds)")
 

@@ -114,3 +114,29 @@ def _suspected(before, after, index: int, floor_of, alpha: float, busy_level: fl
                 reason=f"{STEP:g}x or more between neighbouring points, beyond the noise "
                        f"({level} interval, noise floor {floor.value:.0%}, {floor.source}); "
                        "too few points around it for a change point")
+
+
+def step_interval(points: list, steps: list[Step], step: Step, floor: float,
+                  alpha: float = DEFAULT_ALPHA, busy_level: float = BUSY_LEVEL
+                  ) -> tuple[float, float, float] | None:
+    """A step's change of time with its interval, (change, low, high), + = slower: a
+    suspected step's own; a change point's from `compare`'s between-run test at `floor`
+    (harness.stats.significance) of the quiet points of the segment before it (from the
+    previous change point) against those of the segment after it (to the next), each
+    point's timed runs grouped by worker process. None where a side has no timed runs."""
+    if step.kind != CHANGE_POINT:
+        if step.latency_low is None:
+            return None
+        return step.latency_change, step.latency_low, step.latency_high
+    cuts = [0] + sorted(s.index for s in steps if s.kind == CHANGE_POINT) + [len(points)]
+    k = cuts.index(step.index)
+
+    def runs(lo: int, hi: int) -> list[list[float]]:
+        return [list(r) for p in points[lo:hi] if p.runs and not busy(p.other_load, busy_level)
+                for r in p.runs if r]
+
+    before, after = runs(cuts[k - 1], step.index), runs(step.index, cuts[k + 1])
+    if not before or not after:
+        return None
+    test = between_runs(before, after, floor, alpha)
+    return test.ratio - 1, test.low - 1, test.high - 1

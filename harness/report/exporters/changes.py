@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from pathlib import Path
 
 from ...records import PASSING
@@ -128,11 +129,12 @@ def compare_json(comp: Comparison, note: str | None = None) -> str:
 def point_labels(points) -> list[str]:
     """Each point's commit label, `#n` added where a commit has several artifacts."""
     labels = [p.label for p in points]
-    seen: dict[str, int] = {}
+    artifacts = Counter(labels)  # labels.count per point was quadratic in the points
+    seen: Counter = Counter()
     out = []
     for lab in labels:
-        seen[lab] = seen.get(lab, 0) + 1
-        out.append(f"{lab} #{seen[lab]}" if labels.count(lab) > 1 else lab)
+        seen[lab] += 1
+        out.append(f"{lab} #{seen[lab]}" if artifacts[lab] > 1 else lab)
     return out
 
 

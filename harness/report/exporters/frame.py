@@ -12,7 +12,8 @@ from .rows import COLUMNS, case_rows
 
 def cases_frame(artifacts):
     """One row per case and timed run of every artifact (paths, a folder of them, or
-    RunRecords), with its commit, config, workload, hardware and metrics (`rows.COLUMNS`).
+    RunRecords; each run once), with its commit, config, workload, hardware and metrics
+    (`rows.COLUMNS`).
 
         >>> from mibench.harness.report.exporters.frame import cases_frame
         >>> df = cases_frame("artifacts/cpu")
@@ -27,17 +28,23 @@ def cases_frame(artifacts):
 
 
 def _records(artifacts) -> list:
+    """The run records of `artifacts`, each run once (harness.stats.duplicates)."""
     from ...records import RunRecord, read_artifact
+    from ...stats.duplicates import unique_runs
     from ...stats.history import load_dir
 
     if isinstance(artifacts, str | Path):
         artifacts = [artifacts]
-    out = []
+    out, names = [], []
     for a in artifacts:
         if isinstance(a, RunRecord):
             out.append(a)
+            names.append(None)
         elif Path(a).is_dir():
-            out += load_dir(a).records
+            got = load_dir(a).records
+            out += got
+            names += [None] * len(got)
         else:
             out.append(read_artifact(a))
-    return out
+            names.append(a)
+    return unique_runs(out, names)[0]
