@@ -152,6 +152,11 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
     with compile_cache(cache):
         _measure(record, cases, sides, interleave, saves, alpha, min_effect, target,
                  cost_threshold, note)
+        _vouch(record, config, cases, new, note)
+    record.verdict = overall(record)
+    record.finished_at = now()
+    if saves is not None:
+        saves.save(record, len(record.cases))
     return record, path
 
 
@@ -180,11 +185,6 @@ def _measure(record: ABRecord, cases: list[CaseSpec], sides: dict[str, Revision]
             record.cases.append(by_id[c.case_id])
         if saves is not None:
             saves.save(record, len(record.cases))
-    _vouch(record, config, cases, new, note)
-    record.verdict = overall(record)
-    record.finished_at = now()
-    if saves is not None:
-        saves.save(record, len(record.cases))
 
 
 @contextlib.contextmanager

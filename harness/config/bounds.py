@@ -44,6 +44,9 @@ BOUNDS: dict[str, tuple[int, str]] = {
                                    "times shows in a handful"),
     "concurrency.trials": (1_000, "each trial launches the server afresh and scores the "
                                   "requests alone and all together (seconds to minutes)"),
+    "prefix_cache.trials": (1_000, "each trial launches the server afresh (and its cache-off "
+                                   "control once more) and scores the requests cold and "
+                                   "warm (seconds to minutes)"),
 }
 BOUNDS["--max-rounds"] = BOUNDS["--rounds"]
 BOUNDS["--sockets"] = (10_000, "each socket is an open file of the crowd's process and of "

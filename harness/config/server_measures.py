@@ -19,8 +19,8 @@ from pydantic import Field, PositiveInt, model_validator
 
 from ..stats.capacity import min_samples
 from .base import Finite, Rate, Strict
-from .server import ServerArg
 from .bounds import at_most
+from .server import ServerArg
 
 PERCENTILES = {"p50_ms": 50.0, "p90_ms": 90.0, "p95_ms": 95.0, "p99_ms": 99.0,
                "p999_ms": 99.9}
@@ -92,7 +92,7 @@ class PrefixCache(Strict):
     off, the control), and the fail rate allowed."""
 
     cache_off: Annotated[dict[str, ServerArg], Field(min_length=1)]
-    trials: Annotated[PositiveInt, Field(le=MAX_TRIALS)] = 3
+    trials: Annotated[PositiveInt, at_most("prefix_cache.trials")] = 3
     max_fail_rate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
 
 

@@ -34,7 +34,6 @@ from mibench.errors import MibenchError
 
 from ..records import CaseRecord, RunRecord, read_artifact
 from ..records.run import KINDS as RUN_KINDS
-from ..util import git_output
 from .changepoint import DEFAULT, METHOD, Params
 from .commits import commit_depth, commit_time, ordered
 from .comparable import code_git, differences, label, measurement
