@@ -545,7 +545,7 @@ def artifacts(tmp_path_factory) -> dict[str, Path]:
 
     edits = {
         "schema-missing": lambda d: d.pop("schema"),
-        "schema-other": lambda d: d.update(schema="mibench.run/4"),
+        "schema-other": lambda d: d.update(schema="mibench.run/5"),
         "cases-dict": lambda d: d.update(cases={"a": 1}),
         "case-no-id": lambda d: case0(d).pop("case_id"),
         "status-weird": lambda d: case0(d).update(status="great"),
@@ -583,7 +583,7 @@ ARTIFACTS = [
     ("not-json", "not JSON"), ("empty", "not JSON"), ("list", "schema None"),
     ("deep", "nested too deeply"), ("binary", "cannot read"), ("folder", "is a folder"),
     ("missing", "no such artifact"), ("schema-missing", "schema None"),
-    ("schema-other", "'mibench.run/4'"), ("cases-dict", "at cases"),
+    ("schema-other", "'mibench.run/5'"), ("cases-dict", "at cases"),
     ("case-no-id", "cases.0.case_id"), ("status-weird", "cases.0.status"),
     ("timed-str", "cases.0.timed_s"), ("timed-negative", "cases.0.timed_s.0"),
     ("compile-nan", "cases.0.compile_s"),
