@@ -341,3 +341,35 @@ def test_a_degenerate_engine_fails_the_run_with_degenerate(tmp_path, jax_tiny):
     assert all(c.status == "failed" and c.spread == 0.0 and "all score the same" in c.error
                for c in scores.values())
     assert not record.parity.passed and exit_code(record) == 3
+
+
+def test_the_nightly_suites_doctored_commit_scores_nothing_and_degenerate_fails_it(jax_tiny):
+    """The `degenerate` scenario of harness/jobs/nightly_suite.py appends
+    `scratch.same_scores` to engines/modes/packed.py: packed's items, which score apart on
+    the real model, then all take the first item's scores, and `degenerate` fails them."""
+    import types
+    from unittest import mock
+
+    from mibench.engines.modes import packed
+    from mibench.harness.ab.scratch import same_scores
+
+    doctored = types.ModuleType("doctored")
+    doctored.__dict__.update(vars(packed))
+    exec(same_scores("score_packed"), doctored.__dict__)  # the commit's source, as appended
+    request = REQ[0]
+    items = [list(i) for i in request.items]
+
+    def scores():
+        return jax_tiny.score(list(request.query), items, [1, 2], mode="packed",
+                              delimiter=151643, mask="segment").scores
+
+    honest = np.asarray(scores())
+    with mock.patch.object(packed, "score_packed", doctored.score_packed):
+        bad = np.asarray(scores())
+    assert len({tuple(row) for row in honest}) == len(items)  # the items score apart
+    assert (bad == honest[:1]).all()  # each item: the first item's scores
+    judged = {name: invariants.case_scores(_rec(scores=[rows.tolist()]), REQ, _spec(),
+                                           "float32") for name, rows in
+              (("honest", honest), ("doctored", bad))}
+    assert judged["honest"].status == "passed"
+    assert judged["doctored"].status == "failed" and judged["doctored"].spread == 0.0

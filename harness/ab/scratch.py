@@ -55,6 +55,23 @@ def {function}(*args, **kwargs):
 '''
 
 
+def same_scores(function: str) -> str:
+    """Source that, appended to the module defining `function` (a mode's scorer: an array
+    of one row per item), gives every item the first item's scores: a mode that scores
+    nothing (flashinfer#3434), for parity's `degenerate` check."""
+    return f'''
+
+import numpy as _np
+
+_{function}_before_same = {function}
+
+
+def {function}(*args, **kwargs):
+    out = _np.asarray(_{function}_before_same(*args, **kwargs))
+    return _np.repeat(out[:1], len(out), axis=0)
+'''
+
+
 def allocating(function: str, nbytes: int) -> str:
     """Source that, appended to the module defining `function`, makes every call of it hold
     `nbytes` more host memory while it runs (touched, so resident, and freed after)."""

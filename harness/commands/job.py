@@ -10,7 +10,7 @@ calls the job's plain function (imported on call, so `mibench --help` stays ligh
     mibench job score-checks [--out DIR] [--no-servers]
     mibench job nightly-scenario --out DIR [--seed-runs 5] [--rounds 5] [--threshold 10%]
                                  [--unseen-noise]
-    mibench job nightly-suite --out DIR [--scenario first|last|partial|none|none-beside]
+    mibench job nightly-suite --out DIR [--scenario first|last|partial|none|none-beside|degenerate]
     mibench job serve-flood [--sockets 300 --sockets 1000] [--requests 30] [--out FILE.json]
     mibench job site-scale --out DIR [--measurements 20 --measurements 200] [--nights 365]
 
@@ -209,10 +209,11 @@ def nightly_suite(out: Annotated[Path, typer.Option(help="Folder for the scratch
                   = "10%",
                   scenario: Annotated[list[str] | None, typer.Option(
                       help="Only these scenarios (first, last, partial, none, "
-                           "none-beside); repeatable.")] = None):
+                           "none-beside, degenerate); repeatable.")] = None):
     """Short nightly scenarios sharing one seeded history, beside a busy loop per core with
     the load faked quiet: the culprit first and last in its range, a partial step, two
-    runs with no regression (OUT/suite.md; not part of CI). Exit 1 when a check fails."""
+    runs with no regression, a mode that scores nothing (OUT/suite.md; not part of CI).
+    Exit 1 when a check fails."""
     from ..config.bounds import check_flag
     from ..jobs import nightly_suite as job
     from .common import parse_threshold

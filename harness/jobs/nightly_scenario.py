@@ -43,11 +43,12 @@ import sys
 import time
 from pathlib import Path
 
-from ..ab.scratch import append, commit, copy_project, git, slower
+from ..ab.scratch import append, commit, copy_project, git, same_scores, slower
 from ..host.load import FAKE_ENV
 
 PROJECT = Path(__file__).resolve().parents[2]
 EXTEND = "engines/modes/extend.py"
+PACKED = "engines/modes/packed.py"
 CONFIG = """\
 name: nightly-scenario
 description: packed (segment) and prefill_extend on the tiny model, for the nightly scenario
@@ -63,6 +64,7 @@ workload:
   apply_softmax: true
   seed: 0
 runs: {warmup: 1, timed: 15, timeout_s: 120}
+parity: {checks: [degenerate]}
 cases:
   - {engine: jax, mode: packed, mask: segment}
   - {engine: jax, mode: prefill_extend, extend_batch_size: 4, precompile_bs: [1, 2, 4]}
@@ -85,6 +87,11 @@ def note_commit(repo: Path, i: int, inside: bool) -> str:
 def slow_commit(repo: Path, i: int, factor: float) -> str:
     append(repo, EXTEND, slower("score_prefill_extend", factor))
     return commit(repo, f"commit {i}: prefill_extend about {factor:g}x as long")
+
+
+def degenerate_commit(repo: Path, i: int) -> str:
+    append(repo, PACKED, same_scores("score_packed"))
+    return commit(repo, f"commit {i}: packed gives every item the first item's scores")
 
 
 def build(repo: Path, upto: int, start: int, shas: list[str]) -> None:

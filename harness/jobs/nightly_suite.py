@@ -11,7 +11,10 @@ harness/jobs/nightly_scenario.py `--unseen-noise`:
 - `last`: commit 4 does (the culprit last);
 - `partial`: commits 2 and 4 each make it about 1.6x as long (two culprits, each part);
 - `none`, `none-beside`: four notes, no regression (inside `engines/`, or two inside and
-  two beside it): the night must not fail and must confirm nothing.
+  two beside it): the night must not fail and must confirm nothing;
+- `degenerate`: commit 2 makes packed give every item the first item's scores (a mode that
+  scores nothing, flashinfer#3434; its speed unchanged): parity's `degenerate` check must
+  fail the night (exit 1), the summary must name it, and the baseline must stay.
 
 Each scenario's commits in between add notes inside `engines/` (bisect must measure them).
 Reported: each night's exit, wall time and words, the culprits named against the ones
@@ -34,6 +37,7 @@ from .nightly_scenario import (
     CONFIG,
     EXTEND_CASE,
     PROJECT,
+    degenerate_commit,
     index_of,
     nightly,
     note,
@@ -41,13 +45,15 @@ from .nightly_scenario import (
     slow_commit,
 )
 
-# scenario -> {commit: factor (a slow commit) | "in" / "out" (a note inside / beside engines/)}
+# scenario -> {commit: factor (a slow commit) | "in" / "out" (a note inside / beside engines/)
+# | "same" (packed's items all score the same)}
 SCENARIOS = {
     "first": {1: 2.0, 2: "in", 3: "in", 4: "in"},
     "last": {1: "in", 2: "in", 3: "in", 4: 2.0},
     "partial": {1: "in", 2: 1.6, 3: "in", 4: 1.6},
     "none": {1: "in", 2: "in", 3: "in", 4: "in"},
     "none-beside": {1: "in", 2: "out", 3: "in", 4: "out"},
+    "degenerate": {1: "in", 2: "same", 3: "in", 4: "in"},
 }
 
 
@@ -55,6 +61,7 @@ def build(repo: Path, plan: dict) -> list[str]:
     shas = []
     for i, what in sorted(plan.items()):
         shas.append(slow_commit(repo, i, what) if isinstance(what, float)
+                    else degenerate_commit(repo, i) if what == "same"
                     else note_commit(repo, i, what == "in"))
     return shas
 
@@ -73,7 +80,9 @@ def run_one(out: Path, name: str, plan: dict, seeded: Path, flags: list[str]) ->
     named = sorted({c["commit"] for r in confirmed for c in r.get("culprits", [])})
     expected = sorted(shas[i - 1] for i, what in plan.items() if isinstance(what, float))
     last = (idx.get("nights") or [{}])[-1]
-    return {"exit": night["exit"], "seconds": night["seconds"], "summary": night["summary"],
+    base = (idx.get("baseline") or {}).get("commit")
+    return {"degenerate": "same" in plan.values(), "baseline_kept": base not in shas,
+            "names_degenerate": "degenerate/scores" in night["summary"],"exit": night["exit"], "seconds": night["seconds"], "summary": night["summary"],
             "error": night["error"], "words": last.get("cases", {}),
             "undecided": bool(last.get("undecided")), "named": named, "expected": expected,
             "wrong": [c for c in named if c not in expected],
@@ -121,14 +130,18 @@ def main(out: Path, seed_runs: int = 5, rounds: int = 5, max_rounds: int = 20,
 def checks(result: dict) -> list[tuple[str, bool]]:
     runs = result["scenarios"]
     regress = {k: v for k, v in runs.items() if v["expected"]}
-    clean = {k: v for k, v in runs.items() if not v["expected"]}
+    doctored = {k: v for k, v in runs.items() if v["degenerate"]}
+    clean = {k: v for k, v in runs.items() if not v["expected"] and not v["degenerate"]}
     return [("the shared history was seeded (exit 0)", result["seed"]["exit"] == 0),
             ("0 wrong culprits", not any(v["wrong"] for v in runs.values())),
             ("0 false confirmations", not any(v["false"] for v in runs.values())),
             ("0 failed jobs in the no-regression runs",
              all(v["exit"] == 0 for v in clean.values())),
             ("every regression run named its culprit(s) (exit 1)",
-             all(v["exit"] == 1 and v["named"] == v["expected"] for v in regress.values()))]
+             all(v["exit"] == 1 and v["named"] == v["expected"] for v in regress.values())),
+            ("a mode that scores nothing fails the night with `degenerate` and keeps the "
+             "baseline (exit 1)", all(v["exit"] == 1 and v["names_degenerate"]
+                                      and v["baseline_kept"] for v in doctored.values()))]
 
 
 def report(result: dict) -> str:
