@@ -82,7 +82,8 @@ def run_one(out: Path, name: str, plan: dict, seeded: Path, flags: list[str]) ->
     last = (idx.get("nights") or [{}])[-1]
     base = (idx.get("baseline") or {}).get("commit")
     return {"degenerate": "same" in plan.values(), "baseline_kept": base not in shas,
-            "names_degenerate": "degenerate/scores" in night["summary"],"exit": night["exit"], "seconds": night["seconds"], "summary": night["summary"],
+            "names_degenerate": "degenerate/scores" in night["summary"],
+            "exit": night["exit"], "seconds": night["seconds"], "summary": night["summary"],
             "error": night["error"], "words": last.get("cases", {}),
             "undecided": bool(last.get("undecided")), "named": named, "expected": expected,
             "wrong": [c for c in named if c not in expected],
