@@ -127,7 +127,9 @@ def test_control_without_the_warm_up_the_first_case_absorbs_the_runtime(tmp_path
     assert first.peak_memory_bytes > second.peak_memory_bytes + RUNTIME // 2
     alone = run_config(tmp_path, process, cases=[IDS[1]])
     packed = next(c for c in compare(full, alone).cases if c.case_id.startswith("jax/packed"))
-    assert packed.verdict == "memory regression"
+    # the memory verdict (timing may move too on a busy machine: then the word is
+    # `regression`, the memory part the same)
+    assert packed.memory.regression and packed.verdict in ("memory regression", "regression")
 
 
 FREED = """
