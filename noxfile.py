@@ -1,4 +1,4 @@
-"""Developer sessions: `nox -s tests`, `nox -s fast`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
+"""Developer sessions: `nox -s tests`, `nox -s scenarios`, `nox -s fast`, `nox -s lint`, `nox -s smoke`, `nox -s bench`,
 `nox -s overhead`, `nox -s calibrate`, `nox -s verdicts`, `nox -s nightly`,
 `nox -s nightly_scenario`, `nox -s nightly_suite`, `nox -s compile`, `nox -s serve_smoke`,
 `nox -s serve_flood`, `nox -s sglang_jax`, `nox -s seeds_cpu`, `nox -s history_scale`,
@@ -18,8 +18,20 @@ def _install(session, extras: str = "test") -> None:
 
 @nox.session(python="3.11")
 def tests(session):
+    """The README's test command (what CI runs): every test but the long scenarios."""
     _install(session)
-    session.run("python", "-m", "pytest", "-q", "-n", "2", *session.posargs, env=ENV)
+    session.run("python", "-m", "pytest", "-q", "-n", "2", "-m", "not scenario",
+                *session.posargs, env=ENV)
+
+
+@nox.session(python="3.11")
+def scenarios(session):
+    """The long scenarios (`@pytest.mark.scenario`: a real bisect, a real nightly that
+    bisects, `ab` with TPU compiles, the v6e-4/v6e-8 configs compiled, 8 simulated devices),
+    each with a smaller version in the README's test command; not in CI."""
+    _install(session)
+    session.run("python", "-m", "pytest", "-q", "-n", "2", "-m", "scenario",
+                *session.posargs, env=ENV)
 
 
 @nox.session(python="3.11")

@@ -83,6 +83,9 @@ def ab(scratch, tmp_path, base, new, rounds=3, case=None, interleave=True):
                   note=lambda line: None)
 
 
+# a long scenario (nox -s scenarios); its small version:
+# test_moved_scores_are_a_regression (real workers of two revisions)
+@pytest.mark.scenario
 def test_a_a_finds_no_regression(scratch, tmp_path):
     record, path = ab(scratch, tmp_path, "base", "docs")
     assert record.verdict == "pass" and exit_code(record) == 0
@@ -128,6 +131,9 @@ def test_a_revision_whose_engines_the_workers_cannot_import_is_refused(scratch, 
         ab(scratch, tmp_path, "base", "broken")
 
 
+# a long scenario (nox -s scenarios); its small version:
+# tests/test_bisect.py (the search over a fake ab)
+@pytest.mark.scenario
 def test_bisect_finds_the_slow_commit(scratch, tmp_path):
     """Real workers and worktrees: from docs (good) to after (bad), bisect measures the bad
     end (3 rounds, its level: 3x on the single case) and names the slow commit without a

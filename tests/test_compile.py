@@ -398,7 +398,10 @@ SMALL = ["--set", "model.path=embedded:tiny", "--set", "workload.query_tokens=64
 
 @pytest.mark.slow
 @pytest.mark.parametrize("config,target,extend", [
-    ("v6e1.yaml", "v6e-1", 2), ("v6e4.yaml", "v6e-4", 4), ("v6e8.yaml", "v6e-8", 3)])
+    ("v6e1.yaml", "v6e-1", 2),  # v6e-4 and v6e-8: nox -s scenarios (the small version:
+    # test_tiny_config_compiles_for_v6e_4_and_a_refused_case_fails_alone)
+    pytest.param("v6e4.yaml", "v6e-4", 4, marks=pytest.mark.scenario),
+    pytest.param("v6e8.yaml", "v6e-8", 3, marks=pytest.mark.scenario)])
 def test_shipped_tpu_configs_compile_small(tmp_path, libtpu_path, config, target, extend):
     out = mibench("compile", CONFIGS / config, "--target", target, *SMALL,
                   "--set", f"cases.{extend}.extend_batch_size=4",
@@ -432,6 +435,9 @@ cases:
 """
 
 
+# a long scenario (nox -s scenarios); its small version:
+# test_compare_compile_regression_names_the_case (the gate on artifacts)
+@pytest.mark.scenario
 @pytest.mark.slow
 def test_ab_compiles_both_revisions_and_gates_compiled_cost(tmp_path, libtpu_path):
     """A commit that pads items to 16 tokens instead of 4 grows the compiled extend program:

@@ -30,6 +30,9 @@ cases:
 """
 
 
+# a long scenario (nox -s scenarios); its small version:
+# tests/test_nightly_rules.py (every rule over fake steps)
+@pytest.mark.scenario
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_nightly_confirms_a_2x_slowdown_and_names_its_commit(tmp_path, monkeypatch):

@@ -66,9 +66,11 @@ def _max_log_diffs(result: dict) -> dict[str, dict[str, tuple[float, float]]]:
 
 
 @pytest.mark.parametrize("preset,tp,kv_heads", [
-    ("tiny-kv8", 8, 8),  # 8 query and 8 kv heads: one of each per chip
+    # 8 query and 8 kv heads: one of each per chip (nox -s scenarios; the small version:
+    # tiny at tp 2 below, and test_kernels_at_tp8_match_brute_force_per_chip)
+    pytest.param("tiny-kv8", 8, 8, marks=pytest.mark.scenario),
     ("tiny", 2, 2),  # 4 query heads on 2 kv heads: a GQA group per chip
-    pytest.param("tiny", 8, 2, marks=pytest.mark.slow),  # 4 heads at tp 8: not split
+    pytest.param("tiny", 8, 2, marks=pytest.mark.scenario),  # 4 heads at tp 8: not split
 ])
 def test_every_mode_with_pallas_scores_like_tp1(preset, tp, kv_heads):
     result = _worker("modes", preset, str(tp))

@@ -176,6 +176,9 @@ cases:
 """
 
 
+# a long scenario (nox -s scenarios); its small version:
+# tests/test_server_ab.py
+@pytest.mark.scenario
 def test_ab_judges_a_server_revision_with_a_third_of_the_capacity_and_a_slow_first_answer(
         tmp_path, monkeypatch):
     from test_server_ab import git

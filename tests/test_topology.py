@@ -121,6 +121,9 @@ def test_two_process_run_writes_exactly_one_artifact(tmp_path):
     assert data["parity"]["passed"]
 
 
+# a long scenario (nox -s scenarios); its small version:
+# test_every_mode_at_every_tp_scores_like_tp1
+@pytest.mark.scenario
 def test_topology_config_on_8_devices(tmp_path):
     """tp 1, 2, 4, 8 all ok with scores equal to tp 1; tp 16 skipped; exit 0; the report
     has the topology table."""
