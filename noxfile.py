@@ -1,5 +1,6 @@
 """Developer sessions: `nox -s tests`, `nox -s scenarios`, `nox -s fast`, `nox -s lint`,
-`nox -s smoke`, `nox -s bench`, `nox -s overhead`, `nox -s calibrate`, `nox -s verdicts`, `nox -s nightly`,
+`nox -s smoke`, `nox -s bench`, `nox -s overhead`, `nox -s calibrate`, `nox -s verdicts`,
+`nox -s nightly`,
 `nox -s nightly_scenario`, `nox -s nightly_suite`, `nox -s compile`, `nox -s serve_smoke`,
 `nox -s serve_flood`, `nox -s sglang_jax`, `nox -s seeds_cpu`, `nox -s history_scale`,
 `nox -s site_scale`, `nox -s score_checks`."""
