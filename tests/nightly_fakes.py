@@ -212,3 +212,21 @@ def ab_record(base: str, new: str, rounds: int, cases: list[ABCase]) -> ABRecord
                       new=Side(rev=new, commit=new, subject="new"), cases=cases)
     record.verdict = overall(record)
     return record
+
+
+def nights(tmp_path: Path, n: int = 10, effects: dict | None = None, **defaults):
+    """A fake repository of `n` commits (`effects`: commit -> {case: factor}; default commit
+    4 makes prefill_extend 2x slower), a history folder and `night(at, **options)`, which
+    runs the loop at commit `at` with `defaults` and `options` (NightlyOptions)."""
+    from mibench.harness.nightly.loop import NightlyOptions, nightly
+
+    steps = FakeSteps(tmp_path, n=n, effects={4: {EXTEND: 2.0}} if effects is None else effects)
+    history = tmp_path / "history"
+
+    def night(at: int, **kw):
+        steps.head_i = at
+        steps.calls.clear()
+        options = NightlyOptions(history=history, config="nightly-fake", **{**defaults, **kw})
+        return nightly(options, steps, note=lambda line: None)
+
+    return steps, history, night

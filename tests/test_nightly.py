@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from nightly_fakes import BUSY, EXTEND, PACKED, FakeSteps, sha
+from nightly_fakes import BUSY, EXTEND, PACKED, FakeSteps, nights, sha
 from typer.testing import CliRunner
 
 from mibench.errors import MibenchError
 from mibench.harness.cli import app
 from mibench.harness.nightly.index import Folder, accept
-from mibench.harness.nightly.loop import NightlyOptions, nightly
 from mibench.harness.nightly.summary import MAX_LINES, render
 from mibench.harness.records.nightly import NightSummary, SummaryCase, read_index, read_summary
 
@@ -23,16 +22,7 @@ from mibench.harness.records.nightly import NightSummary, SummaryCase, read_inde
 @pytest.fixture
 def world(tmp_path):
     """A fake repository (commit 4 makes prefill_extend 2x slower) and a history folder."""
-    steps = FakeSteps(tmp_path, n=10, effects={4: {EXTEND: 2.0}})
-    history = tmp_path / "history"
-
-    def night(at: int, **kw):
-        steps.head_i = at
-        steps.calls.clear()
-        options = NightlyOptions(history=history, config="nightly-fake", **kw)
-        return nightly(options, steps, note=lambda line: None)
-
-    return steps, history, night
+    return nights(tmp_path)
 
 
 def index(history):

@@ -9,24 +9,15 @@ suspicions first, a force-push never promotes."""
 from __future__ import annotations
 
 import pytest
-from nightly_fakes import EXTEND, PACKED, FakeSteps, sha
+from nightly_fakes import EXTEND, PACKED, nights, sha
 
-from mibench.harness.nightly.loop import BLIND_EXIT, NightlyOptions, nightly
+from mibench.harness.nightly.loop import BLIND_EXIT
 from mibench.harness.records.nightly import read_index
 
 
 @pytest.fixture
 def world(tmp_path):
-    steps = FakeSteps(tmp_path, n=12, effects={4: {EXTEND: 16.0}})
-    history = tmp_path / "history"
-
-    def night(at: int, **kw):
-        steps.head_i = at
-        steps.calls.clear()
-        options = NightlyOptions(history=history, config="nightly-fake", threshold=0.10, **kw)
-        return nightly(options, steps, note=lambda line: None)
-
-    return steps, history, night
+    return nights(tmp_path, n=12, effects={4: {EXTEND: 16.0}}, threshold=0.10)
 
 
 def index(history):

@@ -17,29 +17,19 @@ import sys
 import time
 
 import pytest
-from nightly_fakes import EXTEND, FakeSteps, sha
+from nightly_fakes import EXTEND, nights, sha
 from typer.testing import CliRunner
 
 from mibench.errors import EnvironmentFailed, MibenchError
 from mibench.harness.cli import app
 from mibench.harness.nightly import store
 from mibench.harness.nightly.index import Folder, accept
-from mibench.harness.nightly.loop import NightlyOptions, nightly
 from mibench.harness.records.nightly import read_index
 
 
 @pytest.fixture
 def world(tmp_path):
-    steps = FakeSteps(tmp_path, n=10, effects={4: {EXTEND: 2.0}})
-    history = tmp_path / "history"
-
-    def night(at: int, **kw):
-        steps.head_i = at
-        steps.calls.clear()
-        return nightly(NightlyOptions(history=history, config="nightly-fake", **kw), steps,
-                       note=lambda line: None)
-
-    return steps, history, night
+    return nights(tmp_path)
 
 
 def index(history):
