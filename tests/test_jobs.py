@@ -302,3 +302,27 @@ def test_http_overhead_job_times_both_paths_on_the_same_scores():
     assert out["max_abs_diff"] == 0.0
     assert out["in_process_ms"] > 0 and out["http_ms"] > 0 and out["client_cpu_ms"] > 0
     assert out["ratio"] == pytest.approx(out["http_ms"] / out["in_process_ms"])
+
+
+def test_the_nightly_suites_checks_leave_out_the_kinds_that_did_not_run():
+    """A check about a kind of scenario that did not run is not ticked; one that ran is
+    judged (a regression run that named nobody fails it)."""
+    from mibench.harness.jobs.nightly_suite import checks
+
+    def run(expected, named, exit_code, degenerate=False):
+        return {"expected": expected, "named": named, "wrong": [], "false": [],
+                "exit": exit_code, "degenerate": degenerate, "names_degenerate": degenerate,
+                "baseline_kept": True}
+
+    only_first = {"seed": {"exit": 0}, "scenarios": {"first": run(["a"], ["a"], 1)}}
+    lines = dict(checks(only_first))
+    assert lines["every regression run named its culprit(s) (exit 1)"]
+    assert not any("no-regression" in k or "degenerate" in k for k in lines)
+    missed = {"seed": {"exit": 0}, "scenarios": {"first": run(["a"], [], 1),
+                                                 "none": run([], [], 1),
+                                                 "degenerate": run([], [], 1, True)}}
+    lines = dict(checks(missed))
+    assert not lines["every regression run named its culprit(s) (exit 1)"]
+    assert not lines["0 failed jobs in the no-regression runs"]
+    assert lines["a mode that scores nothing fails the night with `degenerate` and keeps the "
+                 "baseline (exit 1)"]
