@@ -313,6 +313,9 @@ class SameScores:
     def __getattr__(self, name):
         return getattr(self.engine, name)
 
+    def close(self) -> None:
+        """The run closes its engines; the session's shared engine stays loaded."""
+
     def score(self, query, items, labels, **kw):
         import dataclasses
 
@@ -341,6 +344,7 @@ def test_a_degenerate_engine_fails_the_run_with_degenerate(tmp_path, jax_tiny):
     assert all(c.status == "failed" and c.spread == 0.0 and "all score the same" in c.error
                for c in scores.values())
     assert not record.parity.passed and exit_code(record) == 3
+    assert jax_tiny.params is not None  # the session's shared engine was not closed
 
 
 def test_the_nightly_suites_doctored_commit_scores_nothing_and_degenerate_fails_it(jax_tiny):
