@@ -155,3 +155,17 @@ def test_bisect_docs_state_the_flag_and_exit_code():
     docs = (Path(__file__).resolve().parents[1] / "docs/cli.md").read_text()
     section = docs.split("## bisect", 1)[1].split("\n## ", 1)[0]
     assert "--max-rounds" in section and "exit 2" in section and "inconclusive" in section
+
+
+def test_the_scratch_wrappers_stack_when_appended_twice():
+    """The partial-step scenario appends `slower` twice to one module: each wrapper wraps
+    the one before it (a module-level alias made the first wrapper call itself: a
+    RecursionError in the scenario's run), and the sleeps add up."""
+    from mibench.harness.ab.scratch import allocating, same_scores, slower
+
+    calls = []
+    module = {"f": lambda x: calls.append(x) or [[x, 1.0], [x + 1, 2.0]]}
+    exec(slower("f", 1.0) + slower("f", 1.0) + allocating("f", 16), module)
+    assert module["f"](3) == [[3, 1.0], [4, 2.0]] and calls == [3]
+    exec(same_scores("f"), module)
+    assert module["f"](5).tolist() == [[5, 1.0], [5, 1.0]] and calls == [3, 5]

@@ -39,17 +39,17 @@ def copy_project(project: Path, repo: Path) -> None:
 
 def slower(function: str, factor: float) -> str:
     """Source that, appended to the module defining `function`, makes every call of it
-    take `factor` times as long (it sleeps for the extra time after the real work)."""
+    take `factor` times as long (it sleeps for the extra time after the real work). Each
+    wrapper binds the function it wraps at its definition (`_inner`), so that appending it
+    twice stacks (a module-level alias would make the first wrapper call itself)."""
     return f'''
 
 import time as _time
 
-_{function}_inner = {function}
 
-
-def {function}(*args, **kwargs):
+def {function}(*args, _inner={function}, **kwargs):
     t0 = _time.perf_counter()
-    out = _{function}_inner(*args, **kwargs)
+    out = _inner(*args, **kwargs)
     _time.sleep({factor - 1!r} * (_time.perf_counter() - t0))
     return out
 '''
@@ -63,11 +63,9 @@ def same_scores(function: str) -> str:
 
 import numpy as _np
 
-_{function}_before_same = {function}
 
-
-def {function}(*args, **kwargs):
-    out = _np.asarray(_{function}_before_same(*args, **kwargs))
+def {function}(*args, _inner={function}, **kwargs):
+    out = _np.asarray(_inner(*args, **kwargs))
     return _np.repeat(out[:1], len(out), axis=0)
 '''
 
@@ -79,13 +77,11 @@ def allocating(function: str, nbytes: int) -> str:
 
 import numpy as _np
 
-_{function}_before_alloc = {function}
 
-
-def {function}(*args, **kwargs):
+def {function}(*args, _inner={function}, **kwargs):
     _block = _np.ones({nbytes}, _np.uint8)
     try:
-        return _{function}_before_alloc(*args, **kwargs)
+        return _inner(*args, **kwargs)
     finally:
         del _block
 '''
