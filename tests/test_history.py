@@ -126,10 +126,7 @@ def test_orders_by_commit_time_from_git(tmp_path):
     commits = log.stdout.split()[::-1]  # oldest first
     if log.returncode != 0 or len(commits) < 3:
         pytest.skip("needs a git checkout with 3 commits")
-    for i, commit in enumerate(commits):
-        rec = make.build("demo.yaml", "x", i, make.demo_time, f"2026-04-{9 - i:02d}T03:00:00Z")
-        rec.provenance.git.commit, rec.provenance.git.path = commit, str(repo)
-        write_artifact(rec, tmp_path / f"{i}.json")
+    write_runs_at(commits, repo, tmp_path)
     hist = build_history(load_dir(tmp_path).records, case=CASE)
     assert [p.commit for p in hist.series[0].points] == commits
     assert json.loads(history_json(hist))["artifacts"] == 3
@@ -193,9 +190,14 @@ def test_commits_of_one_second_are_ordered_by_depth(tmp_path):
     log = subprocess.run(["git", "-C", str(repo), "log", "--format=%H"], capture_output=True,
                          text=True, check=True).stdout.split()[::-1]  # oldest first
     folder = tmp_path / "runs"
-    for i, commit in enumerate(log):
+    write_runs_at(log, repo, folder)
+    hist = build_history(load_dir(folder).records, case=CASE)
+    assert [p.commit for p in hist.series[0].points] == log
+
+
+def write_runs_at(commits: list[str], repo, folder) -> None:
+    """A demo run artifact at each commit of `repo` (oldest first), one a day, in `folder`."""
+    for i, commit in enumerate(commits):
         rec = make.build("demo.yaml", "x", i, make.demo_time, f"2026-04-{9 - i:02d}T03:00:00Z")
         rec.provenance.git.commit, rec.provenance.git.path = commit, str(repo)
         write_artifact(rec, folder / f"{i}.json")
-    hist = build_history(load_dir(folder).records, case=CASE)
-    assert [p.commit for p in hist.series[0].points] == log
