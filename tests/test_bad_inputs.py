@@ -644,7 +644,7 @@ COMMANDS = [
      ["--format", "unknown format 'xml'"]),
     (["compare", str(GOOD_ARTIFACT), str(GOOD_ARTIFACT), "--threshold", "-5%"],
      ["--threshold"]),
-    (["compare", str(GOOD_ARTIFACT)], ["Missing argument"]),
+    (["compare", str(GOOD_ARTIFACT)], ["NEW", "give BASE and NEW, or neither"]),
     (["history", "{T}/none"], ["none", "not a folder of artifacts"]),
     (["history", "{T}/empty"], ["no *.json artifacts"]),
     (["history", "{T}/broken"], ["bad.json", "not JSON"]),

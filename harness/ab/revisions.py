@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 
-from ..util import git
+from ..util import did_you_mean, git, git_output
 
 CONTRACT = "engines/contract.py"  # the engine contract a worker's harness talks to
 
@@ -44,10 +44,39 @@ def repository(start: Path | None = None) -> Path:
 
 
 def resolve(repo: Path, rev: str) -> str:
-    try:
-        return git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-    except MibenchError:
-        raise MibenchError(f"is not a commit of {repo}", field=rev) from None
+    """The full commit `rev` names in `repo`; a MibenchError naming `rev` (with the branch
+    and tag names closest to it) when it names none."""
+    found = commit_of(repo, rev)
+    if found is None:
+        raise MibenchError(f"is not a commit of {repo}{did_you_mean(rev, refs(repo))}",
+                           field=rev)
+    return found
+
+
+def commit_of(repo: Path, rev: str) -> str | None:
+    """The full commit `rev` names in `repo`, or None (no such revision, or no git)."""
+    if not rev or rev.startswith("-"):  # an option, not a revision
+        return None
+    return git_output(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}") or None
+
+
+def refs(repo: Path) -> list[str]:
+    """The branch and tag names of `repo` (what a mistyped revision is matched against)."""
+    out = git_output(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads",
+                     "refs/tags")
+    return out.split() if out else []
+
+
+def distinct(repo: Path, first: str, second: str, command: str) -> tuple[str, str]:
+    """The commits of two revisions given to `command` (`ab`, `bisect`), refused in one line
+    before anything is built when they are one commit: nothing would be compared."""
+    a, b = resolve(repo, first), resolve(repo, second)
+    if a == b:
+        raise MibenchError(
+            f"both are commit {a[:7]}, so nothing would be compared; give an older first "
+            f"revision, e.g. `mibench {command} {first}~1 {second} ...`",
+            field=f"{first} and {second}" if first != second else first)
+    return a, b
 
 
 def has_contract(repo: Path, commit: str) -> bool:

@@ -69,12 +69,13 @@ def ab_command(base_rev: str, new_rev: str, config_path: Path, *, rounds: int,
     """Run the A/B, print its verdict; the exit code."""
     from mibench.engines import cache_dir
 
-    from ..ab.revisions import repository
+    from ..ab.revisions import distinct, repository
     from ..ab.rounds import exit_code, run_ab
     from ..compile.runner import resolve_target
     from ..config import load_config
     from ..report.ab import render_text
 
+    distinct(repository(), base_rev, new_rev, "ab")  # before any worktree is made
     config = load_config(config_path, sets)
     limit = parse_threshold(cost_threshold, "--cost-threshold")
     tpu = (resolve_target(target, config)

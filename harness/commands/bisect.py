@@ -49,7 +49,7 @@ def bisect_command(good: str, bad: str, config_path: Path, *, case_globs: list[s
     from mibench.engines import cache_dir
 
     from ..ab.bisect import bisect as find_first_bad
-    from ..ab.revisions import repository
+    from ..ab.revisions import distinct, repository
     from ..config import load_config
     from ..config.bounds import check_flag
 
@@ -61,8 +61,9 @@ def bisect_command(good: str, bad: str, config_path: Path, *, case_globs: list[s
             raise MibenchError(f"must be at least --rounds ({rounds}), got {max_rounds}",
                                field="--max-rounds")
         check_flag(max_rounds, "--max-rounds")
-    config = load_config(config_path, sets)
     repo = repository(server_repo) if server_repo is not None else repository()
+    distinct(repo, good, bad, "bisect")  # before any worktree is made
+    config = load_config(config_path, sets)
     found = find_first_bad(config, repo, good, bad, cache_dir(), case_glob=case_globs,
                            rounds=rounds, max_rounds=max_rounds,
                            servers=server_repo is not None, threshold=threshold)

@@ -86,6 +86,14 @@ def differences(base: dict[str, object], new: dict[str, object]) -> list[str]:
     return out
 
 
+def same_measurements(base: RunRecord, new: RunRecord) -> list[str]:
+    """The case ids of `new` that `base` holds as the same measurement (those `compare` does
+    not call `not comparable`). Two runs are comparable when there is one."""
+    old = {c.case_id: c for c in base.cases}
+    return [c.case_id for c in new.cases if c.case_id in old
+            and not differences(measurement(base, old[c.case_id]), measurement(new, c))]
+
+
 def _short(value) -> str:
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 

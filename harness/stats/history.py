@@ -132,10 +132,13 @@ class History:
 
 @dataclasses.dataclass(frozen=True)
 class Folder:
-    """The run artifacts of a folder, and a line for each file of another kind skipped."""
+    """The run artifacts of a folder, and a line for each file of another kind skipped;
+    `paths`: the file each record was read from (by position; empty when not read from
+    files)."""
 
     records: list[RunRecord]
     skipped: list[str]
+    paths: list[Path] = dataclasses.field(default_factory=list)
 
 
 def load_dir(folder: str | Path, load=read_artifact) -> Folder:
@@ -162,13 +165,14 @@ def load_dir(folder: str | Path, load=read_artifact) -> Folder:
             names.append(f)
         else:
             skipped.append(f"skipped {f}: a {kind} file, not a run artifact")
+    where = {id(r): f for r, f in zip(records, names, strict=True)}
     records, again = unique_runs(records, names)
     if not records:
         shown = "; ".join(line.removeprefix("skipped ") for line in skipped[:3])
         more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
         raise MibenchError(f"holds no run artifacts ({len(skipped)} other files skipped: "
                            f"{shown}{more})", field=str(folder))
-    return Folder(records, skipped + again)
+    return Folder(records, skipped + again, [where[id(r)] for r in records])
 
 
 DAMAGED = object()  # a file that claims a mibench schema but is no JSON object to read
