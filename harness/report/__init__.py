@@ -17,6 +17,7 @@ from ..stats.comparable import label
 from ..stats.compare import (
     DEFAULT_THRESHOLD,
     MIN_RUNS,
+    CaseChange,
     Comparison,
     compare,
     speed_test,
@@ -31,6 +32,7 @@ from . import (
     plots,
     reference_pairs,
     references,
+    repro,
     resources,
     servers,
     tables,
@@ -40,10 +42,15 @@ from .tables import Row
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SUMMARY_LINES = 40  # the budget of `--summary`: a PR comment or job summary, not a page
-# the order of the summary's verdict table: what a reviewer must see first
-SEVERITY = [v.REGRESSION, v.TIMED_COMPILES, v.SCORES_MOVED, v.MEMORY_REGRESSION, v.FAILED,
-            v.MISSING, v.SUSPICIOUS_IMPROVEMENT, v.UNTESTED, v.INCONCLUSIVE, v.IMPROVEMENT,
-            v.STILL_FAILING, v.NOT_COMPARABLE, v.ADDED, v.REMOVED, v.FIXED, v.SKIPPED]
+# the order of the summary's verdict table, what a reviewer must see first: regressions and
+# failures, then moved scores and suspicious improvements, then the undecided cases (what
+# `mibench ab` would decide), then the rest; within a group the largest change first
+UNDECIDED = (v.UNTESTED, v.INCONCLUSIVE)
+URGENCY = ((v.REGRESSION, v.TIMED_COMPILES, v.MEMORY_REGRESSION, v.COLD_START_REGRESSION,
+            v.FAILED, v.MISSING), (v.SCORES_MOVED, v.SUSPICIOUS_IMPROVEMENT), UNDECIDED,
+           (v.IMPROVEMENT, v.FIXED, v.STILL_FAILING, v.NOT_COMPARABLE, v.ADDED, v.REMOVED,
+            v.SKIPPED))
+DECIDE_EACH = 4  # undecided cases given a command each; the rest share one
 
 
 def method_lines(comp: Comparison) -> list[str]:
@@ -191,26 +198,57 @@ def build_context(records: list[RunRecord], baseline: RunRecord | None = None,
     }
 
 
-def _verdict_rows(comps: list[Comparison], limit: int) -> tuple[fmt.Table | None, int]:
+def urgent_first(pairs: list[Pair]) -> list[tuple[Pair, CaseChange]]:
+    """The cases of the comparisons that are not `unchanged`, in `URGENCY`'s groups, within
+    a group the largest change of time per item (either way) first."""
+    group = {word: k for k, words in enumerate(URGENCY) for word in words}
+    found = [(p, c) for p in pairs for c in p.comp.cases if c.verdict in group]
+    return sorted(found, key=lambda pc: (group[pc[1].verdict], pc[1].latency_change is None,
+                                         -abs(pc[1].latency_change or 0.0)))
+
+
+def _verdict_rows(pairs: list[Pair], limit: int) -> tuple[fmt.Table | None, int]:
     """The cases of the comparisons that are not `unchanged`, worst first, at most `limit`
     rows; (table, rows left out)."""
-    many = len(comps) > 1
-    found = sorted(((comp, c) for comp in comps for c in comp.cases
-                    if c.verdict in SEVERITY), key=lambda cc: SEVERITY.index(cc[1].verdict))
+    many = len(pairs) > 1
+    found = urgent_first(pairs)
     if not found:
         return None, 0
-    body = [([comp.new] if many else []) + [
+    body = [([p.comp.new] if many else []) + [
         c.case_id, fmt.num(c.base_ms_per_item, 3), fmt.num(c.new_ms_per_item, 3),
         fmt.interval(c).removeprefix("time "),
-        f"**{c.verdict}**" if c.regression else c.verdict] for comp, c in found[:limit]]
+        f"**{c.verdict}**" if c.regression else c.verdict] for p, c in found[:limit]]
     header = (["New"] if many else []) + ["Case", "Base ms/item", "New ms/item",
                                           "Time change [interval]", "Verdict"]
-    unchanged = sum(c.verdict == "unchanged" for comp in comps for c in comp.cases)
+    unchanged = sum(c.verdict == "unchanged" for p in pairs for c in p.comp.cases)
     title = "Cases that are not unchanged" + (f" ({unchanged} unchanged not shown)"
                                               if unchanged else "")
     table = fmt.Table(header, body, ["l"] * (2 if many else 1) + ["r"] * 3 + ["l"],
                       title=title, note=fmt.CONVENTION)
     return table, max(0, len(found) - limit)
+
+
+def decide_lines(pairs: list[Pair]) -> tuple[list[str], list[str]]:
+    """(commands, notes): per comparison, `mibench ab BASE NEW CONFIG --case ID` for each
+    undecided case (largest change first; past `DECIDE_EACH`, one command for the rest),
+    or a note saying what is missing for one."""
+    commands, notes = [], []
+    for pair in pairs:
+        ids = [c.case_id for p, c in urgent_first([pair]) if c.verdict in UNDECIDED]
+        if not ids:
+            continue
+        groups = [[i] for i in ids[:DECIDE_EACH]] + ([ids[DECIDE_EACH:]]
+                                                     if ids[DECIDE_EACH:] else [])
+        for group in groups:
+            command, note = repro.decide_command(pair.base, pair.new, group)
+            if command is None:
+                notes.append(f"{len(ids)} undecided case(s) of {pair.comp.new}: no `mibench "
+                             f"ab` command to decide them: {note}")
+                break
+            commands.append(command)
+        if commands and note:
+            notes.append(note)
+    return commands, notes
 
 
 def _results_rows(rows: list[Row], limit: int) -> tuple[fmt.Table | None, int]:
@@ -234,14 +272,16 @@ def render_summary(context: dict, budget: int = SUMMARY_LINES) -> str:
     extra = len(s["regressions"][5:]) + len(s["warnings"][3:])
     if extra:
         lines.append(f"{extra} more regression(s) and warning(s) in the full report.")
-    comps = [p.comp for p in context["_pairs"]]
+    pairs = context["_pairs"]
+    decide, notes = decide_lines(pairs)
     for limit in range(budget, -1, -1):
-        table, left = (_verdict_rows(comps, limit) if comps
+        table, left = (_verdict_rows(pairs, limit) if pairs
                        else _results_rows(context["_rows"], limit))
         footer = ((f"{left} more case(s) in the full report. " if left else "")
                   + "Full report: `mibench report` without `--summary`.")
         text = render(dict(title=context["title"], summary=s, lines=lines, table=table,
-                           footer=footer), "summary.md.j2")
+                           footer=footer, decide=decide, decide_notes=notes),
+                      "summary.md.j2")
         if len(text.splitlines()) <= budget:
             return text
     kept = text.splitlines()[:budget - 1]  # many comparisons: their verdicts alone overflow
