@@ -94,3 +94,10 @@ def test_what_is_missing_is_said_instead_of_a_broken_command():
     new.provenance.git.commit = base.provenance.git.commit
     text = render_summary(build_context([new], baseline=base))
     assert "```bash" not in text and "both runs measured commit 11111111" in text
+
+
+def test_a_dirty_side_is_named_beside_the_command():
+    base, new = edited()
+    new.provenance.git.dirty = True
+    text = render_summary(build_context([new], baseline=base))
+    assert "```bash" in text and "22222222+ had uncommitted changes" in text

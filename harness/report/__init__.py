@@ -239,15 +239,14 @@ def decide_lines(pairs: list[Pair]) -> tuple[list[str], list[str]]:
             continue
         groups = [[i] for i in ids[:DECIDE_EACH]] + ([ids[DECIDE_EACH:]]
                                                      if ids[DECIDE_EACH:] else [])
-        for group in groups:
-            command, note = repro.decide_command(pair.base, pair.new, group)
-            if command is None:
-                notes.append(f"{len(ids)} undecided case(s) of {pair.comp.new}: no `mibench "
-                             f"ab` command to decide them: {note}")
-                break
-            commands.append(command)
-        if commands and note:
-            notes.append(note)
+        made = [repro.decide_command(pair.base, pair.new, group) for group in groups]
+        note = made[0][1]  # one pair, one note
+        if made[0][0] is None:
+            notes.append(f"{len(ids)} undecided case(s) of {pair.comp.new}: no `mibench ab` "
+                          f"command to decide them: {note}")
+            continue
+        commands += [command for command, _ in made]
+        notes += [note] if note else []
     return commands, notes
 
 
