@@ -167,7 +167,7 @@ def test_neither_file_nor_revision_suggests_names(world):
     assert result.exit_code == 2
     assert "did you mean artifacts/dddd.json" in error_line(result)
     result = cli("compare", "mian", "HEAD~1")
-    assert "no such file, nor a git revision" in error_line(result)
+    assert "no such artifact, nor a git revision" in error_line(result)
     assert "did you mean main" in error_line(result)
 
 

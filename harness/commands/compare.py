@@ -242,7 +242,7 @@ def side(arg: str, runs, folder: Path, empty: str | None):
         files = sorted(folder.rglob("*.json")) if folder.is_dir() else []
         names = [str(f) for f in files] + [f.name for f in files]
         where = f"a git revision of {repo}" if repo else "a git revision (no repository here)"
-        raise MibenchError(f"no such file, nor {where}"
+        raise MibenchError(f"no such artifact, nor {where}"
                            f"{did_you_mean(arg, names + (refs(repo) if repo else []))}",
                            field=arg)
     mine = of_commit(runs, commit)
