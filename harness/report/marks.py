@@ -73,7 +73,8 @@ class StepMark:
 
 def drawn_steps(steps: list[StepMark], commits: list[str], quiet: list[bool]
                 ) -> list[StepMark]:
-    """The steps a plot draws: those with a verdict (a change point, or a suspected step
+    """The steps (StepMark, or any record with its `index`, `kind` and `verdict`) a plot
+    draws: those with a verdict (a change point, or a suspected step
     judged a regression or an improvement) whose point before (the last point measured on
     a quiet machine before it, the one the detection compared) is of another commit."""
     out = []

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from ...records.nightly import Regression
+from ..marks import drawn_steps
 from ..plots import verdict_class
 from . import svg
 from .model import Measurement, interval
@@ -64,7 +65,9 @@ def overview(ms: list[Measurement], jobs: list, built: str) -> str:
 
 
 def case_page(m: Measurement, jobs: list, built: str) -> str:
-    plot = svg.trend(m.runs, m.steps, m.flags, m.envs)
+    quiet = [r.items_per_s is not None and not r.busy for r in m.runs]
+    steps = drawn_steps(m.steps, [r.commit or r.short for r in m.runs], quiet)
+    plot = svg.trend(m.runs, steps, m.flags, m.envs)
     return render("case.html.j2", root="../", title=m.case_id, m=m, plot=plot, jobs=jobs,
                   built=built, href=lambda p: "../" + reports_href(m, p))
 
