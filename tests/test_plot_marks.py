@@ -159,3 +159,34 @@ def test_history_groups_one_commits_runs_rings_busy_and_draws_only_found_steps(d
     ticks = [lab.get_text() for lab in ax.get_xticklabels()]
     assert ticks == ["a", "b", "c x2", "d"] and "(n=5 timed runs a point)" in ax.get_title()
     assert "+66% time" in texts(fig) and "-59%" not in texts(fig)
+
+
+def test_latency_cdf_and_capacity_name_a_busy_case(drawn, monkeypatch):
+    from types import SimpleNamespace
+
+    from mibench.harness.records import SloStep
+    from mibench.harness.records.load import CaseLoad
+    from mibench.harness.report import latency, servers
+
+    monkeypatch.setattr(latency, "_save", lambda fig, path: drawn.append(fig) or path)
+    monkeypatch.setattr(servers, "_save", lambda fig, path: drawn.append(fig) or path)
+    load = CaseLoad(window_s=1.0, cpus=2, other_share=0.7, other_cpu_s=1.4, source="test")
+    asked = [SimpleNamespace(latency_s=s, status=200) for s in (0.001, 0.002, 0.5)]
+    steps = [SloStep(rate=r, seed=0, sent=9, ok=9, error_rate=0.0, stopped_early=False,
+                     percentile_ms=10.0 * r, p50_ms=5.0 * r, meets=True, why="")
+             for r in (5.0, 10.0)]
+    slo = SimpleNamespace(steps=steps, repeats=[], percentile=90, budget_ms=150, rate=10.0,
+                          status="found")
+    rows = [SimpleNamespace(run="r", case=SimpleNamespace(
+        case_id=f"http/{k}", http=SimpleNamespace(requests=asked), slo=slo, load=load_))
+        for k, load_ in (("busy", load), ("quiet", None))]
+    latency.cdf_chart(rows, Path("l.png"), "demo @ a")
+    servers.capacity_chart(rows, Path("c.png"), "demo @ a")
+    cdf, capacity = drawn
+    legend = [t.get_text() for t in cdf.axes[0].get_legend().get_texts()]
+    assert legend == ["http/busy (n=3, busy machine)", "http/quiet (n=3)"]
+    assert cdf.axes[0].get_xscale() == "log" and "log scale" in cdf.axes[0].get_xlabel()
+    assert cdf.axes[0].get_title().startswith("demo @ a: ")
+    legend = [t.get_text() for t in capacity.axes[0].get_legend().get_texts()]
+    assert any("(busy machine)" in t for t in legend) and sum("busy" in t for t in legend) == 1
+    assert capacity.axes[0].get_title().startswith("demo @ a: ")

@@ -274,8 +274,8 @@ def draw_plots(context: dict, out: Path) -> dict[str, str]:
                                      [busy(r.case.load) for r in ok], subject),
         "topology": plots.scaling_chart(groups.topology_lines(rows),
                                         Path(f"{stem}-topology.png"), subject),
-        "latency": latency.cdf_chart(rows, Path(f"{stem}-latency.png")),
-        "capacity": servers.capacity_chart(rows, Path(f"{stem}-capacity.png")),
+        "latency": latency.cdf_chart(rows, Path(f"{stem}-latency.png"), subject),
+        "capacity": servers.capacity_chart(rows, Path(f"{stem}-capacity.png"), subject),
         "commits": figures.comparison_plot(pairs, names, Path(f"{stem}-commits.png")),
     }
     return {k: p.name for k, p in made.items() if p is not None}
