@@ -190,3 +190,20 @@ def test_latency_cdf_and_capacity_name_a_busy_case(drawn, monkeypatch):
     legend = [t.get_text() for t in capacity.axes[0].get_legend().get_texts()]
     assert any("(busy machine)" in t for t in legend) and sum("busy" in t for t in legend) == 1
     assert capacity.axes[0].get_title().startswith("demo @ a: ")
+
+
+def test_the_scaling_plot_names_a_tp_measured_busy(drawn):
+    from mibench.harness.records import read_artifact
+    from mibench.harness.records.load import CaseLoad
+    from mibench.harness.report.groups import topology_lines
+    from mibench.harness.report.tables import rows_of
+
+    rec = read_artifact(Path(__file__).parent / "data" / "reports" / "base.json")
+    (case,) = [c for c in rec.cases if c.case_id == "jax/single/tp=4"]
+    case.load = CaseLoad(window_s=1.0, cpus=2, other_share=0.7, other_cpu_s=1.4, source="t")
+    lines = topology_lines(rows_of([rec]))
+    busy = [name for name in lines if "busy" in name]
+    assert len(busy) == 1 and busy[0].endswith("(busy machine at tp=4)")
+    plots.scaling_chart(lines, Path("s.png"), "demo @ 11111111")
+    (fig,) = drawn
+    assert busy[0] in texts(fig) and fig.axes[0].get_title().startswith("demo @ 11111111: ")
