@@ -207,3 +207,18 @@ def test_the_scaling_plot_names_a_tp_measured_busy(drawn):
     plots.scaling_chart(lines, Path("s.png"), "demo @ 11111111")
     (fig,) = drawn
     assert busy[0] in texts(fig) and fig.axes[0].get_title().startswith("demo @ 11111111: ")
+
+
+def test_the_site_trend_draws_the_same_steps():
+    from types import SimpleNamespace
+
+    from mibench.harness.report.site.pages import plotted_steps
+
+    runs = [SimpleNamespace(items_per_s=v, busy=b, commit=c, short=c[:8])
+            for v, b, c in [(100.0, False, "a"), (41.0, True, "c"), (100.0, False, "c"),
+                            (60.0, False, "d")]]
+    steps = [StepMark(1, 1.44, "suspected step", "inconclusive"),
+             StepMark(2, -0.59, "suspected step", "inconclusive"),
+             StepMark(3, 0.66, "change point", "regression")]
+    got = plotted_steps(SimpleNamespace(runs=runs, steps=steps))
+    assert [s.index for s in got] == [3]

@@ -64,10 +64,15 @@ def overview(ms: list[Measurement], jobs: list, built: str) -> str:
                   open=sum(m.open is not None for m in ms))
 
 
-def case_page(m: Measurement, jobs: list, built: str) -> str:
+def plotted_steps(m: Measurement) -> list:
+    """The steps the case page's trend draws (marks.drawn_steps: found with a verdict,
+    between two commits); the page's tables keep every one."""
     quiet = [r.items_per_s is not None and not r.busy for r in m.runs]
-    steps = drawn_steps(m.steps, [r.commit or r.short for r in m.runs], quiet)
-    plot = svg.trend(m.runs, steps, m.flags, m.envs)
+    return drawn_steps(m.steps, [r.commit or r.short for r in m.runs], quiet)
+
+
+def case_page(m: Measurement, jobs: list, built: str) -> str:
+    plot = svg.trend(m.runs, plotted_steps(m), m.flags, m.envs)
     return render("case.html.j2", root="../", title=m.case_id, m=m, plot=plot, jobs=jobs,
                   built=built, href=lambda p: "../" + reports_href(m, p))
 
