@@ -298,7 +298,8 @@ def test_the_capacity_plot_marks_a_rate_found_only_when_it_held(monkeypatch, sta
              for k, r in enumerate([5.0, 10.0, 20.0])]
     slo = SimpleNamespace(steps=steps, repeats=steps[1:2], percentile=90, budget_ms=150,
                           rate=10.0, status=status)
-    row = SimpleNamespace(case=SimpleNamespace(slo=slo, case_id="http/single"), run="r")
+    row = SimpleNamespace(case=SimpleNamespace(slo=slo, case_id="http/single", load=None),
+                          run="r")
     figs = []
     monkeypatch.setattr(servers, "_save", lambda fig, path: figs.append(fig) or path)
     servers.capacity_chart([row], Path("unused.png"))
@@ -325,7 +326,8 @@ def test_the_capacity_plot_names_cases_by_what_differs_and_marks_missed_repeats(
                               repeats=[step(5.0, repeat_ms, repeat_ms <= 150)], percentile=90,
                               budget_ms=150, rate=5.0, status="found")
         case_id = f"http/single/server=s/max_running_requests={n}/slo=p90:150ms/tp=1"
-        rows.append(SimpleNamespace(case=SimpleNamespace(slo=slo, case_id=case_id), run="r"))
+        rows.append(SimpleNamespace(case=SimpleNamespace(slo=slo, case_id=case_id, load=None),
+                                    run="r"))
     figs = []
     monkeypatch.setattr(servers, "_save", lambda fig, path: figs.append(fig) or path)
     servers.capacity_chart(rows, Path("unused.png"))

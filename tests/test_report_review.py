@@ -14,11 +14,12 @@ import pytest
 
 from mibench.harness.records import read_artifact
 from mibench.harness.records.ab import ABCase, ABRecord, RoundSample, Side, Timing
-from mibench.harness.report import SUMMARY_LINES, build_context, plots, render_summary
+from mibench.harness.report import SUMMARY_LINES, build_context, plots, render_summary, trends
 from mibench.harness.report import ab as ab_report
 from mibench.harness.report.exporters.changes import compare_markdown, history_tables
 from mibench.harness.report.fmt import CONVENTION, Table
 from mibench.harness.report.groups import speedups
+from mibench.harness.report.marks import StepMark
 from mibench.harness.report.tables import rows_of
 from mibench.harness.stats.compare import compare
 from mibench.harness.stats.history import build_history
@@ -206,9 +207,10 @@ def test_comparison_and_history_plots(tmp_path, pair):
         assert (tmp_path / made[name]).read_bytes()[:8] == PNG
     assert plots.verdict_class("regression") == "regressed"
     assert plots.verdict_class("inconclusive") == "inconclusive"
-    trend = plots.Trend("a/b", ["c1", "c2 #1", "c2 #2"], [10.0, None, 12.0],
-                        [(9.0, 11.0), None, (11.0, 13.0)], [(2, -0.2)])
-    path = plots.history_chart("cfg", [trend, trend], tmp_path / "h.png")
+    trend = trends.Trend("a/b", ["c1", "c2 #1", "c2 #2"], [10.0, None, 12.0],
+                         [(9.0, 11.0), None, (11.0, 13.0)],
+                         [StepMark(2, -0.2, "change point", "improvement")])
+    path = trends.history_chart("cfg", [trend, trend], tmp_path / "h.png")
     assert path.read_bytes()[:8] == PNG
 
 

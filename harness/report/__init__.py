@@ -22,6 +22,7 @@ from ..stats.compare import (
     compare,
     speed_test,
 )
+from ..stats.load import busy
 from ..stats.scores import SCORE_TOL
 from ..stats.significance import default_floor
 from . import (
@@ -302,15 +303,18 @@ def draw_plots(context: dict, out: Path) -> dict[str, str]:
     stem = out.with_suffix("")
     ids, sides = figures.throughput_bars(records, [names[r.run_id] for r in records], pairs)
     ok = [r for r in rows if r.case.status == "ok"]
+    subject = figures.plot_subject(records)
     made = {
-        "throughput": plots.throughput_chart(ids, sides, Path(f"{stem}-throughput.png")),
+        "throughput": plots.throughput_chart(ids, sides, Path(f"{stem}-throughput.png"),
+                                             subject),
         "spread": plots.spread_chart([(f"{r.run} " if many else "") + r.case.case_id
                                       for r in ok], [r.case.timed_s for r in ok],
-                                     Path(f"{stem}-spread.png"), tables.TAIL_FACTOR),
+                                     Path(f"{stem}-spread.png"), tables.TAIL_FACTOR,
+                                     [busy(r.case.load) for r in ok], subject),
         "topology": plots.scaling_chart(groups.topology_lines(rows),
-                                        Path(f"{stem}-topology.png")),
-        "latency": latency.cdf_chart(rows, Path(f"{stem}-latency.png")),
-        "capacity": servers.capacity_chart(rows, Path(f"{stem}-capacity.png")),
+                                        Path(f"{stem}-topology.png"), subject),
+        "latency": latency.cdf_chart(rows, Path(f"{stem}-latency.png"), subject),
+        "capacity": servers.capacity_chart(rows, Path(f"{stem}-capacity.png"), subject),
         "commits": figures.comparison_plot(pairs, names, Path(f"{stem}-commits.png")),
     }
     return {k: p.name for k, p in made.items() if p is not None}

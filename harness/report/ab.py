@@ -4,6 +4,8 @@ interval in percent, then every case with the numbers behind its verdict)."""
 
 from __future__ import annotations
 
+import math
+
 from ..records.ab import ABRecord
 from ..stats.load import BUSY_LEVEL
 from ..stats.paired import timing_line
@@ -19,6 +21,11 @@ COLUMNS = ("base ms and new ms: the median over the rounds of each side's median
            "(calls paired within a round), so load that falls on both sides cancels; it can "
            "differ from new ms / base ms when the load moved between rounds, and the "
            "interval is the change's.")
+FIGURE_HEAD = ("How the change is computed, where it differs from new ms / base ms (the "
+               "paired figure is the verdict's; the ratio of the medians mixes rounds that "
+               "ran under different load):")
+DIFFERS = 0.01  # the paired change and new ms / base ms - 1 this far apart are explained
+SHOWN_RATIOS = 6  # rounds up to this many list every ratio, more their range
 
 
 def _ms(x: float | None) -> str:
@@ -30,6 +37,35 @@ def _median(samples) -> float | None:
 
     values = [s.median_s for s in samples if s.median_s]
     return statistics.median(values) if values else None
+
+
+def figure_line(case, pacing: str) -> str | None:
+    """How a case's change was computed, with the numbers: `+145.2% = the geometric mean
+    of the 5 per-round ratios new/base (x1.90, ..., x3.10) - 1 (a round's ratio: ...); the
+    ratio of the medians, 161.07 / 41.43 ms, would be +288.8%` (stats/paired.py), None
+    without a change or its rounds' ratios."""
+    t = case.timing
+    if t is None or t.change is None or not t.round_log_ratios:
+        return None
+    ratios = [math.exp(d) for d in t.round_log_ratios]  # in round order
+    shown = (", ".join(f"x{r:.2f}" for r in ratios) if len(ratios) <= SHOWN_RATIOS
+             else f"x{min(ratios):.2f} to x{max(ratios):.2f}")
+    base, new = _median(case.base), _median(case.new)
+    medians = (f"; the ratio of the medians, {_ms(new)} / {_ms(base)} ms, would be "
+               f"{new / base - 1:+.1%}" if base and new else "")
+    return (f"{case.case_id}: {t.change:+.1%} = the geometric mean of the {len(ratios)} "
+            f"per-round ratios new/base ({shown}) - 1 ({ROUND_RATIO[pacing]}){medians}")
+
+
+def figure_lines(record: ABRecord) -> list[str]:
+    """`figure_line` of each case whose change and new ms / base ms - 1 differ by
+    `DIFFERS` or more."""
+    out = []
+    for c in record.cases:
+        base, new, line = _median(c.base), _median(c.new), figure_line(c, record.pacing)
+        if line and base and new and abs(c.timing.change - (new / base - 1)) >= DIFFERS:
+            out.append(line)
+    return out
 
 
 def highest_load(case) -> tuple[float, int] | None:
@@ -75,6 +111,8 @@ PACING = {
     "sides": "Each round measures both revisions in fresh worker processes, one after the "
              "other in alternating order; a round's ratio is that of the sides' medians.",
 }
+ROUND_RATIO = {"calls": "a round's ratio: the median of its paired calls' ratios",
+               "sides": "a round's ratio: new median / base median"}
 HEADER = ["case", "verdict", "base ms", "new ms", "change [CI] (+ = slower)",
           "max |log score diff|", "other load (max)"]
 
@@ -142,8 +180,10 @@ def render_text(record: ABRecord, path=None) -> str:
     worst = [c for c in record.cases if c.verdict == REGRESSION]
     costs = cost_rows(record)
     busy = load_note(record)
+    figures = figure_lines(record)
     lines = [f"{title(record)}: {headline(record)}", table(HEADER, rows(record, bold=False)),
              CONVENTION,
+             *([FIGURE_HEAD, *(f"  {f}" for f in figures)] if figures else []),
              *([busy] if busy else []),
              *([_cost_title(record), table(COST_HEADER, costs)] if costs else []),
              f"verdict: {record.verdict}" + (f" ({len(worst)} of {len(record.cases)} cases: "
@@ -173,6 +213,7 @@ def render_markdown(record: ABRecord) -> str:
                       share(s.load.other_share if s.load else None, BUSY_LEVEL)]
                      for c in record.cases for side in ("base", "new")
                      for s in getattr(c, side)], ["l", "l", "r", "l", "l", "r", "r", "r"])
+    figures = figure_lines(record)
     costs = cost_rows(record)
     cost = Table(COST_HEADER, costs, ["l", "l", "r", "r", "r", "l"], title=_cost_title(record),
                  note="Compiled by the real TPU compiler at each revision (exact, no noise; "
@@ -181,6 +222,8 @@ def render_markdown(record: ABRecord) -> str:
     return "\n\n".join([f"# {title(record)}", headline(record), verdict, f"## {t.title}",
                         t.note,
                         t.markdown(),
+                        *(["\n".join([FIGURE_HEAD, ""] + [f"- {f}" for f in figures])]
+                          if figures else []),
                         *([f"## {cost.title}", cost.note, cost.markdown()] if cost else []),
                         "<details><summary>Every round</summary>\n\n" + samples.markdown()
                         + "\n\n</details>"]) + "\n"

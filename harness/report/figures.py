@@ -8,9 +8,12 @@ import dataclasses
 from pathlib import Path
 
 from ..records import CaseRecord, RunRecord
+from ..stats.comparable import label
 from ..stats.compare import Comparison
 from ..stats.describe import items_of
+from ..stats.load import BUSY_LEVEL, busy
 from . import plots
+from .marks import subject
 from .plots import Bars, Change
 
 
@@ -36,6 +39,21 @@ def _ok(record: RunRecord, case_id: str) -> CaseRecord | None:
     return c if c is not None and c.status == "ok" and c.timed_s else None
 
 
+def plot_subject(records: list[RunRecord]) -> str:
+    """The configs and short commits of a report's plots (marks.subject)."""
+    return subject([str(r.config.get("name", "")) for r in records], [label(r) for r in records])
+
+
+def _count(case: CaseRecord | None) -> int | None:
+    return len(case.timed_s) if case is not None else None
+
+
+def _busy(record: RunRecord, case_id: str, level: float) -> bool:
+    """The case measured while other processes held the CPU past `level` (stats.load)."""
+    c = next((c for c in record.cases if c.case_id == case_id), None)
+    return c is not None and busy(c.load, level)
+
+
 def _items_per_s(case: CaseRecord | None) -> tuple[float | None, tuple[float, float] | None]:
     s = case.metrics.throughput_items_per_s if case is not None else None
     return (None, None) if s is None else (s.median, (s.min, s.max))
@@ -55,12 +73,15 @@ def throughput_bars(records: list[RunRecord], names: list[str], pairs: list[Pair
     ids = case_ids(records)
     bases = {p.base.run_id for p in pairs}
     verdicts = {p.new.run_id: {c.case_id: c.verdict for c in p.comp.cases} for p in pairs}
+    level = pairs[0].comp.busy_level if pairs else BUSY_LEVEL
     sides = []
     for rec, name in zip(records, names, strict=True):
         got = [_items_per_s(_ok(rec, i)) for i in ids]
         sides.append(Bars(name, [g[0] for g in got], [g[1] for g in got],
                           [verdicts.get(rec.run_id, {}).get(i) for i in ids],
-                          baseline=rec.run_id in bases and rec.run_id not in verdicts))
+                          baseline=rec.run_id in bases and rec.run_id not in verdicts,
+                          counts=[_count(_ok(rec, i)) for i in ids],
+                          busy=[_busy(rec, i, level) for i in ids]))
     return ids, sides
 
 
@@ -74,21 +95,27 @@ def comparison_data(pairs: list[Pair], names: dict[str, str]
                   for p in pairs for c in p.comp.cases)]
     by = [{c.case_id: c for c in p.comp.cases} for p in pairs]
     base = pairs[0]
+    level = base.comp.busy_level
     times = [Bars(names.get(base.base.run_id, base.comp.base),
                   [by[0][i].base_ms_per_item if i in by[0] else None for i in ids],
                   [_ms_range(_ok(base.base, i)) for i in ids], [None] * len(ids),
-                  baseline=True)]
+                  baseline=True, counts=[_count(_ok(base.base, i)) for i in ids],
+                  busy=[_busy(base.base, i, level) for i in ids])]
     changes = []
     for p, cases in zip(pairs, by, strict=True):
         got = [cases.get(i) for i in ids]
         name = names.get(p.new.run_id, p.comp.new)
+        busy_new = [_busy(p.new, i, level) for i in ids]
         times.append(Bars(name, [c.new_ms_per_item if c else None for c in got],
                           [_ms_range(_ok(p.new, i)) for i in ids],
-                          [c.verdict if c else None for c in got]))
+                          [c.verdict if c else None for c in got],
+                          counts=[_count(_ok(p.new, i)) for i in ids], busy=busy_new))
         changes.append(Change(name, [c.latency_change if c else None for c in got],
                               [c.latency_low if c else None for c in got],
                               [c.latency_high if c else None for c in got],
-                              [c.verdict if c else None for c in got]))
+                              [c.verdict if c else None for c in got],
+                              busy=[b or _busy(p.base, i, level)
+                                    for b, i in zip(busy_new, ids, strict=True)]))
     return ids, times, changes
 
 
@@ -98,4 +125,5 @@ def comparison_plot(pairs: list[Pair], names: dict[str, str], path: Path) -> Pat
     ids, times, changes = comparison_data(pairs, names)
     comp = pairs[0].comp
     return plots.comparison_chart(ids, times, changes, path, comp.threshold,
-                                  f"{1 - comp.alpha:.0%}")
+                                  f"{1 - comp.alpha:.0%}",
+                                  plot_subject([pairs[0].base] + [p.new for p in pairs]))

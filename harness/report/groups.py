@@ -13,6 +13,7 @@ from ..records import RunRecord
 from ..stats.comparable import label
 from ..stats.compare import Comparison
 from ..stats.describe import median
+from ..stats.load import busy
 from . import fmt
 from .fmt import Table
 from .tables import Row
@@ -146,13 +147,18 @@ def _ab_table(key: str, members: list[Row], runs: bool) -> Table:
 
 
 def topology_lines(rows: list[Row]) -> dict[str, dict[int, float]]:
-    """For the scaling plot: case label -> tp -> items/s (ok cases seen at several tp)."""
+    """For the scaling plot: case label -> tp -> items/s (ok cases seen at several tp), the
+    label naming the tp measured on a busy machine (`busy machine at tp=4`)."""
     lines: dict[str, dict[int, float]] = defaultdict(dict)
+    busy_at: dict[str, list[int]] = defaultdict(list)
     for r in rows:
         if throughput(r) is not None:
             name = f"{label(r.record)} {fmt.mode_label(r.case)} {fmt.model_label(r.case)}"
+            if r.case.topology.tp not in lines[name] and busy(r.case.load):
+                busy_at[name].append(r.case.topology.tp)
             lines[name].setdefault(r.case.topology.tp, throughput(r))
-    return {k: v for k, v in lines.items() if len(v) > 1}
+    return {k + (f" (busy machine at tp={', '.join(map(str, busy_at[k]))})"
+                 if busy_at[k] else ""): v for k, v in lines.items() if len(v) > 1}
 
 
 def topology(rows: list[Row]) -> Table | None:

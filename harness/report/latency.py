@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..stats.load import busy
 from . import fmt
 from .fmt import Table
+from .marks import axis_label, log_scale
 from .plots import _plt, _save
 from .tables import Row
 
@@ -91,30 +93,31 @@ def servers_table(rows: list[Row]) -> Table | None:
                  title="Servers mibench launched", note=note)
 
 
-def cdf_chart(rows: list[Row], path: Path) -> Path | None:
-    """Empirical latency CDF of every http case's answered requests (log x when they span
-    more than a factor of 20)."""
+def cdf_chart(rows: list[Row], path: Path, subject: str = "") -> Path | None:
+    """Empirical latency CDF of every http case's answered requests (a log x axis past
+    marks.LOG_SPAN); a case measured on a busy machine dashed and named."""
     lines = []
     for r in http_rows(rows):
         ms = sorted(1000.0 * q.latency_s for q in r.case.http.requests if q.status == 200)
         if ms:
             lines.append((r.case.case_id if len({x.run for x in rows}) == 1
-                          else f"{r.run} {r.case.case_id}", ms))
+                          else f"{r.run} {r.case.case_id}", ms, busy(r.case.load)))
     if not lines:
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 4))
-    for name, ms in lines:
+    for name, ms, b in lines:
         ys = [(k + 1) / len(ms) for k in range(len(ms))]
-        ax.step([ms[0], *ms], [0.0, *ys], where="post", label=f"{name} (n={len(ms)})")
-    lo, hi = min(ms[0] for _, ms in lines), max(ms[-1] for _, ms in lines)
-    if lo > 0 and hi / lo > 20:
+        ax.step([ms[0], *ms], [0.0, *ys], where="post", ls="--" if b else "-",
+                label=f"{name} (n={len(ms)}{', busy machine' if b else ''})")
+    log = log_scale([v for _, ms, _ in lines for v in (ms[0], ms[-1])])
+    if log:
         ax.set_xscale("log")
     for q in (0.5, 0.9, 0.99):
         ax.axhline(q, color="grey", lw=0.6, ls=":")
     ax.set_ylim(0, 1.01)
-    ax.set_xlabel("latency (ms)")
+    ax.set_xlabel(axis_label("latency (ms)", log))
     ax.set_ylabel("fraction of requests")
-    ax.set_title("Server latency CDF (http cases)")
+    ax.set_title((f"{subject}: s" if subject else "S") + "erver latency CDF (http cases)")
     ax.legend(fontsize=7, loc="lower right")
     return _save(fig, path)

@@ -9,6 +9,7 @@ import statistics
 from pathlib import Path
 
 from ..records import RunRecord
+from ..stats.load import busy
 from . import fmt
 from .fmt import Table
 from .plots import _plt, _save
@@ -49,9 +50,10 @@ def capacity_table(rows: list[Row]) -> Table | None:
                       "share of the CPU other processes held meanwhile.")
 
 
-def capacity_chart(rows: list[Row], path: Path) -> Path | None:
+def capacity_chart(rows: list[Row], path: Path, subject: str = "") -> Path | None:
     """Latency (the budget's percentile, and p50) against the offered rate of every step
-    of every slo case, with each budget as a horizontal line; missed steps hollow."""
+    of every slo case, with each budget as a horizontal line; missed steps hollow; a case
+    measured on a busy machine named in the legend."""
     chosen = [r for r in rows if r.case.slo is not None and r.case.slo.steps]
     if not chosen:
         return None
@@ -64,7 +66,8 @@ def capacity_chart(rows: list[Row], path: Path) -> Path | None:
         steps = sorted((x for x in s.steps if x.percentile_ms), key=lambda x: x.rate)
         color = f"C{k % 10}"
         ax.plot([x.rate for x in steps], [x.percentile_ms for x in steps], "-", color=color,
-                lw=1, label=f"{name}: p{s.percentile:g}" + (f" ({r.run})" if many else ""))
+                lw=1, label=f"{name}: p{s.percentile:g}" + (f" ({r.run})" if many else "")
+                + (" (busy machine)" if busy(r.case.load) else ""))
         ax.plot([x.rate for x in steps], [x.p50_ms for x in steps], ":", color=color, lw=1)
         for x in steps:
             ax.plot([x.rate], [x.percentile_ms], "o", color=color,
@@ -77,10 +80,11 @@ def capacity_chart(rows: list[Row], path: Path) -> Path | None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.margins(y=0.08)
-    ax.set_xlabel("offered rate (requests/s, Poisson)")
-    ax.set_ylabel("latency (ms)")
-    ax.set_title("Latency against rate: percentile (solid), p50 (dotted), budget (dashed), "
-                 "rate found (dash-dot), its repeats (x met, + missed); hollow: missed",
+    ax.set_xlabel("offered rate (requests/s, Poisson; log scale)")
+    ax.set_ylabel("latency (ms, log scale)")
+    ax.set_title((f"{subject}: l" if subject else "L") + "atency against rate: percentile "
+                 "(solid), p50 (dotted), budget (dashed), rate found (dash-dot), its "
+                 "repeats (x met, + missed); hollow: missed",
                  fontsize=8)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
     return _save(fig, path)

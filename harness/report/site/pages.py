@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from ...records.nightly import Regression
+from ..marks import drawn_steps
 from ..plots import verdict_class
 from . import svg
 from .model import Measurement, interval
@@ -63,8 +64,15 @@ def overview(ms: list[Measurement], jobs: list, built: str) -> str:
                   open=sum(m.open is not None for m in ms))
 
 
+def plotted_steps(m: Measurement) -> list:
+    """The steps the case page's trend draws (marks.drawn_steps: found with a verdict,
+    between two commits); the page's tables keep every one."""
+    quiet = [r.items_per_s is not None and not r.busy for r in m.runs]
+    return drawn_steps(m.steps, [r.commit or r.short for r in m.runs], quiet)
+
+
 def case_page(m: Measurement, jobs: list, built: str) -> str:
-    plot = svg.trend(m.runs, m.steps, m.flags, m.envs)
+    plot = svg.trend(m.runs, plotted_steps(m), m.flags, m.envs)
     return render("case.html.j2", root="../", title=m.case_id, m=m, plot=plot, jobs=jobs,
                   built=built, href=lambda p: "../" + reports_href(m, p))
 

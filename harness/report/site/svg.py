@@ -6,7 +6,9 @@ own plot: no image to fetch, no script to run, text that stays sharp at any zoom
 The trend: items/s of every run of a measurement on an axis from zero, one mark per run
 (`.pt`: a filled dot measured on a quiet machine, a hollow red ring on a busy one, a cross
 for a failed run), whiskers from the slowest to the fastest timed run, change points
-dashed and suspected steps dotted (coloured by verdict, labelled by their change of time),
+dashed and suspected steps dotted (coloured by verdict, labelled by their change of time;
+only those report/marks.py `drawn_steps` keeps: never an undecided one, never one between two
+runs of one commit),
 culprit, acceptance and fix flags above the plot, environment changes as diamonds on the
 axis (a red one where a step coincides), and under the axis a strip of the nights' words.
 """
