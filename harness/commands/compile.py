@@ -42,6 +42,21 @@ def compile_configs(paths: list[Path], out: Path, sets: list[str], target_flag: 
     any config failed, else 0."""
     import fnmatch
 
+    code = 0
+    for config, cases in plan_compile(paths, sets, target_flag, globs):
+        chosen = [c for c in cases
+                  if not globs or any(fnmatch.fnmatchcase(c.case_id, g) for g in globs)]
+        if not chosen:
+            print(f"{config.name}: no case selected by --case", flush=True)
+            continue
+        code = max(code, compile_config(config, chosen, out, target_flag, argv, unrolled))
+    return code
+
+
+def plan_compile(paths: list[Path], sets: list[str], target_flag: str | None,
+                 globs: list[str]) -> list[tuple]:
+    """(config, its cases) of each config, loaded and its target resolved, and the `--case`
+    globs checked against them: every input error, nothing compiled (a dry run)."""
     from ..compile.runner import resolve_target
     from ..config import load_config
     from ..config.matrix import expand, select_cases
@@ -52,15 +67,7 @@ def compile_configs(paths: list[Path], out: Path, sets: list[str], target_flag: 
         resolve_target(target_flag, config)
         loaded.append((config, expand(config)))
     select_cases([c for _, cases in loaded for c in cases], globs, "these configs")
-    code = 0
-    for config, cases in loaded:
-        chosen = [c for c in cases
-                  if not globs or any(fnmatch.fnmatchcase(c.case_id, g) for g in globs)]
-        if not chosen:
-            print(f"{config.name}: no case selected by --case", flush=True)
-            continue
-        code = max(code, compile_config(config, chosen, out, target_flag, argv, unrolled))
-    return code
+    return loaded
 
 
 def compile_config(config, cases: list, out: Path, target_flag: str | None,
