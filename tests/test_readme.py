@@ -190,3 +190,31 @@ def test_cli_page_documents_every_command():
              for sub in (getattr(cmd, "commands", None) or [None])]
     missing = [n for n in names if f"mibench {n}" not in text]
     assert not missing, f"docs/cli.md does not document {missing}"
+
+
+def which_command_problems(text: str) -> list[str]:
+    """docs/cli.md opens with "Which command when": right after the title, one table row
+    for each of compare, ab, bisect, nightly and history, linking its section, with when to
+    use it and what it costs in time."""
+    head = text.split("\n## ", 2)
+    if not text.startswith("# Command line\n\n## Which command when\n") or len(head) < 2:
+        return ["docs/cli.md does not open with '## Which command when'"]
+    rows = _table(text, "| command | when to use it | what it costs in time |")
+    found = {re.match(r"\[`(\w+)", r[0])[1]: r for r in rows if re.match(r"\[`(\w+)", r[0])}
+    want = ("compare", "ab", "bisect", "nightly", "history")
+    problems = [f"no row for {c}" for c in want if c not in found]
+    problems += [f"{c}: no link to #{c} or an empty cell" for c, r in found.items()
+                 if f"](#{c})" not in r[0] or not all(r[1:])]
+    return problems
+
+
+def test_cli_page_opens_with_which_command_when():
+    assert not which_command_problems((ROOT / "docs" / "cli.md").read_text())
+
+
+def test_control_which_command_when_missing_or_short_fails():
+    text = (ROOT / "docs" / "cli.md").read_text()
+    body = text.split("## Which command when", 1)[1].split("\n## ", 1)[1]
+    assert which_command_problems("# Command line\n\n## " + body)  # the page before it
+    without_ab = "\n".join(line for line in text.splitlines() if not line.startswith("| [`ab "))
+    assert which_command_problems(without_ab) == ["no row for ab"]
