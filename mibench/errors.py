@@ -67,3 +67,17 @@ class ServerUnavailable(Unavailable):
 
 class ModelError(MibenchError):
     """A model that cannot be loaded: unknown preset, not a checkpoint, unsupported architecture."""
+
+
+def closest(word: str, known, n: int = 3, cutoff: float = 0.6) -> list[str]:
+    """The names of `known` closest to `word` (difflib's ratio, at least `cutoff`), best
+    first: the "did you mean" of an unknown key, file or case id."""
+    import difflib
+
+    return difflib.get_close_matches(word, [str(k) for k in known], n=n, cutoff=cutoff)
+
+
+def did_you_mean(word: str, known, n: int = 3) -> str:
+    """`; did you mean 'a' or 'b'?` for the names of `known` closest to `word`, else ''."""
+    close = closest(word, known, n)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

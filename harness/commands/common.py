@@ -6,10 +6,11 @@
   folder the command cannot read or write); `OneLineErrors`, the app's group class, does
   the same for Click's usage errors (an unknown option, a value of the wrong type), which
   Typer would print as a box of several lines.
-- Option types every command spells the same way (`Sets`, `CaseGlobs`, `Threshold`,
-  `Format`; the closed sets `EngineName`, `ModeName`, `DtypeName`, `SemanticsName`, whose
-  allowed values `--help` shows), and their parsers: `parse_threshold`, `parse_format`,
-  `parse_options`.
+- Option types every command spells the same way (`Sets`, `CaseGlobs`, `Threshold` and
+  `threshold_option(kinds)`, `Format`; the closed sets `EngineName`, `ModeName`,
+  `DtypeName`, `SemanticsName`, whose allowed values `--help` shows), and their parsers:
+  `parse_threshold`, `parse_thresholds` (`--threshold 5%`, `--threshold memory=10%`),
+  `parse_format`, `parse_options`.
 - Help without placeholder noise (`plain_help`): `CONFIG`, `PATH`, `N`, `TEXT`, allowed
   values as `[a|b]`, nothing after a flag.
 - Files: `writable_folder` (an artifact folder), `out_file` (a report file), and the
@@ -147,8 +148,24 @@ Sets = Annotated[list[str] | None, typer.Option(
 CaseGlobs = Annotated[list[str] | None, typer.Option(
     "--case", metavar="GLOB", help="Only the cases whose id matches this glob (fnmatch, e.g. "
                    "'jax/packed/*'); repeatable: the union.")]
-Threshold = Annotated[str, typer.Option(help="Smallest relative change that counts: 5% or "
-                                             "0.05.")]
+# --threshold: the time threshold as a bare P, another kind as KIND=P (repeatable); each
+# kind's default and what it measures
+THRESHOLDS = {"time": "5%", "memory": "10%", "cost": "5%"}
+THRESHOLD_OF = {"time": "time per item", "memory": "a case's own peak memory",
+                "cost": "a compiled case's peak HBM, bytes accessed or FLOPs"}
+
+
+def threshold_option(*kinds: str):
+    """The `--threshold` option of a command whose thresholds are `kinds`."""
+    parts = [f"{'P or ' if k == 'time' else ''}{k}=P: {THRESHOLD_OF[k]} (default "
+             f"{THRESHOLDS[k]})" for k in kinds]
+    return Annotated[list[str] | None, typer.Option(
+        "--threshold", metavar="P" if kinds == ("time",) else "KIND=P",
+        help="Smallest relative change that counts (P: 5% or 0.05); " + "; ".join(parts)
+             + "; repeatable.")]
+
+
+Threshold = threshold_option("time")
 
 
 def choices(values) -> str:
@@ -179,6 +196,42 @@ def parse_threshold(text: str, field: str = "--threshold") -> float:
     if not 0 <= value < 1:
         raise MibenchError("must be between 0% and 100%", field=field)
     return value
+
+
+def parse_thresholds(given: list[str] | None, kinds: tuple[str, ...],
+                     **deprecated: str | None) -> dict[str, float]:
+    """{kind: fraction} for each of `kinds` from `--threshold` values (`5%`: time;
+    `memory=10%`, `cost=5%`: that kind; each kind once), a kind not given at its default.
+    `deprecated`: the value of an old `--KIND-threshold` option (None: not given), still
+    taken, with one line on stderr naming the new form. A bad value or a kind the command
+    lacks is a MibenchError naming --threshold."""
+    out: dict[str, float] = {}
+    for text in given or []:
+        kind, eq, value = text.rpartition("=")
+        kind = kind.strip() or "time"
+        if kind not in kinds:
+            from mibench.errors import did_you_mean
+
+            raise MibenchError(f"{text!r}: no {kind} threshold here{did_you_mean(kind, kinds)}"
+                               f" (give {', '.join(f'{k}=P' for k in kinds)})",
+                               field="--threshold")
+        if kind in out:
+            raise MibenchError(f"{kind} given twice", field="--threshold")
+        out[kind] = parse_threshold(value, f"--threshold {kind}" if eq else "--threshold")
+    for kind, value in deprecated.items():
+        if value is None:
+            continue
+        flag = f"--{kind}-threshold"
+        if kind in out:
+            raise MibenchError(f"give it once, as --threshold {kind}=P", field=flag)
+        out[kind] = parse_threshold(value, flag)
+        print(f"warning: {flag} is deprecated: use --threshold {kind}={value}", file=sys.stderr)
+    return {k: out[k] if k in out else parse_threshold(THRESHOLDS[k]) for k in kinds}
+
+
+def deprecated_threshold(kind: str):
+    """The hidden old `--KIND-threshold` option (parse_thresholds takes its value)."""
+    return Annotated[str | None, typer.Option(f"--{kind}-threshold", hidden=True)]
 
 
 def parse_format(text: str) -> str:

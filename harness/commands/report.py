@@ -17,7 +17,7 @@ from .common import (
     load,
     load_checked,
     out_file,
-    parse_threshold,
+    parse_thresholds,
     schema_of,
     select_records,
     write_text,
@@ -47,7 +47,7 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
            out: Annotated[Path | None, typer.Option(
                help="Write FILE.md and its PNG plots beside it (default: Markdown on "
                     "stdout, no plots).")] = None,
-           threshold: Threshold = "5%",
+           threshold: Threshold = None,
            estimates: Annotated[list[Path] | None, typer.Option(
                "--compile", help="A compile artifact (`mibench compile`) whose HBM estimates "
                                  "go beside the measured peaks; repeatable.")] = None,
@@ -61,7 +61,7 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
                     "artifacts' own.")] = None,
            case: CaseGlobs = None):
     """Markdown report of ARTIFACTS: results, speedups, A/B, parity, commits, topology."""
-    limit = parse_threshold(threshold)
+    limit = parse_thresholds(threshold, ("time",))["time"]
     out_file(out)
     kinds = {schema_of(p) for p in artifacts}
     if estimates and not kinds <= set(RUN):
