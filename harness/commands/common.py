@@ -13,8 +13,8 @@
   `parse_format`, `parse_options`.
 - Help without placeholder noise (`plain_help`): `CONFIG`, `PATH`, `N`, `TEXT`, allowed
   values as `[a|b]`, nothing after a flag.
-- Files: `writable_folder` (an artifact folder), `out_file` (a report file), and the
-  artifact readers `load` / `load_checked` / `schema_of`.
+- Files: `writable_folder` (an artifact folder), `out_file` (the file a one-file
+  command's --out names), and the artifact readers `load` / `load_checked` / `schema_of`.
 """
 
 from __future__ import annotations
@@ -256,10 +256,27 @@ def parse_options(options: list[str]) -> dict:
 # ---- files -------------------------------------------------------------------------------
 
 
+# `--out` names a folder in every command; a command whose output is one file (report,
+# history, export, job overhead, job serve-flood) also takes the file itself: a path ending
+# in one of these suffixes (docs/cli.md "Where --out writes")
+FILE_SUFFIXES = (".md", ".csv", ".json", ".html", ".txt", ".tsv")
+
+
+def names_a_file(path: Path) -> bool:
+    """Whether `--out PATH` names a file rather than a folder: it ends in a file suffix and
+    is no folder that exists."""
+    return Path(path).suffix.lower() in FILE_SUFFIXES and not Path(path).is_dir()
+
+
 def writable_folder(folder: Path, flag: str) -> Path:
     """`folder`, made if needed, after proving a file can be written in it; else a
-    MibenchError naming `flag` (a file, a folder under a file, no permission)."""
+    MibenchError naming `flag` (a file, a folder under a file, no permission, or an `--out`
+    that names a file: this command writes a folder)."""
     folder = Path(folder)
+    if flag == "--out" and names_a_file(folder):
+        raise MibenchError(f"{folder} names a file, but this command writes a folder (its "
+                           f"files named for you); give a folder, e.g. "
+                           f"{folder.with_suffix('')}", field=flag)
     try:
         if folder.exists() and not folder.is_dir():
             raise MibenchError(f"{folder} is a file, not a folder", field=flag)
@@ -277,21 +294,21 @@ def writable_folder(folder: Path, flag: str) -> Path:
     return folder
 
 
-def out_file(out: Path | None) -> None:
-    """`--out FILE.md` must name a file (its plots go beside it), not a folder, and its
-    folder must be a folder (made if missing); else a MibenchError naming --out."""
+def out_file(out: Path | None, default: str) -> Path | None:
+    """The file that `--out` names for a command whose output is one file: a path ending in
+    a file suffix (`reports/cpu.md`) is the file itself, any other path a folder (made when
+    written) that gets `default` (`reports/` -> `reports/report.md`); None: stdout. A path
+    under a file is a MibenchError naming --out."""
     if out is None:
-        return
-    out = Path(out)
-    if out.is_dir():
-        raise MibenchError(f"{out} is a folder; give a file, e.g. {out / 'report.md'}",
-                           field="--out")
+        return None
+    out = Path(out) if names_a_file(out) or Path(out).is_file() else Path(out) / default
     parent = out.parent
     while not parent.exists() and parent.parent != parent:
         parent = parent.parent
     if not parent.is_dir():
         raise MibenchError(f"{parent} is a file, so {out} cannot be written under it",
                            field="--out")
+    return out
 
 
 def write_text(out: Path | None, text: str) -> None:

@@ -61,13 +61,16 @@ def overhead(config: Annotated[Path | None, typer.Argument(
                                                       "sides.")] = 3,
              set_: Sets = None,
              out: Annotated[Path | None, typer.Option(help="Also write the JSON result to "
-                                                          "FILE.")] = None):
+                                                          "FILE.json (or a folder: "
+                                                          "overhead.json there).")] = None):
     """What the harness adds to a direct timed loop of the same call; JSON on stdout."""
     from ..config.bounds import check_flag
     from ..jobs import overhead as job
+    from .common import out_file
 
     check_flag(rounds, "--rounds")
-    job.main(config if config is not None else job.CONFIG, rounds, set_ or [], out)
+    job.main(config if config is not None else job.CONFIG, rounds, set_ or [],
+             out_file(out, "overhead.json"))
 
 
 @job_app.command("http-overhead")
@@ -242,7 +245,9 @@ def serve_flood(sockets: Annotated[list[int] | None, typer.Option(
                     help="A flag of mibench serve as KEY=VALUE (max_connections=64); "
                          "repeatable.")] = None,
                 out: Annotated[Path | None, typer.Option(help="Also write the JSON result "
-                                                             "to FILE.")] = None):
+                                                             "to FILE.json (or a folder: "
+                                                             "serve-flood.json there).")]
+                = None):
     """mibench serve under silent sockets that reconnect as fast as it closes them: the
     well-formed requests answered and their latency p50/p99 per crowd (not part of CI;
     about a minute a crowd)."""
@@ -251,8 +256,9 @@ def serve_flood(sockets: Annotated[list[int] | None, typer.Option(
     from ..config.bounds import check_flag
     from ..jobs import serve_flood as job
     from ..records.io import write_output
-    from .common import parse_options
+    from .common import out_file, parse_options
 
+    out = out_file(out, "serve-flood.json")
     crowds = sockets or [300, 1000]
     for n in crowds:
         check_flag(n, "--sockets")

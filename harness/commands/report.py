@@ -45,8 +45,8 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
            baseline: Annotated[Path | None, typer.Option(
                help="Artifact to compare every other one with.")] = None,
            out: Annotated[Path | None, typer.Option(
-               help="Write FILE.md and its PNG plots beside it (default: Markdown on "
-                    "stdout, no plots).")] = None,
+               help="Write FILE.md (or into a folder: report.md there) and its PNG "
+                    "plots beside it (default: Markdown on stdout, no plots).")] = None,
            threshold: Threshold = None,
            estimates: Annotated[list[Path] | None, typer.Option(
                "--compile", help="A compile artifact (`mibench compile`) whose HBM estimates "
@@ -62,7 +62,7 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
            case: CaseGlobs = None):
     """Markdown report of ARTIFACTS: results, speedups, A/B, parity, commits, topology."""
     limit = parse_thresholds(threshold, ("time",))["time"]
-    out_file(out)
+    out = out_file(out, "report.md")
     kinds = {schema_of(p) for p in artifacts}
     if estimates and not kinds <= set(RUN):
         raise MibenchError("goes with run artifacts: it puts estimates beside their "
