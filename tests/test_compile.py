@@ -80,7 +80,7 @@ def test_targets():
 
 
 @pytest.mark.parametrize("args,extra,needle", [
-    ([], "", "error: --target: required"),
+    ([], "", "error: --target: required: config 'compile-tiny' names no topology.target"),
     (["--target", "v6e-3"], "", "error: --target: unknown TPU target 'v6e-3'"),
     ([], "", None),  # topology.target in the config: checked where it is written
 ])
