@@ -75,6 +75,11 @@ def nearby(path: str | Path) -> str:
     return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
+def nearby_if_absent(path: str | Path) -> str:
+    """`nearby(path)` when nothing is at `path` (a folder that is not one of ours: '')."""
+    return "" if os.path.lexists(path) else nearby(path)
+
+
 LOOP = "is a symbolic link loop (a link that leads back to itself), so it names no file"
 
 

@@ -83,3 +83,12 @@ def test_case_glob_on_the_command_line():
     line = error("run", CPU, "--case", "torch/singel*", "--out", "/tmp/unused")
     assert "matches no case of the config; its 8 case(s), the closest first: " \
            "torch/single/tp=1/items=25, " in line
+
+
+def test_missing_folder_names_its_neighbours(tmp_path):
+    (tmp_path / "history").mkdir()
+    for args in (["regressions", tmp_path / "histroy"], ["site", tmp_path / "histroy", "--out",
+                                                        tmp_path / "site"],
+                 ["accept", tmp_path / "histroy", "--case", "x", "--by", "a", "--why", "b"]):
+        assert error(*args).endswith(f"; did you mean '{tmp_path / 'history'}'?")
+    assert "did you mean" not in error("regressions", tmp_path / "history")  # it exists

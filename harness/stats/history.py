@@ -147,10 +147,10 @@ def load_dir(folder: str | Path, load=read_artifact) -> Folder:
     error naming it."""
     folder = Path(folder)
     if not folder.is_dir():
-        from mibench.files import nearby
+        from mibench.files import nearby_if_absent
 
-        guess = "" if folder.exists() else nearby(folder)
-        raise MibenchError(f"not a folder of artifacts{guess}", field=str(folder))
+        raise MibenchError(f"not a folder of artifacts{nearby_if_absent(folder)}",
+                           field=str(folder))
     files = sorted(f for f in folder.rglob("*.json") if f.is_file())
     if not files:
         raise MibenchError("no *.json artifacts in this folder", field=str(folder))
