@@ -55,4 +55,28 @@ def test_folder_commands_refuse_a_file_name(tmp_path):
     assert writable_folder(tmp_path / "x", "--out").is_dir()
     out = cli("run", Path(__file__).parents[1] / "configs" / "cpu-smoke.yaml", "--out",
               tmp_path / "run.json")
-    assert out.exit_code == 2 and "--out:" in out.stderr and not (tmp_path / "run.json").exists()
+    assert out.exit_code == 2 and "names a file" in out.stderr
+    assert not (tmp_path / "run.json").exists()
+
+
+FOLDER_COMMANDS = [["run", "c.yaml"], ["compile", "c.yaml"], ["ab", "a", "b", "c.yaml"],
+                   ["model", "make", "tiny"], ["site", "h"], ["job", "gpu"],
+                   ["job", "calibrate"], ["job", "verdicts"], ["job", "invariance"],
+                   ["job", "score-checks"], ["job", "nightly-scenario"],
+                   ["job", "nightly-suite"], ["job", "site-scale"]]
+
+
+@pytest.mark.parametrize("args", FOLDER_COMMANDS, ids=" ".join)
+def test_every_folder_command_refuses_a_file_name_while_parsing(args):
+    """Parsed only (nothing runs, whatever the outcome): the `--out` callback refuses."""
+    import typer
+
+    from mibench.harness.commands.common import click_errors  # typer's own click
+
+    command = typer.main.get_command(app)
+    args = [*args, "--out", "x.json"]
+    while hasattr(command, "commands"):
+        command = command.commands[args.pop(0)]
+    with pytest.raises(click_errors.BadParameter, match="x.json names a file"):
+        command.make_context("mibench", list(args))  # (click consumes the list it gets)
+    command.make_context("mibench", [*args[:-1], "x"])  # a folder: fine

@@ -16,6 +16,7 @@ from .common import (
     CaseGlobs,
     Sets,
     deprecated_threshold,
+    folder_out,
     guarded,
     parse_thresholds,
     threshold_option,
@@ -30,7 +31,8 @@ def ab(base_rev: Annotated[str, typer.Argument(help="The baseline revision (any 
        rounds: Annotated[int, typer.Option(help="Interleaved rounds (fresh workers per "
                                                  "revision per round); 3 or more.")] = 5,
        case: CaseGlobs = None,
-       out: Annotated[Path, typer.Option(help="Artifact folder.")] = Path("artifacts"),
+       out: Annotated[Path, typer.Option(help="Artifact folder.", callback=folder_out)]
+       = Path("artifacts"),
        target: Annotated[str | None, typer.Option(
            help="Also compile the JAX cases at both revisions for this TPU slice (v6e-1, "
                 "v6e-4, ...; default: the config's topology.target) and gate their "

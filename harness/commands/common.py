@@ -268,15 +268,27 @@ def names_a_file(path: Path) -> bool:
     return Path(path).suffix.lower() in FILE_SUFFIXES and not Path(path).is_dir()
 
 
+def _file_for_folder(folder: Path) -> str:
+    return (f"{folder} names a file, but this command writes a folder (its files named for "
+            f"you); give a folder, e.g. {folder.with_suffix('')}")
+
+
+def folder_out(value: Path | None) -> Path | None:
+    """The callback of a folder command's `--out` (`typer.Option(callback=folder_out)`): a
+    path that names a file is refused while the arguments are parsed, before anything
+    runs."""
+    if value is not None and names_a_file(value):
+        raise typer.BadParameter(_file_for_folder(Path(value)))
+    return value
+
+
 def writable_folder(folder: Path, flag: str) -> Path:
     """`folder`, made if needed, after proving a file can be written in it; else a
     MibenchError naming `flag` (a file, a folder under a file, no permission, or an `--out`
     that names a file: this command writes a folder)."""
     folder = Path(folder)
     if flag == "--out" and names_a_file(folder):
-        raise MibenchError(f"{folder} names a file, but this command writes a folder (its "
-                           f"files named for you); give a folder, e.g. "
-                           f"{folder.with_suffix('')}", field=flag)
+        raise MibenchError(_file_for_folder(folder), field=flag)
     try:
         if folder.exists() and not folder.is_dir():
             raise MibenchError(f"{folder} is a file, not a folder", field=flag)

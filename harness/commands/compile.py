@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from .common import CaseGlobs, Sets, guarded, writable_folder
+from .common import CaseGlobs, Sets, folder_out, guarded, writable_folder
 
 
 @guarded
@@ -22,7 +22,8 @@ def compile_(configs: Annotated[list[Path], typer.Argument(help="Configs to comp
              target: Annotated[str | None, typer.Option(
                  help="TPU slice to compile for, KIND-CHIPS: v6e-1, v6e-4, v6e-8, v5e-4, "
                       "v5p-4, ... (default: each config's topology.target).")] = None,
-             out: Annotated[Path, typer.Option(help="Artifact folder.")] = Path("artifacts"),
+             out: Annotated[Path, typer.Option(help="Artifact folder.", callback=folder_out)]
+             = Path("artifacts"),
              set_: Sets = None, case: CaseGlobs = None,
              unrolled: Annotated[bool, typer.Option(
                  "--unrolled", help="Also compile every program with its scans unrolled, "
