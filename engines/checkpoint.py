@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mibench.errors import MibenchError, ModelError
+from mibench.files import nearby_if_absent
 
 from .config import ModelConfig, read_config, read_json
 
@@ -83,7 +84,8 @@ def resolve_model(spec: str) -> Path:
         return ensure_embedded(spec[len(EMBEDDED):])
     folder = Path(spec).expanduser()
     if not folder.is_dir():
-        raise ModelError(f"no such checkpoint folder: {folder}", field="model")
+        raise ModelError(f"no such checkpoint folder: {folder}{nearby_if_absent(folder)}",
+                             field="model")
     if not (folder / "config.json").is_file():
         raise ModelError(f"not a checkpoint folder (no config.json): {folder}", field="model")
     if not ((folder / INDEX).is_file() or any(folder.glob("*.safetensors"))):
@@ -345,7 +347,8 @@ def verify_model(spec: str) -> str:
     else:
         folder = Path(spec).expanduser()
         if not folder.is_dir():
-            raise ModelError(f"no such checkpoint folder: {folder}", field="model")
+            raise ModelError(f"no such checkpoint folder: {folder}{nearby_if_absent(folder)}",
+                             field="model")
         hint = None
     hashed = _check_manifest(folder, full=True, preset=preset, hint=hint)
     try:

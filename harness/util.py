@@ -35,14 +35,6 @@ def git(repo: str | Path, *args: str) -> str:
     return out.stdout.strip()
 
 
-def did_you_mean(word: str, names, n: int = 3) -> str:
-    """` (did you mean a, b?)` over the names closest to `word` (difflib), or ""."""
-    import difflib
-
-    close = difflib.get_close_matches(word, list(dict.fromkeys(names)), n=n, cutoff=0.6)
-    return f" (did you mean {', '.join(close)}?)" if close else ""
-
-
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600}
 
 

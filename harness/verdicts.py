@@ -9,6 +9,8 @@ base - 1, `+` = slower.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 # --- a timing change between two sides ------------------------------------------------
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
@@ -23,11 +25,6 @@ TIMING = {
                 "measured on a machine that was not busy (`ab`: paired rounds, exempt)",
     IMPROVEMENT: "faster by more than the threshold, the interval below 0, neither side busy",
     UNCHANGED: "the whole interval lies within +-threshold, neither side busy",
-    INCONCLUSIVE: "anything else: the interval reaches beyond the threshold, or a side was "
-                  "measured on a busy machine; the reason says what would decide it "
-                  "(usually `mibench ab`)",
-    UNTESTED: "too few timed runs (compare: fewer than 3 a side) or rounds (ab: fewer than "
-              "3) for an interval",
     NOT_COMPARABLE: "not the same measurement (case id, workload, model, dtype, topology, "
                     "hardware): the fields that differ are named",
     SUSPICIOUS_IMPROVEMENT: "an improvement of 2x or more (compare, ab, the nightly) without "
@@ -36,6 +33,39 @@ TIMING = {
                             "named first, exit 0, never moves a nightly baseline without "
                             "`accept` (harness/stats/suspicious.py)",
 }
+
+# --- cannot tell: the undecided words, one definition each ------------------------------
+INSUFFICIENT_DATA = "insufficient data"
+
+
+class Undecided(NamedTuple):
+    """A word for "cannot tell": when a case gets it, and what would decide it."""
+
+    when: str
+    decides: str
+
+
+UNDECIDED = {
+    INCONCLUSIVE: Undecided(
+        "a change between two sides (`compare`, `report`, a `history` step, `ab`, a `bisect` "
+        "step, a night) whose interval reaches beyond +-threshold, or (between runs) a side "
+        "measured on a busy machine; its reason names which",
+        "`mibench ab` (paired rounds on one machine, exempt from the busy rule); for `ab` and "
+        "`bisect` more rounds (`--rounds`, `--max-rounds`); between runs also more "
+        "`runs.processes` or a noise floor from A/A runs (`--noise-from`)"),
+    UNTESTED: Undecided(
+        "too few samples for an interval: fewer than 3 timed runs on a side (`compare`, "
+        "`report`), fewer than 3 rounds (`ab`); `compare` fails the gate on it (exit 1)",
+        "3 or more timed runs (`runs.timed`, e.g. `--set runs.timed=5`) or rounds (`ab "
+        "--rounds 5`); `compare --allow-untested` passes the gate without deciding"),
+    INSUFFICIENT_DATA: Undecided(
+        "a night (`mibench nightly`): too few quiet runs of one commit of the measurement in "
+        "the history to learn its noise (or a measurement new to the history), and `ab` did "
+        "not decide it; the night keeps the baseline",
+        "`ab` between the last passing commit and HEAD (the night runs it while its budget "
+        "lasts), or more quiet nights of one commit"),
+}
+CANNOT_TELL = tuple(UNDECIDED)  # the words, in the order the docs' table lists them
 
 # --- what else `compare` says of a case -------------------------------------------------
 SCORES_MOVED = "scores moved"
@@ -79,8 +109,8 @@ NOT_COMPARED = "not compared"
 OUTCOME = {
     PASS: "no case failed the gate (exit 0); the headline counts what was compared",
     REGRESSION: "a case or parity check failed the gate (exit 1)",
-    UNTESTED: "a case had too few runs for a timing verdict and --allow-untested was not "
-              "given (exit 1)",
+    UNTESTED: "a case was `untested` (UNDECIDED) and --allow-untested was not given "
+              "(exit 1)",
     NOT_COMPARED: "no case was measured ok on both sides as the same measurement (exit 2)",
 }
 EXIT_CODES = {PASS: 0, REGRESSION: 1, UNTESTED: 1, NOT_COMPARED: 2}
@@ -98,7 +128,6 @@ HISTORY = {
 
 # --- the nightly loop (a night's verdict per case) --------------------------------------
 SUSPECTED_REGRESSION = "suspected regression"
-INSUFFICIENT_DATA = "insufficient data"
 CONFIRMED_REGRESSION = "confirmed regression"
 KNOWN_REGRESSION = "known regression"
 DISPROVED = "disproved"
@@ -108,9 +137,6 @@ NIGHTLY = {
           "cases all pass moves the baseline",
     SUSPECTED_REGRESSION: "the history says slower beyond the threshold and its noise (or a "
                           "change point after the baseline); `ab` is to confirm it",
-    INSUFFICIENT_DATA: "too few quiet runs of one commit in the history to learn its noise "
-                       "(or a new measurement) and `ab` did not decide it: the night keeps "
-                       "the baseline",
     CONFIRMED_REGRESSION: "`ab` between the last passing commit and HEAD confirmed it: the "
                           "night fails",
     KNOWN_REGRESSION: "a confirmed regression not yet fixed or accepted: failing, not "
@@ -121,17 +147,18 @@ NIGHTLY = {
                  "look; it moves the baseline only when the new run's `modes`/`engines` "
                  "parity against the reference passed, else it waits for `accept`",
 }
-# a night's words that decide nothing: the night keeps the baseline and says what would
+# a night's words that decide nothing: the cannot-tell words a night carries, and a suspicion
+# still open; the night keeps the baseline and says what would decide each
 UNDECIDED_WORDS = (INCONCLUSIVE, INSUFFICIENT_DATA, SUSPECTED_REGRESSION)
 # a night's words, the one that needs a look first (the summary's rows, the site's overview)
 NIGHT_ORDER = (CONFIRMED_REGRESSION, KNOWN_REGRESSION, FAILED, MISSING, SCORES_MOVED,
                MEMORY_REGRESSION, TIMED_COMPILES, SUSPICIOUS_IMPROVEMENT, SUSPECTED_REGRESSION,
                INCONCLUSIVE, INSUFFICIENT_DATA, IMPROVEMENT, DISPROVED, PASS)
 
-GROUPS = {"timing": TIMING, "case": CASE, "outcome": OUTCOME, "history": HISTORY,
+GROUPS = {"undecided": {w: u.when for w, u in UNDECIDED.items()}, "timing": TIMING,
+          "case": CASE, "outcome": OUTCOME, "history": HISTORY,
           "nightly": NIGHTLY}
 WORDS: dict[str, str] = {w: m for group in GROUPS.values() for w, m in group.items()}
-
 
 
 def within(low: float | None, high: float | None, min_effect: float) -> str:

@@ -67,3 +67,36 @@ class ServerUnavailable(Unavailable):
 
 class ModelError(MibenchError):
     """A model that cannot be loaded: unknown preset, not a checkpoint, unsupported architecture."""
+
+
+def closest(word: str, known, n: int = 3, cutoff: float = 0.6) -> list[str]:
+    """The names of `known` closest to `word` (difflib's ratio, at least `cutoff`), best
+    first: the "did you mean" of an unknown key, file or case id."""
+    import difflib
+
+    return difflib.get_close_matches(word, [str(k) for k in known], n=n, cutoff=cutoff)
+
+
+def did_you_mean(word: str, known, n: int = 3) -> str:
+    """`; did you mean 'a' or 'b'?` for the names of `known` closest to `word`, else ''."""
+    close = closest(word, known, n)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
+def closest_first(word: str, names, most: int = 40, shown: int = 10) -> str:
+    """Every one of `names` (each once), the closest to `word` first (difflib's ratio to
+    the name or to its start, as a glob's `prefix*` matches; wildcards left out):
+    `a, b, c`; more than `most`: the closest `shown`, then `... and N more`. For an error
+    that must list what exists (`--case` globs)."""
+    import difflib
+
+    bare = word.replace("*", "").replace("?", "")
+
+    def near(name: str) -> float:
+        return max(difflib.SequenceMatcher(None, bare, n).ratio()
+                   for n in (name, name[:len(bare)]))
+
+    ordered = sorted(dict.fromkeys(str(n) for n in names), key=lambda n: -near(n))
+    if len(ordered) <= most:
+        return ", ".join(ordered)
+    return ", ".join(ordered[:shown]) + f", ... and {len(ordered) - shown} more"

@@ -9,7 +9,7 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import MibenchError
+from .errors import MibenchError, closest
 
 
 class Unreadable(MibenchError):
@@ -34,7 +34,7 @@ def read_bounded(path: str | Path, limit: int, what: str = "file",
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
-        raise Unreadable(f"no such {what}", shown) from None
+        raise Unreadable(f"no such {what}{nearby(path)}", shown) from None
     except OSError as e:
         if e.errno == errno.EISDIR:
             raise Unreadable(f"is a folder, not {a} {what}", shown) from None
@@ -61,6 +61,23 @@ def read_bounded(path: str | Path, limit: int, what: str = "file",
         raise Unreadable(_why(e), shown) from None
     finally:
         os.close(fd)
+
+
+def nearby(path: str | Path) -> str:
+    """`; did you mean 'configs/cpu.yaml'?`: the names in the folder of a missing `path`
+    closest to its name (as the path was written), else ''."""
+    p = Path(path)
+    try:
+        names = os.listdir(p.parent)
+    except OSError:
+        return ""
+    close = [str(p.with_name(n)) for n in closest(p.name, names)]
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
+def nearby_if_absent(path: str | Path) -> str:
+    """`nearby(path)` when nothing is at `path` (a folder that is not one of ours: '')."""
+    return "" if os.path.lexists(path) else nearby(path)
 
 
 LOOP = "is a symbolic link loop (a link that leads back to itself), so it names no file"

@@ -112,7 +112,7 @@ def test_memory_regression_past_the_threshold_not_below(base, tmp_path):
     assert case["memory"]["base_bytes"] == peak and case["memory"]["new_source"] == "device"
     # a looser threshold, and growth below the default, pass
     out = cli(str(DATA / "base.json"), str(tmp_path / "grown.json"), "--allow-untested",
-              "--memory-threshold", "25%")
+              "--threshold", "memory=25%")
     assert out.exit_code == 0, out.output
     small = row(compare(base, edited(base, peak_memory_bytes=int(peak * 1.05))))
     assert small.memory.ratio == pytest.approx(1.05) and not small.memory.regression

@@ -165,10 +165,10 @@ def test_neither_file_nor_revision_suggests_names(world):
     repo, shas, runs = world
     result = cli("compare", "artifacts/dddx.json", "HEAD~1")
     assert result.exit_code == 2
-    assert "did you mean artifacts/dddd.json" in error_line(result)
+    assert "did you mean 'artifacts/dddd.json'" in error_line(result)
     result = cli("compare", "mian", "HEAD~1")
     assert "no such artifact, nor a git revision" in error_line(result)
-    assert "did you mean main" in error_line(result)
+    assert "did you mean 'main'" in error_line(result)
 
 
 def test_two_paths_work_as_before_anywhere(tmp_path, monkeypatch):
@@ -195,4 +195,4 @@ def test_two_revisions_of_one_commit_are_refused_before_anything_is_built(world,
                     "main~1 HEAD ...`")
     assert not cache.exists()  # no worktree
     result = cli(command, "mian", "HEAD", config, *extra)
-    assert result.exit_code == 2 and "did you mean main" in error_line(result)
+    assert result.exit_code == 2 and "did you mean 'main'" in error_line(result)

@@ -80,7 +80,7 @@ def test_targets():
 
 
 @pytest.mark.parametrize("args,extra,needle", [
-    ([], "", "error: --target: required"),
+    ([], "", "error: --target: required: config 'compile-tiny' names no topology.target"),
     (["--target", "v6e-3"], "", "error: --target: unknown TPU target 'v6e-3'"),
     ([], "", None),  # topology.target in the config: checked where it is written
 ])
@@ -362,7 +362,7 @@ def test_compare_compile_within_cost_threshold_passes(tmp_path):
     new = edited(tmp_path, "new.json", grow)
     out = mibench("compare", STORED, new)
     assert out.returncode == 0 and "(+4.0%)" in out.stdout, out.stdout + out.stderr
-    out = mibench("compare", STORED, new, "--cost-threshold", "3%")
+    out = mibench("compare", STORED, new, "--threshold", "cost=3%")
     assert out.returncode == 1 and "jax/single/tp=1" in out.stdout
 
 

@@ -176,6 +176,46 @@ def test_docs_list_exactly_the_vocabulary():
     assert listed == set(verdicts.WORDS), (listed ^ set(verdicts.WORDS))
 
 
+def undecided_problems(pages: dict[str, str]) -> list[str]:
+    """What keeps the "cannot tell" words from being defined once: docs/verdicts.md's
+    `word | when | what decides it` table must be harness/verdicts.py's UNDECIDED, cell for
+    cell, and any other table row of any page that starts with one of the words must link
+    to that table instead of defining it."""
+    text = pages["docs/verdicts.md"]
+    table = text.split("| word | when | what decides it |", 1)[1].split("\n\n", 1)[0]
+    rows = re.findall(r"^\| `([a-z ]+)` \| (.+?) \| (.+?) \|$", table, flags=re.M)
+    found = {w: verdicts.Undecided(when, decides) for w, when, decides in rows}
+    problems = [] if found == verdicts.UNDECIDED else [f"the table: {found}"]
+    for name, page in pages.items():
+        for word in verdicts.CANNOT_TELL:
+            for row in re.findall(rf"^\| `{word}` \|.*$", page.replace(table, ""), flags=re.M):
+                if "#cannot-tell-the-undecided-words" not in row:
+                    problems.append(f"{name} defines {word!r} again: {row[:80]}")
+    return problems
+
+
+def _pages() -> dict[str, str]:
+    return {str(p.relative_to(ROOT)): p.read_text()
+            for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]}
+
+
+def test_cannot_tell_is_defined_once():
+    assert verdicts.CANNOT_TELL == (verdicts.INCONCLUSIVE, verdicts.UNTESTED,
+                                    verdicts.INSUFFICIENT_DATA)
+    assert not undecided_problems(_pages())
+
+
+def test_control_a_second_definition_or_a_drifted_cell_fails():
+    pages = _pages()
+    again = dict(pages, **{"docs/reports.md": pages["docs/reports.md"] + "\n| `untested` | "
+                                                                         "fewer than 3 runs |\n"})
+    assert undecided_problems(again) == [
+        "docs/reports.md defines 'untested' again: | `untested` | fewer than 3 runs |"]
+    drifted = pages["docs/verdicts.md"].replace("or more quiet nights of one commit |",
+                                                "or more nights |")
+    assert undecided_problems(dict(pages, **{"docs/verdicts.md": drifted}))
+
+
 def test_the_commands_know_every_schema_the_readers_read():
     assert set(report_command.RUN) == {SCHEMA, *OLDER}
     assert set(report_command.AB) == {AB_SCHEMA, *AB_OLDER}

@@ -13,9 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mibench.errors import MibenchError
+from mibench.errors import MibenchError, did_you_mean
 
-from ..util import did_you_mean, git, git_output
+from ..util import git, git_output
 
 CONTRACT = "engines/contract.py"  # the engine contract a worker's harness talks to
 

@@ -14,8 +14,9 @@ from mibench.errors import MibenchError
 
 from ..stats import sequential as seq
 from ..stats.paired import ALPHA, MIN_EFFECT
+from ..verdicts import INCONCLUSIVE, REGRESSION
 
-BAD, GOOD, PARTIAL, UNDECIDED = "regression", "no regression", "partial", "inconclusive"
+BAD, GOOD, PARTIAL, UNDECIDED = REGRESSION, "no regression", "partial", INCONCLUSIVE
 WORDS = {seq.HIGH: BAD, seq.LOW: GOOD, seq.BETWEEN: PARTIAL, seq.UNDECIDED: UNDECIDED}
 MEASURED = "engines"  # what a revision's worker takes from its checkout (run/bootstrap.py)
 

@@ -15,8 +15,11 @@ from mibench.errors import MibenchError
 from .common import (
     CaseGlobs,
     Sets,
+    deprecated_threshold,
+    folder_out,
     guarded,
-    parse_threshold,
+    parse_thresholds,
+    threshold_option,
     writable_folder,
 )
 
@@ -28,7 +31,8 @@ def ab(base_rev: Annotated[str, typer.Argument(help="The baseline revision (any 
        rounds: Annotated[int, typer.Option(help="Interleaved rounds (fresh workers per "
                                                  "revision per round); 3 or more.")] = 5,
        case: CaseGlobs = None,
-       out: Annotated[Path, typer.Option(help="Artifact folder.")] = Path("artifacts"),
+       out: Annotated[Path, typer.Option(help="Artifact folder.", callback=folder_out)]
+       = Path("artifacts"),
        target: Annotated[str | None, typer.Option(
            help="Also compile the JAX cases at both revisions for this TPU slice (v6e-1, "
                 "v6e-4, ...; default: the config's topology.target) and gate their "
@@ -36,9 +40,8 @@ def ab(base_rev: Annotated[str, typer.Argument(help="The baseline revision (any 
        compile_: Annotated[bool, typer.Option(
            "--compile/--no-compile", help="Compile for the target (when one is known).")]
        = True,
-       cost_threshold: Annotated[str, typer.Option(
-           help="The growth of a case's compiled peak HBM, bytes accessed or FLOPs that "
-                "fails the gate.")] = "5%",
+       threshold: threshold_option("cost") = None,
+       cost_threshold: deprecated_threshold("cost") = None,
        server_repo: Annotated[Path | None, typer.Option(
            help="Judge two revisions of this server repository instead of mibench's "
                 "engines: the config's launched http cases, each revision checked out once "
@@ -59,13 +62,15 @@ def ab(base_rev: Annotated[str, typer.Argument(help="The baseline revision (any 
                                            pythons=(base_python, new_python)))
     raise typer.Exit(ab_command(base_rev, new_rev, config, rounds=rounds, case_globs=case,
                                 out=out, sets=set_ or [], argv=sys.argv, target=target,
-                                compile_=compile_, cost_threshold=cost_threshold))
+                                compile_=compile_,
+                                cost_threshold=parse_thresholds(threshold, ("cost",),
+                                                                cost=cost_threshold)["cost"]))
 
 
 def ab_command(base_rev: str, new_rev: str, config_path: Path, *, rounds: int,
                case_globs: list[str] | None, out: Path, sets: list[str], argv: list[str],
                target: str | None = None, compile_: bool = True,
-               cost_threshold: str = "5%") -> int:
+               cost_threshold: float = 0.05) -> int:
     """Run the A/B, print its verdict; the exit code."""
     from mibench.engines import cache_dir
 
@@ -77,7 +82,7 @@ def ab_command(base_rev: str, new_rev: str, config_path: Path, *, rounds: int,
 
     distinct(repository(), base_rev, new_rev, "ab")  # before any worktree is made
     config = load_config(config_path, sets)
-    limit = parse_threshold(cost_threshold, "--cost-threshold")
+    limit = cost_threshold
     tpu = (resolve_target(target, config)
            if compile_ and (target or config.topology.target) else None)
     record, path = run_ab(config, repository(), base_rev, new_rev, cache_dir(), rounds=rounds,

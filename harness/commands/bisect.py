@@ -11,7 +11,7 @@ import typer
 
 from mibench.errors import MibenchError
 
-from .common import Sets, Threshold, guarded, parse_threshold
+from .common import Sets, Threshold, guarded, parse_thresholds
 
 
 @guarded
@@ -29,12 +29,12 @@ def bisect(good_rev: Annotated[str, typer.Argument(help="A revision without the 
            server_repo: Annotated[Path | None, typer.Option(
                help="Bisect this server repository's commits (the config's launched http "
                     "cases) instead of mibench's engines.")] = None,
-           threshold: Threshold = "5%", set_: Sets = None):
+           threshold: Threshold = None, set_: Sets = None):
     """The commit(s) on BAD_REV's first-parent line after GOOD_REV that made the change
     BAD_REV shows against GOOD_REV, each step judged by the level it sits at (near GOOD,
     near BAD, or between: a partial step); prints each step with its evidence as it goes.
     A step that stays undecided names no commit: exit 2, with what would decide it."""
-    limit = parse_threshold(threshold)
+    limit = parse_thresholds(threshold, ("time",))["time"]
     raise typer.Exit(bisect_command(good_rev, bad_rev, config, case_globs=case, rounds=rounds,
                                     max_rounds=max_rounds, sets=set_ or [],
                                     server_repo=server_repo, threshold=limit))

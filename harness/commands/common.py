@@ -6,14 +6,15 @@
   folder the command cannot read or write); `OneLineErrors`, the app's group class, does
   the same for Click's usage errors (an unknown option, a value of the wrong type), which
   Typer would print as a box of several lines.
-- Option types every command spells the same way (`Sets`, `CaseGlobs`, `Threshold`,
-  `Format`; the closed sets `EngineName`, `ModeName`, `DtypeName`, `SemanticsName`, whose
-  allowed values `--help` shows), and their parsers: `parse_threshold`, `parse_format`,
-  `parse_options`.
+- Option types every command spells the same way (`Sets`, `CaseGlobs`, `Threshold` and
+  `threshold_option(kinds)`, `Format`; the closed sets `EngineName`, `ModeName`,
+  `DtypeName`, `SemanticsName`, whose allowed values `--help` shows), and their parsers:
+  `parse_threshold`, `parse_thresholds` (`--threshold 5%`, `--threshold memory=10%`),
+  `parse_format`, `parse_options`.
 - Help without placeholder noise (`plain_help`): `CONFIG`, `PATH`, `N`, `TEXT`, allowed
   values as `[a|b]`, nothing after a flag.
-- Files: `writable_folder` (an artifact folder), `out_file` (a report file), and the
-  artifact readers `load` / `load_checked` / `schema_of`.
+- Files: `writable_folder` (an artifact folder), `out_file` (the file a one-file
+  command's --out names), and the artifact readers `load` / `load_checked` / `schema_of`.
 """
 
 from __future__ import annotations
@@ -147,8 +148,24 @@ Sets = Annotated[list[str] | None, typer.Option(
 CaseGlobs = Annotated[list[str] | None, typer.Option(
     "--case", metavar="GLOB", help="Only the cases whose id matches this glob (fnmatch, e.g. "
                    "'jax/packed/*'); repeatable: the union.")]
-Threshold = Annotated[str, typer.Option(help="Smallest relative change that counts: 5% or "
-                                             "0.05.")]
+# --threshold: the time threshold as a bare P, another kind as KIND=P (repeatable); each
+# kind's default and what it measures
+THRESHOLDS = {"time": "5%", "memory": "10%", "cost": "5%"}
+THRESHOLD_OF = {"time": "time per item", "memory": "a case's own peak memory",
+                "cost": "a compiled case's peak HBM, bytes accessed or FLOPs"}
+
+
+def threshold_option(*kinds: str):
+    """The `--threshold` option of a command whose thresholds are `kinds`."""
+    parts = [f"{'P or ' if k == 'time' else ''}{k}=P: {THRESHOLD_OF[k]} (default "
+             f"{THRESHOLDS[k]})" for k in kinds]
+    return Annotated[list[str] | None, typer.Option(
+        "--threshold", metavar="P" if kinds == ("time",) else "KIND=P",
+        help="Smallest relative change that counts (P: 5% or 0.05); " + "; ".join(parts)
+             + "; repeatable.")]
+
+
+Threshold = threshold_option("time")
 
 
 def choices(values) -> str:
@@ -181,6 +198,42 @@ def parse_threshold(text: str, field: str = "--threshold") -> float:
     return value
 
 
+def parse_thresholds(given: list[str] | None, kinds: tuple[str, ...],
+                     **deprecated: str | None) -> dict[str, float]:
+    """{kind: fraction} for each of `kinds` from `--threshold` values (`5%`: time;
+    `memory=10%`, `cost=5%`: that kind; each kind once), a kind not given at its default.
+    `deprecated`: the value of an old `--KIND-threshold` option (None: not given), still
+    taken, with one line on stderr naming the new form. A bad value or a kind the command
+    lacks is a MibenchError naming --threshold."""
+    out: dict[str, float] = {}
+    for text in given or []:
+        kind, eq, value = text.rpartition("=")
+        kind = kind.strip() or "time"
+        if kind not in kinds:
+            from mibench.errors import did_you_mean
+
+            raise MibenchError(f"{text!r}: no {kind} threshold here{did_you_mean(kind, kinds)}"
+                               f" (give {', '.join(f'{k}=P' for k in kinds)})",
+                               field="--threshold")
+        if kind in out:
+            raise MibenchError(f"{kind} given twice", field="--threshold")
+        out[kind] = parse_threshold(value, f"--threshold {kind}" if eq else "--threshold")
+    for kind, value in deprecated.items():
+        if value is None:
+            continue
+        flag = f"--{kind}-threshold"
+        if kind in out:
+            raise MibenchError(f"give it once, as --threshold {kind}=P", field=flag)
+        out[kind] = parse_threshold(value, flag)
+        print(f"warning: {flag} is deprecated: use --threshold {kind}={value}", file=sys.stderr)
+    return {k: out[k] if k in out else parse_threshold(THRESHOLDS[k]) for k in kinds}
+
+
+def deprecated_threshold(kind: str):
+    """The hidden old `--KIND-threshold` option (parse_thresholds takes its value)."""
+    return Annotated[str | None, typer.Option(f"--{kind}-threshold", hidden=True)]
+
+
 def parse_format(text: str) -> str:
     if text not in ("md", "json"):
         raise MibenchError(f"unknown format {text!r} (md or json)", field="--format")
@@ -203,10 +256,39 @@ def parse_options(options: list[str]) -> dict:
 # ---- files -------------------------------------------------------------------------------
 
 
+# `--out` names a folder in every command; a command whose output is one file (report,
+# history, export, job overhead, job serve-flood) also takes the file itself: a path ending
+# in one of these suffixes (docs/cli.md "Where --out writes")
+FILE_SUFFIXES = (".md", ".csv", ".json", ".html", ".txt", ".tsv")
+
+
+def names_a_file(path: Path) -> bool:
+    """Whether `--out PATH` names a file rather than a folder: it ends in a file suffix and
+    is no folder that exists."""
+    return Path(path).suffix.lower() in FILE_SUFFIXES and not Path(path).is_dir()
+
+
+def _file_for_folder(folder: Path) -> str:
+    return (f"{folder} names a file, but this command writes a folder (its files named for "
+            f"you); give a folder, e.g. {folder.with_suffix('')}")
+
+
+def folder_out(value: Path | None) -> Path | None:
+    """The callback of a folder command's `--out` (`typer.Option(callback=folder_out)`): a
+    path that names a file is refused while the arguments are parsed, before anything
+    runs."""
+    if value is not None and names_a_file(value):
+        raise typer.BadParameter(_file_for_folder(Path(value)))
+    return value
+
+
 def writable_folder(folder: Path, flag: str) -> Path:
     """`folder`, made if needed, after proving a file can be written in it; else a
-    MibenchError naming `flag` (a file, a folder under a file, no permission)."""
+    MibenchError naming `flag` (a file, a folder under a file, no permission, or an `--out`
+    that names a file: this command writes a folder)."""
     folder = Path(folder)
+    if flag == "--out" and names_a_file(folder):
+        raise MibenchError(_file_for_folder(folder), field=flag)
     try:
         if folder.exists() and not folder.is_dir():
             raise MibenchError(f"{folder} is a file, not a folder", field=flag)
@@ -224,21 +306,21 @@ def writable_folder(folder: Path, flag: str) -> Path:
     return folder
 
 
-def out_file(out: Path | None) -> None:
-    """`--out FILE.md` must name a file (its plots go beside it), not a folder, and its
-    folder must be a folder (made if missing); else a MibenchError naming --out."""
+def out_file(out: Path | None, default: str) -> Path | None:
+    """The file that `--out` names for a command whose output is one file: a path ending in
+    a file suffix (`reports/cpu.md`) is the file itself, any other path a folder (made when
+    written) that gets `default` (`reports/` -> `reports/report.md`); None: stdout. A path
+    under a file is a MibenchError naming --out."""
     if out is None:
-        return
-    out = Path(out)
-    if out.is_dir():
-        raise MibenchError(f"{out} is a folder; give a file, e.g. {out / 'report.md'}",
-                           field="--out")
+        return None
+    out = Path(out) if names_a_file(out) or Path(out).is_file() else Path(out) / default
     parent = out.parent
     while not parent.exists() and parent.parent != parent:
         parent = parent.parent
     if not parent.is_dir():
         raise MibenchError(f"{parent} is a file, so {out} cannot be written under it",
                            field="--out")
+    return out
 
 
 def write_text(out: Path | None, text: str) -> None:

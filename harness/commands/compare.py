@@ -13,20 +13,21 @@ from typing import Annotated
 
 import typer
 
-from mibench.errors import MibenchError
+from mibench.errors import MibenchError, did_you_mean
 
-from ..util import did_you_mean
 from .common import (
     CaseGlobs,
     Format,
-    Threshold,
+    deprecated_threshold,
     guarded,
     load,
     load_checked,
     parse_format,
     parse_threshold,
+    parse_thresholds,
     schema_of,
     select_records,
+    threshold_option,
 )
 
 COMPILE = ("mibench.compile/1", "mibench.compile/2")
@@ -44,7 +45,8 @@ def compare(base: Annotated[str | None, typer.Argument(
                 "--dir", help="The artifacts folder where runs are looked up when BASE and "
                               "NEW are not files (the default of `run --out`).")]
             = Path("artifacts"),
-            threshold: Threshold = "5%", format: Format = "md",
+            threshold: threshold_option("time", "memory", "cost") = None,
+            format: Format = "md",
             noise_floor: Annotated[str | None, typer.Option(
                 help="Between-run spread of one run's median (e.g. 10%); default 10% on a "
                      "CPU, 3% on a GPU or TPU.")] = None,
@@ -57,23 +59,20 @@ def compare(base: Annotated[str | None, typer.Argument(
             rebaseline: Annotated[bool, typer.Option(
                 help="Accept NEW as the new baseline whatever the verdict (exit 0, a line "
                      "'rebaselined: ...'); NEW must have an ok case.")] = False,
-            memory_threshold: Annotated[str, typer.Option(
-                help="The growth of a case's own peak memory (new / base - 1) that fails "
-                     "the gate; peaks of different kinds are not compared.")] = "10%",
-            cost_threshold: Annotated[str, typer.Option(
-                help="Compile artifacts (`mibench compile`): the growth of a case's peak "
-                     "HBM, bytes accessed or FLOPs that fails the gate.")] = "5%",
+            memory_threshold: deprecated_threshold("memory") = None,
+            cost_threshold: deprecated_threshold("cost") = None,
             case: CaseGlobs = None):
     """Regression verdict of NEW against BASE: exit 0 none, 1 regression or untested cases,
     2 nothing comparable or bad input."""
     from ..report.exporters.changes import compare_json, compare_markdown
     from ..stats.compare import compare as compare_records
 
-    limit, kind = parse_threshold(threshold), parse_format(format)
+    limits = parse_thresholds(threshold, ("time", "memory", "cost"),
+                              memory=memory_threshold, cost=cost_threshold)
+    limit, memory, kind = limits["time"], limits["memory"], parse_format(format)
     base, new = pick_artifacts(base, new, folder, case)
     if set(COMPILE) & {schema_of(base), schema_of(new)}:
-        raise typer.Exit(compare_compile(base, new, cost_threshold, kind, case))
-    memory = parse_threshold(memory_threshold, "--memory-threshold")
+        raise typer.Exit(compare_compile(base, new, limits["cost"], kind, case))
     old, fresh = select_records([load_checked(base), load_checked(new)], case)
     floor = parse_floor(noise_floor, noise_from, frozenset({old.run_id, fresh.run_id}))
     result = compare_records(old, fresh, threshold=limit, floor=floor,
@@ -120,7 +119,7 @@ def parse_floor(text: str | None, folder: Path | None,
     return None
 
 
-def compare_compile(base: Path, new: Path, cost_threshold: str, kind: str,
+def compare_compile(base: Path, new: Path, limit: float, kind: str,
                     case: list[str] | None = None) -> int:
     """`compare` on two compile artifacts: exact costs, a threshold gate; the exit code."""
     from ..records import read_compile_artifact
@@ -136,7 +135,6 @@ def compare_compile(base: Path, new: Path, cost_threshold: str, kind: str,
         odd = new if schema_of(base) in COMPILE else base
         raise MibenchError("is not a compile artifact; compare a compile artifact with "
                            "another", field=str(odd))
-    limit = parse_threshold(cost_threshold, "--cost-threshold")
     old, fresh = select_records([read_compile_artifact(base), read_compile_artifact(new)], case)
     result = compare_costs(old, fresh, limit)
     print(compile_compare_json(result) if kind == "json" else compile_compare_markdown(result),

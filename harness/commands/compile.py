@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from .common import CaseGlobs, Sets, guarded, writable_folder
+from .common import CaseGlobs, Sets, folder_out, guarded, writable_folder
 
 
 @guarded
@@ -22,7 +22,8 @@ def compile_(configs: Annotated[list[Path], typer.Argument(help="Configs to comp
              target: Annotated[str | None, typer.Option(
                  help="TPU slice to compile for, KIND-CHIPS: v6e-1, v6e-4, v6e-8, v5e-4, "
                       "v5p-4, ... (default: each config's topology.target).")] = None,
-             out: Annotated[Path, typer.Option(help="Artifact folder.")] = Path("artifacts"),
+             out: Annotated[Path, typer.Option(help="Artifact folder.", callback=folder_out)]
+             = Path("artifacts"),
              set_: Sets = None, case: CaseGlobs = None,
              unrolled: Annotated[bool, typer.Option(
                  "--unrolled", help="Also compile every program with its scans unrolled, "
@@ -42,6 +43,21 @@ def compile_configs(paths: list[Path], out: Path, sets: list[str], target_flag: 
     any config failed, else 0."""
     import fnmatch
 
+    code = 0
+    for config, cases in plan_compile(paths, sets, target_flag, globs):
+        chosen = [c for c in cases
+                  if not globs or any(fnmatch.fnmatchcase(c.case_id, g) for g in globs)]
+        if not chosen:
+            print(f"{config.name}: no case selected by --case", flush=True)
+            continue
+        code = max(code, compile_config(config, chosen, out, target_flag, argv, unrolled))
+    return code
+
+
+def plan_compile(paths: list[Path], sets: list[str], target_flag: str | None,
+                 globs: list[str]) -> list[tuple]:
+    """(config, its cases) of each config, loaded and its target resolved, and the `--case`
+    globs checked against them: every input error, nothing compiled (a dry run)."""
     from ..compile.runner import resolve_target
     from ..config import load_config
     from ..config.matrix import expand, select_cases
@@ -52,15 +68,7 @@ def compile_configs(paths: list[Path], out: Path, sets: list[str], target_flag: 
         resolve_target(target_flag, config)
         loaded.append((config, expand(config)))
     select_cases([c for _, cases in loaded for c in cases], globs, "these configs")
-    code = 0
-    for config, cases in loaded:
-        chosen = [c for c in cases
-                  if not globs or any(fnmatch.fnmatchcase(c.case_id, g) for g in globs)]
-        if not chosen:
-            print(f"{config.name}: no case selected by --case", flush=True)
-            continue
-        code = max(code, compile_config(config, chosen, out, target_flag, argv, unrolled))
-    return code
+    return loaded
 
 
 def compile_config(config, cases: list, out: Path, target_flag: str | None,

@@ -31,12 +31,14 @@ def export(artifacts: Annotated[list[Path], typer.Argument(help="Run artifacts (
                help="csv: one line per case and timed run; json: the same rows; bmf: "
                     "Bencher Metric Format (throughput, latency per case).")] = "csv",
            out: Annotated[Path | None, typer.Option(
-               help="Write FILE (default: stdout).")] = None,
+               help="Write FILE, or into a folder: cases.csv or cases.json there "
+                    "(default: stdout).")] = None,
            case: CaseGlobs = None):
     """Export the cases of ARTIFACTS as CSV, JSON rows or Bencher Metric Format."""
+    from ..report.exporters import exporter
     from ..stats.duplicates import unique_runs
 
-    out_file(out)
+    out = out_file(out, f"cases{exporter(format).SUFFIX}")
     records, again = unique_runs([load(p) for p in artifacts], artifacts)
     for line in again:
         print(line, file=sys.stderr)

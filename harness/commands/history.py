@@ -24,7 +24,8 @@ def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (se
                                                           "recursively).")],
             case: CaseGlobs = None,
             out: Annotated[Path | None, typer.Option(
-                help="Write FILE.md and trend plots beside it.")] = None,
+                help="Write FILE.md (or into a folder: history.md there) and trend "
+                     "plots beside it.")] = None,
             format: Format = "md"):
     """Per-case trend over commits: medians, change points, peak vs current."""
     from ..report.exporters.changes import (
@@ -35,7 +36,7 @@ def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (se
     from ..stats.history import build_history, load_dir
 
     kind = parse_format(format)
-    out_file(out)
+    out = out_file(out, "history.md")
     found = load_dir(folder, load)
     for line in found.skipped:
         print(line, file=sys.stderr)

@@ -26,7 +26,7 @@ import typer
 
 from mibench.errors import MibenchError
 
-from .common import Sets, choices, guarded
+from .common import Sets, choices, folder_out, guarded
 
 PARTS = ("level", "aa", "slow", "memory")  # harness/jobs/verdicts.py's parts, in order
 
@@ -37,7 +37,7 @@ job_app = typer.Typer(no_args_is_help=True, help="Prepared jobs: the GPU job, th
 @job_app.command("gpu")
 @guarded
 def gpu(out: Annotated[Path, typer.Option(help="Folder for the artifact, report and "
-                                               "summary.json.")],
+                                               "summary.json.", callback=folder_out)],
         budget_s: Annotated[float, typer.Option(help="Seconds for the run step (the child "
                                                      "`mibench run` is stopped after).")]
         = 420.0,
@@ -61,13 +61,16 @@ def overhead(config: Annotated[Path | None, typer.Argument(
                                                       "sides.")] = 3,
              set_: Sets = None,
              out: Annotated[Path | None, typer.Option(help="Also write the JSON result to "
-                                                          "FILE.")] = None):
+                                                          "FILE.json (or a folder: "
+                                                          "overhead.json there).")] = None):
     """What the harness adds to a direct timed loop of the same call; JSON on stdout."""
     from ..config.bounds import check_flag
     from ..jobs import overhead as job
+    from .common import out_file
 
     check_flag(rounds, "--rounds")
-    job.main(config if config is not None else job.CONFIG, rounds, set_ or [], out)
+    job.main(config if config is not None else job.CONFIG, rounds, set_ or [],
+             out_file(out, "overhead.json"))
 
 
 @job_app.command("http-overhead")
@@ -84,7 +87,8 @@ def http_overhead(calls: Annotated[int, typer.Option(help="Alternating pairs of 
 @job_app.command("calibrate")
 @guarded
 def calibrate(out: Annotated[Path, typer.Option(help="Folder for the scratch repository, "
-                                                     "caches and calibrate.json.")],
+                                                     "caches and calibrate.json.",
+                                                     callback=folder_out)],
               trials: Annotated[int, typer.Option(help="A/B runs per kind (A/A, 20% and "
                                                        "50% slower).")] = 20,
               rounds: Annotated[int, typer.Option(help="Rounds of each A/B run.")] = 5,
@@ -103,7 +107,7 @@ def calibrate(out: Annotated[Path, typer.Option(help="Folder for the scratch rep
 @guarded
 def verdicts(out: Annotated[Path, typer.Option(help="Folder for the runs, the scratch "
                                                    "repository, verdicts.json and "
-                                                   "verdicts.md.")],
+                                                   "verdicts.md.", callback=folder_out)],
              part: Annotated[list[str] | None, typer.Option(
                  metavar=choices(PARTS), help="A part of the job; repeatable (default: all "
                                               "four).")] = None,
@@ -128,7 +132,8 @@ def verdicts(out: Annotated[Path, typer.Option(help="Folder for the runs, the sc
 @job_app.command("invariance")
 @guarded
 def invariance(out: Annotated[Path | None, typer.Option(help="Folder for invariance.json "
-                                                            "and invariance.md.")] = None,
+                                                            "and invariance.md.",
+                                                            callback=folder_out)] = None,
                model: Annotated[str, typer.Option(help="The model (float32).")]
                = "embedded:tiny",
                serve: Annotated[bool, typer.Option(help="Also the serve rows (launches "
@@ -146,7 +151,8 @@ def invariance(out: Annotated[Path | None, typer.Option(help="Folder for invaria
 @job_app.command("score-checks")
 @guarded
 def score_checks(out: Annotated[Path | None, typer.Option(help="Folder for score-checks.json "
-                                                              "and score-checks.md.")] = None,
+                                                              "and score-checks.md.",
+                                                              callback=folder_out)] = None,
                  servers: Annotated[bool, typer.Option(help="Also mibench serve in each mode "
                                                             "and the fake server's prefix "
                                                             "cache (launches them).")] = True):
@@ -163,7 +169,8 @@ def score_checks(out: Annotated[Path | None, typer.Option(help="Folder for score
 @guarded
 def nightly_scenario(out: Annotated[Path, typer.Option(help="Folder for the scratch "
                                                            "repository, the history, "
-                                                           "scenario.md and .json.")],
+                                                           "scenario.md and .json.",
+                                                           callback=folder_out)],
                      seed_runs: Annotated[int, typer.Option(help="Runs of the seeding "
                                                                  "night.")] = 5,
                      rounds: Annotated[int, typer.Option(help="Rounds of each A/B.")] = 5,
@@ -199,7 +206,8 @@ def nightly_scenario(out: Annotated[Path, typer.Option(help="Folder for the scra
 @job_app.command("nightly-suite")
 @guarded
 def nightly_suite(out: Annotated[Path, typer.Option(help="Folder for the scratch repository, "
-                                                         "the histories, suite.md and .json.")],
+                                                         "the histories, suite.md and .json.",
+                                                         callback=folder_out)],
                   seed_runs: Annotated[int, typer.Option(help="Runs of the seeding night.")] = 5,
                   rounds: Annotated[int, typer.Option(help="Rounds of each A/B.")] = 5,
                   max_rounds: Annotated[int, typer.Option(help="The most rounds of one "
@@ -242,7 +250,9 @@ def serve_flood(sockets: Annotated[list[int] | None, typer.Option(
                     help="A flag of mibench serve as KEY=VALUE (max_connections=64); "
                          "repeatable.")] = None,
                 out: Annotated[Path | None, typer.Option(help="Also write the JSON result "
-                                                             "to FILE.")] = None):
+                                                             "to FILE.json (or a folder: "
+                                                             "serve-flood.json there).")]
+                = None):
     """mibench serve under silent sockets that reconnect as fast as it closes them: the
     well-formed requests answered and their latency p50/p99 per crowd (not part of CI;
     about a minute a crowd)."""
@@ -251,8 +261,9 @@ def serve_flood(sockets: Annotated[list[int] | None, typer.Option(
     from ..config.bounds import check_flag
     from ..jobs import serve_flood as job
     from ..records.io import write_output
-    from .common import parse_options
+    from .common import out_file, parse_options
 
+    out = out_file(out, "serve-flood.json")
     crowds = sockets or [300, 1000]
     for n in crowds:
         check_flag(n, "--sockets")
@@ -268,7 +279,8 @@ def serve_flood(sockets: Annotated[list[int] | None, typer.Option(
 @job_app.command("site-scale")
 @guarded
 def site_scale(out: Annotated[Path, typer.Option(help="Folder for the synthetic histories, "
-                                                      "their sites, scale.md and .json.")],
+                                                      "their sites, scale.md and .json.",
+                                                      callback=folder_out)],
                measurements: Annotated[list[int] | None, typer.Option(
                    help="Measurements of a synthetic history; repeatable (default 20 and "
                         "200).")] = None,

@@ -10,7 +10,7 @@ import typer
 
 from mibench.engines import PRESETS
 
-from .common import guarded, writable_folder
+from .common import folder_out, guarded, writable_folder
 
 model_app = typer.Typer(no_args_is_help=True, help="Model files.")
 
@@ -19,7 +19,7 @@ model_app = typer.Typer(no_args_is_help=True, help="Model files.")
 @guarded
 def model_make(preset: Annotated[str, typer.Argument(
                    help=f"One of: {', '.join(PRESETS)}.")],
-               out: Annotated[Path, typer.Option(help="Output folder.")]):
+               out: Annotated[Path, typer.Option(help="Output folder.", callback=folder_out)]):
     """Write embedded preset PRESET as a Hugging Face checkpoint folder."""
     from mibench.engines import model_facts
 

@@ -22,7 +22,7 @@ from .common import (
     Sets,
     Threshold,
     guarded,
-    parse_threshold,
+    parse_thresholds,
     writable_folder,
 )
 
@@ -40,7 +40,7 @@ def nightly(config: Path,
                 help="Judge this server repository's commits instead (the config's "
                      "launched servers run its checkout; ab and bisect as with "
                      "`ab --server-repo`).")] = None,
-            threshold: Threshold = "5%",
+            threshold: Threshold = None,
             budget: Annotated[str, typer.Option(
                 help="Time for confirming and bisecting after the run (90m, 2h, 600s); "
                      "no A/B starts that would not end within it.")] = "1h",
@@ -77,7 +77,7 @@ def nightly(config: Path,
     from ..nightly.steps import RealSteps
     from ..util import parse_duration
 
-    limit = parse_threshold(threshold)
+    limit = parse_thresholds(threshold, ("time",))["time"]
     folder = checked_options(history, rounds, max_rounds, max_commits, seed_runs)
     if max_undecided < 1:
         raise MibenchError(f"must be at least 1, got {max_undecided}", field="--max-undecided")

@@ -17,7 +17,7 @@ from .common import (
     load,
     load_checked,
     out_file,
-    parse_threshold,
+    parse_thresholds,
     schema_of,
     select_records,
     write_text,
@@ -45,9 +45,9 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
            baseline: Annotated[Path | None, typer.Option(
                help="Artifact to compare every other one with.")] = None,
            out: Annotated[Path | None, typer.Option(
-               help="Write FILE.md and its PNG plots beside it (default: Markdown on "
-                    "stdout, no plots).")] = None,
-           threshold: Threshold = "5%",
+               help="Write FILE.md (or into a folder: report.md there) and its PNG "
+                    "plots beside it (default: Markdown on stdout, no plots).")] = None,
+           threshold: Threshold = None,
            estimates: Annotated[list[Path] | None, typer.Option(
                "--compile", help="A compile artifact (`mibench compile`) whose HBM estimates "
                                  "go beside the measured peaks; repeatable.")] = None,
@@ -61,8 +61,8 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
                     "artifacts' own.")] = None,
            case: CaseGlobs = None):
     """Markdown report of ARTIFACTS: results, speedups, A/B, parity, commits, topology."""
-    limit = parse_threshold(threshold)
-    out_file(out)
+    limit = parse_thresholds(threshold, ("time",))["time"]
+    out = out_file(out, "report.md")
     kinds = {schema_of(p) for p in artifacts}
     if estimates and not kinds <= set(RUN):
         raise MibenchError("goes with run artifacts: it puts estimates beside their "

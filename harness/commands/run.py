@@ -19,13 +19,15 @@ from .common import (
     CaseGlobs,
     Sets,
     choices,
+    folder_out,
     guarded,
     writable_folder,
 )
 
 
 @guarded
-def run(config: Path, out: Annotated[Path, typer.Option(help="Artifact folder.")] =
+def run(config: Path, out: Annotated[Path, typer.Option(help="Artifact folder.",
+                                                         callback=folder_out)] =
         Path("artifacts"), set_: Sets = None,
         resume: Annotated[Path | None, typer.Option(
             help="Artifact of an interrupted run of the same config: re-run only its "

@@ -10,14 +10,15 @@ from typing import Annotated
 
 import typer
 
-from .common import guarded
+from .common import folder_out, guarded
 
 
 @guarded
 def site(histories: Annotated[list[Path], typer.Argument(
             help="Nightly history folders (`mibench nightly --history DIR`), one per job.")],
          out: Annotated[Path, typer.Option(
-             help="The site's folder (replaced whole; a folder of other files is refused).")],
+             help="The site's folder (replaced whole; a folder of other files is refused).",
+             callback=folder_out)],
          issue_body: Annotated[Path | None, typer.Option(
              help="Also write the body of the GitHub issue for the regressions the last "
                   "night confirmed (its first line is the title); no file when there are "

@@ -70,7 +70,8 @@ def resolve_target(flag: str | None, config) -> CompileTarget:
     name, field = (flag, "--target") if flag is not None else (config.topology.target,
                                                                "topology.target")
     if name is None:
-        raise MibenchError("required: give a TPU slice such as v6e-1, v6e-4 or v5e-4 (or set "
+        raise MibenchError(f"required: config {config.name!r} names no topology.target; give "
+                           "a TPU slice such as v6e-1, v6e-4 or v5e-4 (or set "
                            "topology.target in the config)", field="--target")
     try:
         t = tpu_target(name)

@@ -6,6 +6,8 @@ import typing
 
 from pydantic import BaseModel, ValidationError
 
+from mibench.errors import did_you_mean
+
 from .yamlsource import ConfigError, Key, Locations, dotted
 
 MAX_SHOWN = 3
@@ -72,8 +74,10 @@ def _message(err: dict, key: Key, root: type[BaseModel]) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
         parent = _section(root, key[:-1])
-        allowed = f" (allowed: {', '.join(parent.model_fields)})" if parent else ""
-        return f"unknown key{allowed}"
+        if parent is None:
+            return "unknown key"
+        guess = did_you_mean(str(key[-1]), parent.model_fields) if key else ""
+        return f"unknown key{guess} (allowed: {', '.join(parent.model_fields)})"
     if kind == "missing":
         return "required key is missing"
     if kind == "too_short" and isinstance(err.get("input"), list) and not err["input"]:

@@ -16,6 +16,7 @@ import fnmatch
 import itertools
 
 from mibench.engines import OPTIONS, MibenchError
+from mibench.errors import closest_first
 from mibench.workloads import WorkloadSpec
 
 from ..records.case import RunsRecord
@@ -196,7 +197,8 @@ def select_cases(cases: list, patterns: list[str] | str | None, what: str = "the
         return list(cases)
     for pattern in patterns:
         if not any(fnmatch.fnmatchcase(c.case_id, pattern) for c in cases):
-            known = ", ".join(c.case_id for c in cases[:5])
-            raise MibenchError(f"{pattern!r} matches no case of {what} (its cases: {known}"
-                               f"{', ...' if len(cases) > 5 else ''})", field="--case")
+            ids = list(dict.fromkeys(c.case_id for c in cases))
+            raise MibenchError(f"{pattern!r} matches no case of {what}; its {len(ids)} "
+                               f"case(s), the closest first: {closest_first(pattern, ids)}",
+                               field="--case")
     return [c for c in cases if any(fnmatch.fnmatchcase(c.case_id, p) for p in patterns)]

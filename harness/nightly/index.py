@@ -15,6 +15,7 @@ import fnmatch
 from pathlib import Path
 
 from mibench.errors import MibenchError
+from mibench.files import nearby_if_absent
 
 from ..records import RunRecord, read_artifact
 from ..records.nightly import (
@@ -86,8 +87,8 @@ def accept(folder: Folder, case_globs: list[str], by: str, why: str) -> list[Reg
         if not value.strip():
             raise MibenchError("must say who accepts it and why (not empty)", field=flag)
     if not folder.index.exists():
-        raise MibenchError("holds no nightly index (index.json): nothing to accept",
-                           field=str(folder.root))
+        raise MibenchError("holds no nightly index (index.json): nothing to accept"
+                           f"{nearby_if_absent(folder.root)}", field=str(folder.root))
     chosen: list[Regression] = []
 
     def change(index: NightlyIndex):

@@ -50,6 +50,7 @@ from ..stats.noise import AAGroups
 from ..stats.significance import NoiseFloor
 from ..verdicts import (
     ADDED,
+    CANNOT_TELL,
     CHANGE_POINT,
     DISPROVED,
     FAILED,
@@ -235,7 +236,7 @@ def judge_known(e: Evidence, known: Regression, case: CaseRecord, common: dict
         return Judgement(**common, verdict=KNOWN_REGRESSION, confirm=known.bad, purpose=FIX,
                          known=known, reason=f"{named}; faster than its confirmed-bad "
                                              "level: `ab` against it says whether it is fixed")
-    if vs.verdict in (INCONCLUSIVE, UNTESTED):  # undecided: `ab` says, after the rest
+    if vs.verdict in CANNOT_TELL:  # undecided: `ab` says, after the rest
         return Judgement(**common, verdict=KNOWN_REGRESSION, confirm=known.bad, purpose=FIX,
                          known=known, later=True,
                          reason=f"{named}; `compare` cannot tell the run from its "

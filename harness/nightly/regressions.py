@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from mibench.errors import MibenchError
+from mibench.files import nearby_if_absent
 
 from ..records.nightly import INDEX_FILE, REGRESSIONS_SCHEMA, Regression, read_index
 
@@ -24,8 +25,8 @@ def listing(history: Path, fmt: str, statuses: list[str]) -> str:
             raise MibenchError(f"{s!r} is not one of {', '.join(STATUSES)}", field="--status")
     path = Path(history) / INDEX_FILE
     if not path.is_file():
-        raise MibenchError("holds no nightly index (index.json): no regressions recorded",
-                           field=str(history))
+        raise MibenchError("holds no nightly index (index.json): no regressions recorded"
+                           f"{nearby_if_absent(history)}", field=str(history))
     index = read_index(path)
     chosen = [r for r in reversed(index.regressions) if not statuses or r.status in statuses]
     if fmt == "json":

@@ -13,6 +13,7 @@ from ..stats.compare import DECIDE, MIN_RUNS
 from ..stats.load import DECIDER
 from ..stats.significance import Test
 from ..verdicts import (
+    CANNOT_TELL,
     IMPROVEMENT,
     INCONCLUSIVE,
     MEMORY_REGRESSION,
@@ -298,7 +299,7 @@ def verdict_line(comp) -> str:
                 f"{len(compared)} compared case(s) 2x or more faster without the new side's "
                 f"`modes`/`engines` parity against the reference having run and passed "
                 f"({names}); none failed the gate: {counted}{note}{largest}")
-    undecided = [c for c in compared if c.verdict in (INCONCLUSIVE, UNTESTED)]
+    undecided = [c for c in compared if c.verdict in CANNOT_TELL]
     if undecided:  # no case failed the gate, but "no regression" is not known
         return (f"Undecided against {comp.base}: {len(undecided)} of {len(compared)} "
                 f"compared case(s) neither regressed nor shown within "

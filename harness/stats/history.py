@@ -150,7 +150,10 @@ def load_dir(folder: str | Path, load=read_artifact) -> Folder:
     error naming it."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise MibenchError("not a folder of artifacts", field=str(folder))
+        from mibench.files import nearby_if_absent
+
+        raise MibenchError(f"not a folder of artifacts{nearby_if_absent(folder)}",
+                           field=str(folder))
     files = sorted(f for f in folder.rglob("*.json") if f.is_file())
     if not files:
         raise MibenchError("no *.json artifacts in this folder", field=str(folder))
@@ -225,9 +228,12 @@ def build_history(records: list[RunRecord], case: list[str] | str | None = None,
                 series += _series_of(name, cid, timeline, params, floor_of)
     for glob in globs:
         if not any(fnmatch.fnmatchcase(cid, glob) for cid in known):
-            shown = ", ".join(known[:5]) + (", ..." if len(known) > 5 else "")
-            raise MibenchError(f"{glob!r} matches no case of these artifacts (known: "
-                               f"{shown})", field="--case")
+            from mibench.errors import closest_first
+
+            ids = list(dict.fromkeys(known))
+            raise MibenchError(f"{glob!r} matches no case of these artifacts; their "
+                               f"{len(ids)} case(s), the closest first: "
+                               f"{closest_first(glob, ids)}", field="--case")
     floor = floor_of(frozenset())
     return History(series=series, artifacts=len(records), params=params,
                    configs=list(configs), noise=floor.source, floor=floor.value,

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from mibench.errors import MibenchError
+from mibench.files import nearby_if_absent
 
 from ...records import ABRecord, RunRecord, read_ab, read_artifact
 from ...records.nightly import INDEX_FILE, NightlyIndex, read_index
@@ -43,8 +44,8 @@ def read_job(root: Path, taken: set[str]) -> Job:
     root = Path(root)
     if not (root / INDEX_FILE).is_file():
         raise MibenchError("holds no nightly index (index.json): not a nightly history "
-                           "folder (`mibench nightly CONFIG --history DIR` makes one)",
-                           field=str(root))
+                           "folder (`mibench nightly CONFIG --history DIR` makes one)"
+                           f"{nearby_if_absent(root)}", field=str(root))
     index = read_index(root / INDEX_FILE)
     notes: list[str] = []
     runs = [r for _, r in _read_all(root / "runs", read_artifact, notes)]
