@@ -226,6 +226,8 @@ def side(arg: str, runs, folder: Path, empty: str | None):
     """(runs, what): the file `arg` names (read as compare reads it), else the runs of the
     git revision it names, newest first, with a note saying which commit; else an error
     with the file, branch and tag names closest to it."""
+    from mibench.files import nearby
+
     from ..ab.revisions import commit_of, refs, repository
     from ..stats.pick import Run, nearest_commits, of_commit
 
@@ -240,9 +242,9 @@ def side(arg: str, runs, folder: Path, empty: str | None):
         files = sorted(folder.rglob("*.json")) if folder.is_dir() else []
         names = [str(f) for f in files] + [f.name for f in files]
         where = f"a git revision of {repo}" if repo else "a git revision (no repository here)"
-        raise MibenchError(f"no such artifact, nor {where}"
-                           f"{did_you_mean(arg, names + (refs(repo) if repo else []))}",
-                           field=arg)
+        hint = nearby(arg) if "/" in arg or arg.endswith(".json") else ""  # its siblings
+        hint = hint or did_you_mean(arg, names + (refs(repo) if repo else []))
+        raise MibenchError(f"no such artifact, nor {where}{hint}", field=arg)
     mine = of_commit(runs, commit)
     if not mine:
         near = ", ".join(f"{c} ({n} run{'s' if n > 1 else ''})"
