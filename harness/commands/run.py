@@ -71,12 +71,14 @@ def run_config(config_path: Path, options) -> int:
     from ..report.console import render_summary, untested_line
     from ..run.plan import make_plan
     from ..run.progress import announce
-    from ..run.runner import artifact_path, exit_code, run
+    from ..run.runner import Interrupted, artifact_path, exit_code, run
 
     config = load_config(config_path, options.sets)
     plan = make_plan(config, options, config_path)  # a bad --progress or --case: exit 2 now
     for line in notes(config, expand(config)):  # keys that would do nothing (validate too)
         print(line, file=sys.stderr)
+    for line in estimate_lines(config, plan.cases, config_path, options.progress):
+        print(line, file=sys.stderr, flush=True)
     check_distributed(*options.distributed)
     try:
         multi_process = init_distributed(*options.distributed)
@@ -96,10 +98,8 @@ def run_config(config_path: Path, options) -> int:
                  "devices, then each engine group's worker loads its model and compiles")
     try:  # a multi-process run's processes score in-process: the mesh spans them
         record = run(plan)
-    except KeyboardInterrupt:
-        print("interrupted: the finished cases (and what the interrupted one measured, as "
-              f"failed) are in the artifact under {resume or options.out}; continue with "
-              "--resume ARTIFACT", file=sys.stderr)
+    except Interrupted as e:  # what the artifact holds, and how to resume it
+        print(e, file=sys.stderr, flush=True)
         raise
     except OSError as e:  # the folder went away or became unwritable mid-run (a server's
         if not _under(e.filename, folder):  # log beside the artifact; the artifact itself
@@ -114,6 +114,21 @@ def run_config(config_path: Path, options) -> int:
         if note:
             print(note)
     return exit_code(record)
+
+
+def estimate_lines(config, cases: list, config_path: Path, progress: str) -> list[str]:
+    """Before the first case: the warning when the config is made for another machine
+    (always), then each case's time here at the least and the total (unless --progress
+    none); harness/run/estimate.py."""
+    from ..run.estimate import cell, of_config
+    from ..run.progress import style
+
+    found, summary, warning = of_config(config, cases, str(config_path))
+    lines = [warning] if warning else []
+    if style(progress) != "none":
+        lines += [f"[{i}/{len(found)}] {e.case_id}: {cell(e)}"
+                  for i, e in enumerate(found, 1)] + [summary]
+    return lines
 
 
 def _under(name, folder: Path) -> bool:

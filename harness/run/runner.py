@@ -47,6 +47,11 @@ from .progress import make_progress
 from .worker import WorkerPool, probe_env
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped a run; its message says what the artifact holds, where,
+    and the command that resumes it."""
+
+
 def artifact_path(record: RunRecord, out_dir: str | Path) -> Path:
     return Path(out_dir) / f"{record.run_id}.json"
 
@@ -219,6 +224,22 @@ class RunState:
                 f"{lost_words}", f"free space (or raise the limit) and go on with: "
                 f"{resume_command(self.plan, self.path)}")
 
+    def held_after_interrupt(self) -> str:
+        """What an interrupted run kept, where, and how to go on (one line)."""
+        if self.saved is None:
+            return "interrupted before the artifact was first written: nothing was kept"
+        total, cases = len(self.plan.all_cases), self.record.cases
+        ok = sum(1 for c in cases if c.status == "ok")
+        again = resume_command(self.plan, self.path)
+        if not cases:
+            return (f"interrupted: no case finished; {self.path} holds none (resume with: "
+                    f"{again}, or delete it)")
+        other = len(cases) - ok
+        rest = (f"; {other} not ok: failed, skipped or interrupted, run again on resume"
+                if other else "")
+        return (f"interrupted: {self.path} holds {len(cases)} of {total} case(s) ({ok} ok"
+                f"{rest}), kept; resume with: {again}")
+
     def keep_interrupted(self, case: CaseSpec, here) -> None:
         """After an interruption mid-case: the record of what the case measured before it
         (a worker's, when it sends one in time), saved; a second Ctrl-C skips the wait."""
@@ -323,6 +344,10 @@ def _run_record(plan: Plan, record: RunRecord, path: Path) -> RunRecord:
         _run_cases(state, todo, measure_case, git_info(Path.cwd()))
         record.finished_at = now()
         state.save()
+    except KeyboardInterrupt:
+        if not plan.writer:
+            raise
+        raise Interrupted(state.held_after_interrupt()) from None
     except OSError as e:  # a file beside the artifact (a server's log): the folder failed
         if e.filename is None or not plan.writer:
             raise
@@ -334,13 +359,15 @@ def _run_record(plan: Plan, record: RunRecord, path: Path) -> RunRecord:
 def _run_cases(s: RunState, todo: list[CaseSpec], measure_case: Callable, here) -> None:
     """Measure every case still to do, in order, with each group's parity after its last
     case; the artifact is saved after each."""
+    stopped = True
     try:
         s.save()
         for i, case in enumerate(s.cases):
             if case.case_id not in s.done:
                 s.progress.start_case(todo.index(case) + 1, len(todo), case.case_id,
                                       case.runs.processes
-                                      * (1 + case.runs.warmup + case.runs.timed))
+                                      * (1 + case.runs.warmup + case.runs.timed),
+                                      runs=(case.runs.warmup, case.runs.timed))
                 try:
                     rec = measure_case(case, s.pool, s.peak, s.progress.tick)
                 except KeyboardInterrupt:  # Ctrl-C or SIGTERM: keep what it measured
@@ -354,8 +381,9 @@ def _run_cases(s: RunState, todo: list[CaseSpec], measure_case: Callable, here) 
             needed = s.needed_after(i, group_done)
             s.pool.release_unneeded(needed)
             s.servers.release(needed)
+        stopped = False
     finally:
-        s.progress.close()
+        s.progress.close(stopped=stopped)
         s.pool.close()
         s.servers.close()
 
