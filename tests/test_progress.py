@@ -330,3 +330,22 @@ def test_bar_survives_80_columns_and_finished_cases_stay(width):
     assert "━" in bar and "2/2" in bar and "run 2/5" in bar and "ETA 0:00:" in bar
     assert "…" in bar and bar.startswith("jax/prefill")  # the id cut, not the bar
     assert printed and printed[0].startswith(f"✓ [1/2] {case_id} ok 123.4 items/s")
+
+
+def test_each_ab_round_says_which_of_how_many(tmp_path):
+    """`ab`'s line per side and case of a round: `round 2/5 base (COMMIT) CASE: N ms`."""
+    import types
+
+    from mibench.harness.ab.rounds import _record_sample
+    from mibench.harness.config.matrix import expand
+
+    record = go(tmp_path, progress="none", case="jax/single/*")
+    (rec,) = record.cases
+    (case,) = [c for c in expand(load_config(write_config(tmp_path, CONFIG), []))
+               if c.case_id == rec.case_id]
+    lines, side = [], types.SimpleNamespace(commit="0123456789abcdef")
+    by_id = {case.case_id: types.SimpleNamespace(base=[])}
+    _record_sample(rec, case, side, "base", (1, 5), False, by_id, {case.case_id: {}},
+                   lines.append)
+    (line,) = lines
+    assert re.fullmatch(r"round 2/5 base \(01234567\) jax/single/tp=1: [\d.]+ ms", line), line

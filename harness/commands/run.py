@@ -126,8 +126,7 @@ def estimate_lines(config, cases: list, config_path: Path, progress: str) -> lis
     found, summary, warning = of_config(config, cases, str(config_path))
     lines = [warning] if warning else []
     if style(progress) != "none":
-        lines += [f"[{i}/{len(found)}] {e.case_id}: {cell(e)}"
-                  for i, e in enumerate(found, 1)] + [summary]
+        lines += [f"time here {cell(e):>11}  {e.case_id}" for e in found] + [summary]
     return lines
 
 

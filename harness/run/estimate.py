@@ -19,9 +19,8 @@ import dataclasses
 from collections.abc import Callable
 
 WARN_S = 3600.0  # a config whose bound passes this gets the warning line
-HOW = ("a lower bound: FLOPs of one pass (mibench's formulas) x engine calls (1 + warmup + "
-       "timed, per process) / this machine's measured peak FLOP/s; compiling, parity and "
-       "http cases not counted")
+HOW = ("a lower bound: each pass's FLOPs x its calls / the measured peak; compiling, "
+       "parity and http cases not counted")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,10 +106,10 @@ def summary(estimates: list[CaseEstimate], source: str) -> str:
     t = total(estimates)
     left = sorted({e.why for e in estimates if e.seconds is None and e.why})
     if t is None:
-        return f"time on this machine: unknown ({'; '.join(left) or source})"
+        return f"time here: unknown ({'; '.join(left) or source})"
     missing = sum(1 for e in estimates if e.seconds is None)
     out = f" ({missing} case(s) not estimated: {'; '.join(left)})" if missing else ""
-    return (f"time on this machine: {duration(t)} in all{out}; {HOW} ({source})")
+    return f"time here: {duration(t)} in all{out} ({HOW}; peak: {source})"
 
 
 def warning(config_name: str, where: str, estimates: list[CaseEstimate], target: str | None,
