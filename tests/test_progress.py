@@ -349,3 +349,24 @@ def test_each_ab_round_says_which_of_how_many(tmp_path):
                    lines.append)
     (line,) = lines
     assert re.fullmatch(r"round 2/5 base \(01234567\) jax/single/tp=1: [\d.]+ ms", line), line
+
+
+def test_an_interrupted_bar_ends_interrupted_with_no_eta():
+    """The user's report: Ctrl-C, then `finished ... ETA 0:00:00`. Now the bar's last
+    frame says `interrupted`, and no ETA."""
+    import io
+
+    from rich.console import Console
+
+    from mibench.harness.run.progress import RichProgress
+
+    t, out = [0.0], io.StringIO()
+    console = Console(file=out, width=100, force_terminal=True, color_system=None)
+    bar = RichProgress(14, timer=lambda: t[0], console=console)
+    bar.start_case(1, 2, "jax/single/tp=1", 7)
+    for label in ["compile", "warmup 1/1"]:
+        t[0] += 1.0
+        bar.tick(label)
+    bar.close(stopped=True)
+    last = out.getvalue().rsplit("\r", 1)[-1]
+    assert "interrupted" in last and "ETA" not in last and "finished" not in last, last
