@@ -5,6 +5,7 @@ mid-run (the artifact could not be written: the message names it, what it holds 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -77,8 +78,6 @@ def run_config(config_path: Path, options) -> int:
     plan = make_plan(config, options, config_path)  # a bad --progress or --case: exit 2 now
     for line in notes(config, expand(config)):  # keys that would do nothing (validate too)
         print(line, file=sys.stderr)
-    for line in estimate_lines(config, plan.cases, config_path, options.progress):
-        print(line, file=sys.stderr, flush=True)
     check_distributed(*options.distributed)
     try:
         multi_process = init_distributed(*options.distributed)
@@ -92,7 +91,9 @@ def run_config(config_path: Path, options) -> int:
     folder = Path(resume).parent if resume else Path(options.out)
     if writer and (resume is None or Path(resume).is_file()):  # else: "no such artifact"
         writable_folder(folder, "--resume" if resume else "--out")
-    plan = plan.in_processes(writer=writer, workers=not multi_process)
+    plan = dataclasses.replace(plan.in_processes(writer=writer, workers=not multi_process),
+                               before_cases=lambda todo: print_estimate(
+                                   config, todo, config_path, options.progress))
     if writer:
         announce(options.progress, f"{config.name}: {len(plan.cases)} case(s); probing the "
                  "devices, then each engine group's worker loads its model and compiles")
@@ -116,10 +117,11 @@ def run_config(config_path: Path, options) -> int:
     return exit_code(record)
 
 
-def estimate_lines(config, cases: list, config_path: Path, progress: str) -> list[str]:
-    """Before the first case: the warning when the config is made for another machine
-    (always), then each case's time here at the least and the total (unless --progress
-    none); harness/run/estimate.py."""
+def print_estimate(config, cases: list, config_path: Path, progress: str) -> None:
+    """Before the first case (every input checked, a resume's artifact too), on stderr: the
+    warning when the config is made for another machine (always), then each case still to
+    run with its time here at the least, and the total (unless --progress none);
+    harness/run/estimate.py."""
     from ..run.estimate import cell, of_config
     from ..run.progress import style
 
@@ -127,7 +129,8 @@ def estimate_lines(config, cases: list, config_path: Path, progress: str) -> lis
     lines = [warning] if warning else []
     if style(progress) != "none":
         lines += [f"time here {cell(e):>11}  {e.case_id}" for e in found] + [summary]
-    return lines
+    for line in lines:
+        print(line, file=sys.stderr, flush=True)
 
 
 def _under(name, folder: Path) -> bool:

@@ -306,12 +306,20 @@ def run(plan: Plan) -> RunRecord:
             if plan.writer and path.is_file():  # locked before it is read: two resumes
                 stack.enter_context(locked(path))  # of one file never both read it
             record = resume_record(plan.config, path, options.allow_mixed)
+            _before_cases(plan, {c.case_id for c in record.cases})
         else:
+            _before_cases(plan, set())  # before the devices are probed: a worker's start
             record = new_record(plan, probe_env() if plan.workers else None)
             path = artifact_path(record, options.out)
             if plan.writer:
                 stack.enter_context(locked(path))
         return _run_record(plan, record, path)
+
+
+def _before_cases(plan: Plan, finished: set[str]) -> None:
+    """Tell the plan's `before_cases` the cases still to run (the writer only)."""
+    if plan.before_cases is not None and plan.writer:
+        plan.before_cases([c for c in plan.cases if c.case_id not in finished])
 
 
 def _run_record(plan: Plan, record: RunRecord, path: Path) -> RunRecord:
