@@ -72,7 +72,7 @@ def run_config(config_path: Path, options) -> int:
     from ..report.console import render_summary, untested_line
     from ..run.plan import make_plan
     from ..run.progress import announce
-    from ..run.runner import Interrupted, artifact_path, exit_code, run
+    from ..run.runner import RunInterrupted, artifact_path, exit_code, run
 
     config = load_config(config_path, options.sets)
     plan = make_plan(config, options, config_path)  # a bad --progress or --case: exit 2 now
@@ -99,7 +99,7 @@ def run_config(config_path: Path, options) -> int:
                  "devices, then each engine group's worker loads its model and compiles")
     try:  # a multi-process run's processes score in-process: the mesh spans them
         record = run(plan)
-    except Interrupted as e:  # what the artifact holds, and how to resume it
+    except RunInterrupted as e:  # what the artifact holds, and how to resume it
         print(e, file=sys.stderr, flush=True)
         raise
     except OSError as e:  # the folder went away or became unwritable mid-run (a server's

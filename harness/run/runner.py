@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import secrets
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -38,18 +37,14 @@ from ..records import (
 from ..servers.pool import ServerPool
 from ..stats.comparable import defect
 from ..util import now
-from . import parity
+from . import parity, stopped
 from .case import failed_record, metrics_of, skipped_record
 from .kinds import kind_of, run_case
 from .plan import Plan, group_of
 from .pool import EngineKey, EnginePool
 from .progress import make_progress
+from .stopped import RunInterrupted
 from .worker import WorkerPool, probe_env
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM stopped a run; its message says what the artifact holds, where,
-    and the command that resumes it."""
 
 
 def artifact_path(record: RunRecord, out_dir: str | Path) -> Path:
@@ -206,39 +201,10 @@ class RunState:
             self.saved = [c.case_id for c in self.record.cases]
 
     def after_failed_write(self) -> tuple[str, str]:
-        """(what is safe, how to go on) when the artifact could not be written."""
-        lost = [i for i in self.measured if i not in (self.saved or [])]
-        lost_words = (f"; not saved: {', '.join(lost[:3])}"
-                      f"{f' and {len(lost) - 3} more' if len(lost) > 3 else ''} (measured, "
-                      "measured again on resume)" if lost else "")
-        if self.saved is None and self.plan.options.resume is None:
-            return ("the run stopped before any artifact was written" + lost_words,
-                    "free space (or raise the limit) and run again")
-        if self.saved is None:
-            held = "what it held before this resume"
-        else:
-            last = f", the last {self.saved[-1]}" if self.saved else ""
-            held = (f"{len(self.saved)} of {len(self.plan.all_cases)} case(s) (in the "
-                    f"config's order{last})")
-        return (f"the run stopped; the artifact as last written is intact and holds {held}"
-                f"{lost_words}", f"free space (or raise the limit) and go on with: "
-                f"{resume_command(self.plan, self.path)}")
+        return stopped.after_failed_write(self.plan, self.path, self.saved, self.measured)
 
     def held_after_interrupt(self) -> str:
-        """What an interrupted run kept, where, and how to go on (one line)."""
-        if self.saved is None:
-            return "interrupted before the artifact was first written: nothing was kept"
-        total, cases = len(self.plan.all_cases), self.record.cases
-        ok = sum(1 for c in cases if c.status == "ok")
-        again = resume_command(self.plan, self.path)
-        if not cases:
-            return (f"interrupted: no case finished; {self.path} holds none (resume with: "
-                    f"{again}, or delete it)")
-        other = len(cases) - ok
-        rest = (f"; {other} not ok: failed, skipped or interrupted, run again on resume"
-                if other else "")
-        return (f"interrupted: {self.path} holds {len(cases)} of {total} case(s) ({ok} ok"
-                f"{rest}), kept; resume with: {again}")
+        return stopped.held_after_interrupt(self.plan, self.path, self.saved, self.record.cases)
 
     def keep_interrupted(self, case: CaseSpec, here) -> None:
         """After an interruption mid-case: the record of what the case measured before it
@@ -355,7 +321,7 @@ def _run_record(plan: Plan, record: RunRecord, path: Path) -> RunRecord:
     except KeyboardInterrupt:
         if not plan.writer:
             raise
-        raise Interrupted(state.held_after_interrupt()) from None
+        raise RunInterrupted(state.held_after_interrupt()) from None
     except OSError as e:  # a file beside the artifact (a server's log): the folder failed
         if e.filename is None or not plan.writer:
             raise
@@ -367,7 +333,7 @@ def _run_record(plan: Plan, record: RunRecord, path: Path) -> RunRecord:
 def _run_cases(s: RunState, todo: list[CaseSpec], measure_case: Callable, here) -> None:
     """Measure every case still to do, in order, with each group's parity after its last
     case; the artifact is saved after each."""
-    stopped = True
+    unfinished = True  # an exception (Ctrl-C) ends the loop: no `finished`, no ETA
     try:
         s.save()
         for i, case in enumerate(s.cases):
@@ -389,22 +355,11 @@ def _run_cases(s: RunState, todo: list[CaseSpec], measure_case: Callable, here) 
             needed = s.needed_after(i, group_done)
             s.pool.release_unneeded(needed)
             s.servers.release(needed)
-        stopped = False
+        unfinished = False
     finally:
-        s.progress.close(stopped=stopped)
+        s.progress.close(stopped=unfinished)
         s.pool.close()
         s.servers.close()
-
-
-def resume_command(plan: Plan, path: Path) -> str:
-    """The command that finishes an interrupted run of this plan into `path`."""
-    if plan.config_path is None:  # the Python API: the same config, resume=path
-        return f"the same config with resume={path}"
-    sets = [w for s in plan.options.sets for w in ("--set", s)]
-    cases = [w for c in plan.options.cases for w in ("--case", c)]
-    mixed = ["--allow-mixed"] if plan.options.allow_mixed else []
-    return shlex.join(["mibench", "run", plan.config_path, *sets, *cases, "--resume",
-                       str(path), *mixed])
 
 
 def exit_code(record: RunRecord) -> int:
