@@ -237,7 +237,7 @@ def test_a_heartbeat_names_the_case_its_phase_and_the_time_while_one_call_runs()
 def test_a_compile_counter_says_which_case_of_how_many_and_an_eta():
     import io
 
-    from mibench.harness.run.progress import HEARTBEAT_S, CaseCounter
+    from mibench.harness.run.heartbeat import HEARTBEAT_S, CaseCounter
 
     t, out = [0.0], io.StringIO()
     c = CaseCounter(4, "compiling", stream=out, timer=lambda: t[0], heartbeat=False)
@@ -364,9 +364,34 @@ def test_an_interrupted_bar_ends_interrupted_with_no_eta():
     console = Console(file=out, width=100, force_terminal=True, color_system=None)
     bar = RichProgress(14, timer=lambda: t[0], console=console)
     bar.start_case(1, 2, "jax/single/tp=1", 7)
-    for label in ["compile", "warmup 1/1"]:
+    for label in ["compile", "warmup 1/1", "slo 2/s met"]:
         t[0] += 1.0
         bar.tick(label)
+    assert "  [1/2] jax/single/tp=1: slo 2/s met\n" in out.getvalue()  # a step stays
     bar.close(stopped=True)
     last = out.getvalue().rsplit("\r", 1)[-1]
     assert "interrupted" in last and "ETA" not in last and "finished" not in last, last
+
+
+def test_a_long_step_says_it_still_runs():
+    """`still` around an `ab` round's case: a line each period while it runs, none after."""
+    import threading
+
+    from mibench.harness.run.heartbeat import still
+
+    said, t, ticked = [], [0.0], threading.Event()
+
+    def say(line):
+        said.append(line)
+        ticked.set()
+
+    def clock():
+        t[0] += 45.0  # each read: 45 s later
+        return t[0]
+
+    with still(say, "round 2/5 base (01234567) jax/single/tp=1", timer=clock, every=0.01):
+        assert ticked.wait(10)
+    n = len(said)
+    assert said[0] == "round 2/5 base (01234567) jax/single/tp=1: still running, 0:00:45"
+    threading.Event().wait(0.05)
+    assert len(said) == n  # stopped with the block

@@ -40,6 +40,7 @@ from ..records.ab import (
     Timing,
 )
 from ..records.compile import LibTpu
+from ..run.heartbeat import still
 from ..run.runner import run_in_worker
 from ..run.worker import WorkerPool, probe_env
 from ..stats.paired import paired_test, round_log_ratio
@@ -274,7 +275,9 @@ def _round(group: list[CaseSpec], side: Revision, name: str, r: tuple[int, int],
     pool = WorkerPool(engine_root=str(side.root))
     try:
         for case in group:
-            rec = run_in_worker(case, pool, lambda dtype: None, lambda label: None)
+            with still(note, f"round {r[0] + 1}/{r[1]} {name} ({side.commit[:8]}) "
+                             f"{case.case_id}"):
+                rec = run_in_worker(case, pool, lambda dtype: None, lambda label: None)
             _record_sample(rec, case, side, name, r, first, by_id, scores, note)
     finally:
         pool.close()
@@ -289,11 +292,12 @@ def _interleaved(group: list[CaseSpec], sides: dict[str, Revision], order: list[
     pools = {name: WorkerPool(engine_root=str(sides[name].root)) for name in order}
     try:
         for case in group:
-            if case.http is not None:
-                recs = {name: run_in_worker(case, pools[name], lambda dtype: None,
-                                            lambda label: None) for name in order}
-            else:
-                recs = lockstep(case, pools, order)
+            with still(note, f"round {r[0] + 1}/{r[1]} {case.case_id}"):
+                if case.http is not None:
+                    recs = {name: run_in_worker(case, pools[name], lambda dtype: None,
+                                                lambda label: None) for name in order}
+                else:
+                    recs = lockstep(case, pools, order)
             for position, name in enumerate(order):
                 _record_sample(recs[name], case, sides[name], name, r, position == 0, by_id,
                                scores, note)

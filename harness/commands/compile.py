@@ -78,7 +78,7 @@ def compile_config(config, cases: list, out: Path, target_flag: str | None,
         row,
     )
     from ..records import Checkpoints, locked
-    from ..run.progress import CaseCounter
+    from ..run.heartbeat import CaseCounter
     from ..util import now
 
     target = resolve_target(target_flag, config)

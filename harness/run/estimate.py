@@ -89,7 +89,7 @@ def total(estimates: list[CaseEstimate]) -> float | None:
 
 def duration(seconds: float | None) -> str:
     """`≥ H:MM:SS` (`< 0:00:01` under a second), `unknown` for None."""
-    from .progress import clock
+    from .heartbeat import clock
 
     if seconds is None:
         return "unknown"

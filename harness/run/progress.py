@@ -17,9 +17,8 @@
 - `auto` (the default): `bar` when stderr is a terminal, else `lines`;
 - `none`: nothing.
 
-An interrupted run's bar ends `interrupted`, with no ETA. `CaseCounter` is the same for
-commands whose cases are one long call each (`mibench compile`): a line as each starts,
-with the count, the elapsed time and an ETA from the cases so far, and the heartbeat.
+An interrupted run's bar ends `interrupted`, with no ETA. The heartbeat thread, and the
+same kind of lines for `compile` and `ab`: harness/run/heartbeat.py.
 
 Both ETAs come from `Eta`, which weighs the calls still to come by their measured cost:
 a case's first call (worker start, model load, compile) at the mean first call so far, every
@@ -34,12 +33,13 @@ import sys
 import threading
 import time
 
+from .heartbeat import HEARTBEAT_S, Heartbeat, clock
+
 STYLES = ("auto", "bar", "lines", "none")
 FIRST_CALL = "compile"  # the tick label of a worker's first call (harness/run/measure.py)
 BAR_WIDTH = (12, 24)  # at 80 columns, from 120 columns
 # case i/n (up to 7), elapsed (7), `ETA 0:00:00` (11) and the gaps between the 5 columns
 FIXED_COLUMNS = 29
-HEARTBEAT_S = 30.0  # `lines`: the least time between a running case's lines
 STEP = "slo "  # a capacity search's step (harness/servers/slo.py): each one gets its line
 
 
@@ -129,31 +129,6 @@ def phase_after(label: str, runs: tuple[int, int] | None) -> str:
             return f"run 1/{timed}"
         return "finishing the case"
     return f"after {label}"
-
-
-class Heartbeat:
-    """Calls `beat` every `every` seconds on a daemon thread until `stop`."""
-
-    def __init__(self, beat, every: float):
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, args=(beat, every), daemon=True,
-                                        name="mibench-heartbeat")
-        self._thread.start()
-
-    def _loop(self, beat, every: float) -> None:
-        while not self._stop.wait(every):
-            beat()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-
-def clock(seconds: float | None) -> str:
-    """H:MM:SS ("?" when unknown)."""
-    if seconds is None:
-        return "?"
-    s = int(round(max(seconds, 0.0)))
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 def figure(record) -> str:
@@ -314,46 +289,6 @@ class LineProgress(NullProgress):
         self._print(f"{label} elapsed {clock(self.eta.elapsed())}")
 
     def close(self, stopped: bool = False) -> None:
-        if self._beat is not None:
-            self._beat.stop()
-
-
-class CaseCounter:
-    """`[i/n] VERB CASE_ID elapsed H:MM:SS ETA H:MM:SS` on stderr as each case starts (the
-    ETA: the mean case so far times the cases left, `?` before one finished), and with
-    `heartbeat` a line after each HEARTBEAT_S of silence while one runs: for commands
-    whose case is one long call (`mibench compile`)."""
-
-    def __init__(self, n: int, verb: str, stream=None, timer=time.monotonic,
-                 heartbeat: bool = True):
-        self.n, self.verb, self._stream, self.clock = n, verb, stream, timer
-        self.t0 = self._said = self._case_t0 = timer()
-        self._case, self._finished = "", 0
-        self._lock = threading.Lock()
-        self._beat = Heartbeat(self.beat, min(5.0, HEARTBEAT_S)) if heartbeat else None
-
-    def _print(self, line: str) -> None:
-        with self._lock:
-            print(line, file=self._stream or sys.stderr, flush=True)
-            self._said = self.clock()
-
-    def start(self, i: int, case_id: str) -> None:
-        now = self.clock()
-        self._finished = i - 1
-        spent = now - self.t0
-        left = spent / self._finished * (self.n - self._finished) if self._finished else None
-        self._case, self._case_t0 = f"[{i}/{self.n}] {case_id}", now
-        self._print(f"[{i}/{self.n}] {self.verb} {case_id} elapsed {clock(spent)} "
-                    f"ETA {clock(left)}")
-
-    def beat(self) -> None:
-        now = self.clock()
-        if self._case and now - self._said >= HEARTBEAT_S:
-            self._print(f"{self._case}: {self.verb}, case {clock(now - self._case_t0)}, "
-                        f"elapsed {clock(now - self.t0)}")
-
-    def close(self) -> None:
-        self._case = ""
         if self._beat is not None:
             self._beat.stop()
 
