@@ -46,6 +46,7 @@ DTYPES = ("float32", "bfloat16")
 _LAZY = {
     "env_info": ("env", "env_info"),
     "skip_absent_tpu": ("platforms", "skip_absent_tpu"),  # libtpu installed, no TPU
+    "accelerators": ("platforms", "accelerators"),  # TPU/GPU chips here, JAX not started
     "package_versions": ("env", "package_versions"),
     "ModelConfig": ("config", "ModelConfig"),
     "model_facts": ("facts", "model_facts"),

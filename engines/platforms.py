@@ -33,21 +33,27 @@ def _hardware_utils():
     return module
 
 
+def accelerators() -> dict[str, int] | None:
+    """This machine's accelerator chips by kind ({"tpu": 4, "gpu": 1}; {}: none), from
+    JAX's PCI probe without starting JAX (milliseconds); None when it cannot tell."""
+    try:
+        hw = _hardware_utils()
+        if hw is None:
+            return None
+        found = {"tpu": hw.num_available_tpu_chips_and_device_id()[0],
+                 "gpu": int(hw.has_visible_nvidia_gpu())
+                 + max(hw.num_available_amd_gpus(stop_at=1), 0)}
+    except Exception:  # noqa: BLE001 - another jax's probe: then leave JAX to decide
+        return None
+    return {k: n for k, n in found.items() if n}
+
+
 def absent_tpu() -> bool:
     """Whether libtpu is installed but this machine has no TPU chip and no GPU, so JAX's
     TPU backend can only fail, noisily."""
     if importlib.util.find_spec("libtpu") is None:
         return False
-    try:
-        hw = _hardware_utils()
-        if hw is None:
-            return False
-        accelerators = (hw.num_available_tpu_chips_and_device_id()[0]
-                        + hw.has_visible_nvidia_gpu()
-                        + max(hw.num_available_amd_gpus(stop_at=1), 0))
-    except Exception:  # noqa: BLE001 - another jax's probe: then leave JAX to decide
-        return False
-    return accelerators == 0
+    return accelerators() == {}
 
 
 def skip_absent_tpu() -> bool:

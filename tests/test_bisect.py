@@ -21,6 +21,7 @@ from mibench.harness.ab import bisect as bisect_module
 from mibench.harness.ab.bisect import bisect
 from mibench.harness.ab.rounds import case_verdict
 from mibench.harness.ab.scratch import commit, git
+from mibench.harness.ab.search import WORDS
 from mibench.harness.cli import app
 from mibench.harness.config import load_config
 from mibench.harness.records.ab import ABCase
@@ -74,7 +75,7 @@ def history(tmp_path, monkeypatch):
     def search(behaviour, **kw):
         state["behaviour"] = behaviour
         return bisect(config, repo, shas[0], shas[-1], tmp_path / "cache",
-                      case_glob=["jax/*"], note=lambda line: None, **kw)
+                      case_glob=["jax/*"], **{"note": lambda line: None, **kw})
 
     return types.SimpleNamespace(shas=shas, asked=asked, search=search, repo=repo,
                                  config=write_config(tmp_path, CONFIG))
@@ -95,6 +96,25 @@ def test_a_clear_history_names_the_first_slow_commit(history):
     assert found["verdict"] == "found" and found["first_bad"] == history.shas[4]
     assert "ab: regression: +" in found["evidence"]["jax/single/tp=1"]
     assert all(rounds == 5 for _, rounds in history.asked)  # nothing re-measured
+
+
+def test_each_step_says_which_of_at_most_how_many_and_what_it_concluded(history):
+    """A user watching a bisect sees each step's commit, its number of the most the
+    binary search can take, and its word, as it goes."""
+    lines: list[str] = []
+    found = history.search([SAME] * 4 + [SLOW] * 3, rounds=5, note=lines.append)
+    assert found["first_bad"] == history.shas[4]
+    (plan,) = [line for line in lines if line.startswith("bisect: ")]
+    assert plan == ("bisect: 6 commit(s) to search: at most 3 more A/B step(s) to the first "
+                    "that made the change")
+    steps = [line for line in lines if line.startswith("step ")]
+    assert steps[0].startswith("step 1: ")  # BAD against GOOD: before the range is known
+    most = 1 + 3
+    for k, line in enumerate(steps[1:], 2):
+        assert line.startswith(f"step {k} of at most {most}: "), line
+        assert line.split(": ", 1)[1][:12] in {s[:12] for s in history.shas}
+        assert line.split("': ")[1].split(" (")[0] in WORDS.values(), line
+    assert len(steps) <= most
 
 
 def test_a_wide_interval_names_no_commit(history):
@@ -139,7 +159,7 @@ def test_the_command_exits_2_naming_what_would_decide(history, monkeypatch):
     assert line.startswith(f"error: {history.shas[3][:12]}: 'commit 3' stayed inconclusive")
     assert "no first bad commit is named" in line and "--max-rounds 24" in line
     assert "first bad commit:" not in out.stdout
-    assert "step 2:" in out.stderr  # each step is printed
+    assert "step 2 of at most 4:" in out.stderr  # each step is printed, of how many
 
 
 def test_max_rounds_is_checked_before_anything_runs():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -131,6 +132,13 @@ def test_several_configs_and_case_globs(tmp_path):
     ids = sorted(c["case_id"] for p in (tmp_path / "out").glob("*.json")
                  for c in json.loads(p.read_text())["cases"])
     assert ids == ["torch/single/tp=1", "torch/single/tp=1/items=3"]
+    # each config's cases counted on stderr as they start (stdout: the tables)
+    starts = [line for line in out.stderr.splitlines() if " compiling " in line]
+    assert [line.split(" elapsed ")[0] for line in starts] == [
+        "[1/1] compiling torch/single/tp=1", "[1/1] compiling torch/single/tp=1/items=3"]
+    assert all(re.search(r" elapsed \d:\d\d:\d\d ETA \?$", line) for line in starts)
+    assert "compiling" not in out.stdout.replace("compiling one", "").replace(
+        "compiling two", "")
     bad = mibench("compile", one, two, "--case", "jax/*", "--out", tmp_path / "bad")
     assert bad.returncode == 2 and "error: --case: 'jax/*' matches no case" in bad.stderr
     assert not (tmp_path / "bad").exists() or not list((tmp_path / "bad").glob("*.json"))

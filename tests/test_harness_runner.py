@@ -85,6 +85,39 @@ def test_engine_load_failure_fails_its_cases_only(tmp_path):
     assert "no torch here" in record.cases[3].error.message
 
 
+@pytest.mark.parametrize("at, holds", [("packed", "holds 1 of 3 case(s) (1 ok), kept"),
+                                       ("single", "no case finished")])
+def test_an_interrupted_run_names_its_artifact_and_what_it_holds(tmp_path, monkeypatch, at,
+                                                                  holds):
+    """`mibench run` stopped by Ctrl-C: exit 130, one line naming the artifact file, what
+    it holds and the command that resumes it; no `finished` or `ETA 0:00:00` after it."""
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from mibench.harness.cli import app
+    from mibench.harness.run import plan as plan_module
+
+    monkeypatch.chdir(tmp_path)
+    make = plan_module.make_plan
+    factory = fake_factory(fail={at: KeyboardInterrupt()})
+    monkeypatch.setattr(plan_module, "make_plan", lambda *a, **kw: make(
+        *a, **kw, engine_factory=factory, peak=fixed_peak()))
+    config = write_config(tmp_path, CONFIG)
+    result = CliRunner().invoke(app, ["run", str(config), "--out", "out", "--progress",
+                                      "lines"])
+    assert result.exit_code == 130, result.output
+    (path,) = (tmp_path / "out").glob("*.json")
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("interrupted")]
+    assert f"out/{path.name}" in line and holds in line, line
+    again = line.split("resume with: ")[1].split(", or delete it)")[0]
+    assert shlex.split(again) == ["mibench", "run", str(config), "--resume",
+                                  f"out/{path.name}"]
+    after = result.stderr.split(line)[1]
+    assert "ETA" not in after and "finished" not in after
+    assert len(read_artifact(path).cases) == (at == "packed")
+
+
 def test_interrupted_run_keeps_finished_cases_and_resumes(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # outside any git checkout: no commit to mix
     with pytest.raises(KeyboardInterrupt):

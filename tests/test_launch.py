@@ -223,7 +223,11 @@ def test_no_server_outlives_a_killed_or_interrupted_mibench(tmp_path, how):
         kill_leftovers(proc, marker)
     if how != "SIGKILL":
         assert proc.returncode == 130
-        assert "continue with --resume" in proc.stderr.read().decode()
+        err = proc.stderr.read().decode()
+        (artifact,) = (tmp_path / "out").glob("*.json")  # named, with what it holds
+        assert (f"interrupted: no case finished; {artifact} holds none" in err
+                or f"interrupted: {artifact} holds 1 of 1 case(s)" in err), err
+        assert f"resume with: mibench run {path} --resume {artifact}" in err
 
 
 def answered(port: int) -> int:

@@ -167,26 +167,90 @@ def test_a_calibration_on_a_busy_machine_is_not_cached_nor_used(tmp_path, monkey
     assert (tmp_path / "cache" / "peak.json").exists() and "(cached" in table.source
 
 
-def test_lines_say_what_a_long_case_does_at_most_once_a_minute():
-    """`lines`: a case's ticks are silent for a minute after its start or the last line,
-    then one says what it just did (a capacity search's step); the case's line ends it."""
+def test_lines_say_what_a_long_case_does_at_most_once_a_heartbeat():
+    """`lines`: a case's calls are silent for HEARTBEAT_S after its start or the last
+    line, then one says what it just did; each capacity step gets its line; the case's
+    line ends it."""
     import io
 
     from mibench.harness.run.progress import HEARTBEAT_S, LineProgress
 
     t, out = [0.0], io.StringIO()
     p = LineProgress(10, stream=out, timer=lambda: t[0])
-    p.start_case(1, 1, "http/single/slo=p99:5000ms/tp=1", 10)
+    p.start_case(1, 1, "jax/single/tp=1", 10, runs=(1, 8))
     said = []
-    for dt, label in [(10, "warmup"), (HEARTBEAT_S, "slo 1/s missed"), (30, "slo 0.5/s met"),
-                      (HEARTBEAT_S - 30 + 1, "slo 0.707/s met"), (5, "slo repeat 1/3")]:
+    for dt, label in [(10, "compile"), (HEARTBEAT_S, "warmup 1/1"), (HEARTBEAT_S - 1, "run 1/8"),
+                      (2, "run 2/8"), (1, "run 3/8")]:
         t[0] += dt
         p.tick(label)
         said.append(out.getvalue().count("\n"))
     assert said == [0, 1, 1, 2, 2], out.getvalue()
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith("[1/1] http/single/slo=p99:5000ms/tp=1: slo 1/s missed elapsed")
-    assert "slo 0.707/s met" in lines[1]
+    assert lines[0].startswith("[1/1] jax/single/tp=1: warmup 1/1 elapsed 0:00:40")
+    assert lines[1].startswith("[1/1] jax/single/tp=1: run 2/8 elapsed")
+    p.start_case(1, 1, "http/single/slo=p99:5000ms/tp=1", 10)
+    for label in ["warmup", "slo 1/s missed", "slo 0.5/s met", "slo repeat 1/3 at 0.5/s"]:
+        t[0] += 1
+        p.tick(label)
+    steps = out.getvalue().splitlines()[2:]
+    assert [line.split(": ", 1)[1].split(" elapsed")[0] for line in steps] == [
+        "slo 1/s missed", "slo 0.5/s met", "slo repeat 1/3 at 0.5/s"], steps
+
+
+def test_a_heartbeat_names_the_case_its_phase_and_the_time_while_one_call_runs():
+    """One call that runs for minutes (a long timed run, a parity check): the heartbeat
+    says which case, which call it is in and for how long, at most once a HEARTBEAT_S."""
+    import io
+
+    from mibench.harness.run.progress import HEARTBEAT_S, LineProgress, phase_after
+
+    t, out = [0.0], io.StringIO()
+    p = LineProgress(14, stream=out, timer=lambda: t[0])
+    t[0] = HEARTBEAT_S
+    p.beat()  # before the first case: workers start
+    assert out.getvalue() == "starting: probing the devices, loading the engine, elapsed 0:00:30\n"
+    p.start_case(2, 3, "jax/packed/mask=dense/tp=1", 7, runs=(1, 5))
+    t[0] += 5
+    p.beat()
+    assert out.getvalue().count("\n") == 1  # not yet
+    t[0] += HEARTBEAT_S
+    p.beat()
+    assert out.getvalue().splitlines()[-1] == (
+        "[2/3] jax/packed/mask=dense/tp=1: loading, compiling (the first call), case 0:00:35, "
+        "elapsed 0:01:05")
+    for label in ["compile", "warmup 1/1", "run 1/5"]:
+        p.tick(label)
+    t[0] += HEARTBEAT_S
+    p.beat()
+    assert out.getvalue().splitlines()[-1].startswith(
+        "[2/3] jax/packed/mask=dense/tp=1: run 2/5, case 0:01:05")
+    p.note("parity embedded:tiny float32 tp=1")
+    t[0] += HEARTBEAT_S
+    p.beat()
+    assert out.getvalue().splitlines()[-1].startswith("[2/3] jax/packed/mask=dense/tp=1: parity")
+    assert phase_after("compile", (0, 3)) == "run 1/3"
+    assert phase_after("warmup 2/2", (2, 3)) == "run 1/3"
+    assert phase_after("run 3/3", (2, 3)) == "finishing the case"
+    assert phase_after("load", None) == "after load"
+
+
+def test_a_compile_counter_says_which_case_of_how_many_and_an_eta():
+    import io
+
+    from mibench.harness.run.heartbeat import HEARTBEAT_S, CaseCounter
+
+    t, out = [0.0], io.StringIO()
+    c = CaseCounter(4, "compiling", stream=out, timer=lambda: t[0], heartbeat=False)
+    c.start(1, "jax/single/tp=1")
+    t[0] += 20
+    c.start(2, "jax/packed/mask=dense/tp=1")
+    t[0] += HEARTBEAT_S
+    c.beat()
+    c.close()
+    assert out.getvalue().splitlines() == [
+        "[1/4] compiling jax/single/tp=1 elapsed 0:00:00 ETA ?",
+        "[2/4] compiling jax/packed/mask=dense/tp=1 elapsed 0:00:20 ETA 0:01:00",
+        "[2/4] jax/packed/mask=dense/tp=1: compiling, case 0:00:30, elapsed 0:00:50"]
 
 
 # --- the bar and its ETA ----------------------------------------------------------------
@@ -266,3 +330,68 @@ def test_bar_survives_80_columns_and_finished_cases_stay(width):
     assert "━" in bar and "2/2" in bar and "run 2/5" in bar and "ETA 0:00:" in bar
     assert "…" in bar and bar.startswith("jax/prefill")  # the id cut, not the bar
     assert printed and printed[0].startswith(f"✓ [1/2] {case_id} ok 123.4 items/s")
+
+
+def test_each_ab_round_says_which_of_how_many(tmp_path):
+    """`ab`'s line per side and case of a round: `round 2/5 base (COMMIT) CASE: N ms`."""
+    import types
+
+    from mibench.harness.ab.rounds import _record_sample
+    from mibench.harness.config.matrix import expand
+
+    record = go(tmp_path, progress="none", case="jax/single/*")
+    (rec,) = record.cases
+    (case,) = [c for c in expand(load_config(write_config(tmp_path, CONFIG), []))
+               if c.case_id == rec.case_id]
+    lines, side = [], types.SimpleNamespace(commit="0123456789abcdef")
+    by_id = {case.case_id: types.SimpleNamespace(base=[])}
+    _record_sample(rec, case, side, "base", (1, 5), False, by_id, {case.case_id: {}},
+                   lines.append)
+    (line,) = lines
+    assert re.fullmatch(r"round 2/5 base \(01234567\) jax/single/tp=1: [\d.]+ ms", line), line
+
+
+def test_an_interrupted_bar_ends_interrupted_with_no_eta():
+    """The user's report: Ctrl-C, then `finished ... ETA 0:00:00`. Now the bar's last
+    frame says `interrupted`, and no ETA."""
+    import io
+
+    from rich.console import Console
+
+    from mibench.harness.run.progress import RichProgress
+
+    t, out = [0.0], io.StringIO()
+    console = Console(file=out, width=100, force_terminal=True, color_system=None)
+    bar = RichProgress(14, timer=lambda: t[0], console=console)
+    bar.start_case(1, 2, "jax/single/tp=1", 7)
+    for label in ["compile", "warmup 1/1", "slo 2/s met"]:
+        t[0] += 1.0
+        bar.tick(label)
+    assert "  [1/2] jax/single/tp=1: slo 2/s met\n" in out.getvalue()  # a step stays
+    bar.close(stopped=True)
+    last = out.getvalue().rsplit("\r", 1)[-1]
+    assert "interrupted" in last and "ETA" not in last and "finished" not in last, last
+
+
+def test_a_long_step_says_it_still_runs():
+    """`still` around an `ab` round's case: a line each period while it runs, none after."""
+    import threading
+
+    from mibench.harness.run.heartbeat import still
+
+    said, t, ticked = [], [0.0], threading.Event()
+
+    def say(line):
+        said.append(line)
+        ticked.set()
+
+    def clock():
+        t[0] += 45.0  # each read: 45 s later
+        return t[0]
+
+    with still(say, "round 2/5 base (01234567) jax/single/tp=1", timer=clock, every=0.01):
+        assert ticked.wait(10)
+    n = len(said)
+    assert said[0] == "round 2/5 base (01234567) jax/single/tp=1: still running, 0:00:45"
+    threading.Event().wait(0.05)
+    assert len(said) == n  # stopped with the block

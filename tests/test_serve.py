@@ -4,6 +4,7 @@ bad requests are 400 naming the field, bad flags are one line and exit 2."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import urllib.error
 import urllib.request
@@ -335,12 +336,6 @@ def test_requests_are_scored_one_at_a_time_in_arrival_order():
 
 # --- a real `mibench serve` process on 127.0.0.1 ---
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def process():
     """`mibench serve` (embedded:tiny, packed, delimited) as a process on a free port of
@@ -350,16 +345,16 @@ def process():
     import sys
     import time
 
-    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "mibench.harness.cli", "serve", "--model",
                              "embedded:tiny", "--mode", "packed", "--delimiter", str(DELIM),
-                             "--port", str(port)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    url = f"http://127.0.0.1:{port}"
+                             "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    url = proc.stdout.readline().decode().strip()  # ready: its address, alone, on stdout
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url), (url, proc.stderr.read().decode())
     deadline = time.monotonic() + 120
     while HttpClient(url, 5).request("GET", "/health").status != 200:
-        assert proc.poll() is None, proc.stdout.read().decode()
-        assert time.monotonic() < deadline, "mibench serve did not start in 120 s"
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, "mibench serve did not answer in 120 s"
         time.sleep(0.2)
     proc.url = url
     yield proc
@@ -367,6 +362,7 @@ def process():
         proc.kill()
     proc.wait(30)
     proc.stdout.close()
+    proc.stderr.close()
 
 
 @pytest.mark.slow
@@ -467,4 +463,5 @@ def test_process_sigint_drains_the_request_in_flight(process, make_request):
     assert [a.status for a in answers] == [200, 200], [a.text(200) for a in answers]
     assert min(done_at) > signalled  # answered after the signal: drained, not dropped
     assert process.wait(60) == 0
-    assert "stopped" in process.stdout.read().decode()
+    assert "stopped" in process.stderr.read().decode()
+    assert process.stdout.read() == b""  # the address was stdout's only line

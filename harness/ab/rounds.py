@@ -40,6 +40,7 @@ from ..records.ab import (
     Timing,
 )
 from ..records.compile import LibTpu
+from ..run.heartbeat import still
 from ..run.runner import run_in_worker
 from ..run.worker import WorkerPool, probe_env
 from ..stats.paired import paired_test, round_log_ratio
@@ -173,12 +174,14 @@ def _measure(record: ABRecord, cases: list[CaseSpec], sides: dict[str, Revision]
                                    params=dict(c.params), model=c.model, dtype=c.dtype,
                                    tp=c.tp, workload=c.workload.as_dict()) for c in group}
         scores: dict[str, dict] = {c.case_id: {} for c in group}
+        rounds = len(record.order)
         for r, order in enumerate(record.order):
             if interleave:
-                _interleaved(group, sides, order, r, by_id, scores, note)
+                _interleaved(group, sides, order, (r, rounds), by_id, scores, note)
                 continue
             for position, name in enumerate(order):
-                _round(group, sides[name], name, r, position == 0, by_id, scores, note)
+                _round(group, sides[name], name, (r, rounds), position == 0, by_id, scores,
+                       note)
         for c in group:
             judge(by_id[c.case_id], scores[c.case_id], alpha, min_effect, interleave)
             with_cost(by_id[c.case_id], costs.get(c.case_id))
@@ -252,43 +255,52 @@ def with_cost(case: ABCase, cost: CostCheck | None) -> None:
     case.verdict = REGRESSION
 
 
-def _record_sample(rec: CaseRecord, case: CaseSpec, side: Revision, name: str, r: int, first: bool,
-          by_id: dict, scores: dict, note: Callable[[str], None]) -> None:
+def _record_sample(rec: CaseRecord, case: CaseSpec, side: Revision, name: str,
+                   at: tuple[int, int], first: bool, by_id: dict, scores: dict,
+                   note: Callable[[str], None]) -> None:
+    """`at`: (this round from 0, the rounds in all)."""
+    r, rounds = at
     sample = _sample(rec, r, first)
     getattr(by_id[case.case_id], name).append(sample)
     if scores[case.case_id].get(name) is None:  # the first round that scored
         scores[case.case_id][name] = rec.scores
     took = f"{sample.median_s * 1e3:.1f} ms" if sample.median_s else sample.error
-    note(f"round {r + 1} {name} ({side.commit[:8]}) {case.case_id}: {took}")
+    note(f"round {r + 1}/{rounds} {name} ({side.commit[:8]}) {case.case_id}: {took}")
 
 
-def _round(group: list[CaseSpec], side: Revision, name: str, r: int, first: bool,
+def _round(group: list[CaseSpec], side: Revision, name: str, r: tuple[int, int], first: bool,
            by_id: dict, scores: dict, note: Callable[[str], None]) -> None:
-    """One side of one round: a fresh worker from the side's worktree runs the group."""
+    """One side of one round (`r`: this one from 0, the rounds in all): a fresh worker
+    from the side's worktree runs the group."""
     pool = WorkerPool(engine_root=str(side.root))
     try:
         for case in group:
-            rec = run_in_worker(case, pool, lambda dtype: None, lambda label: None)
+            with still(note, f"round {r[0] + 1}/{r[1]} {name} ({side.commit[:8]}) "
+                             f"{case.case_id}"):
+                rec = run_in_worker(case, pool, lambda dtype: None, lambda label: None)
             _record_sample(rec, case, side, name, r, first, by_id, scores, note)
     finally:
         pool.close()
 
 
-def _interleaved(group: list[CaseSpec], sides: dict[str, Revision], order: list[str], r: int,
-                 by_id: dict, scores: dict, note: Callable[[str], None]) -> None:
-    """One round with both sides' fresh workers alive, their calls alternating
-    (interleave.lockstep); an http case (a server's load) runs its sides in turn."""
+def _interleaved(group: list[CaseSpec], sides: dict[str, Revision], order: list[str],
+                 r: tuple[int, int], by_id: dict, scores: dict,
+                 note: Callable[[str], None]) -> None:
+    """One round (`r`: this one from 0, the rounds in all) with both sides' fresh workers
+    alive, their calls alternating (interleave.lockstep); an http case (a server's load)
+    runs its sides in turn."""
     pools = {name: WorkerPool(engine_root=str(sides[name].root)) for name in order}
     try:
         for case in group:
-            if case.http is not None:
-                recs = {name: run_in_worker(case, pools[name], lambda dtype: None,
-                                            lambda label: None) for name in order}
-            else:
-                recs = lockstep(case, pools, order)
+            with still(note, f"round {r[0] + 1}/{r[1]} {case.case_id}"):
+                if case.http is not None:
+                    recs = {name: run_in_worker(case, pools[name], lambda dtype: None,
+                                                lambda label: None) for name in order}
+                else:
+                    recs = lockstep(case, pools, order)
             for position, name in enumerate(order):
-                _record_sample(recs[name], case, sides[name], name, r, position == 0, by_id, scores,
-                      note)
+                _record_sample(recs[name], case, sides[name], name, r, position == 0, by_id,
+                               scores, note)
     finally:
         for pool in pools.values():
             pool.close()

@@ -72,6 +72,7 @@ class Searcher:
     lines: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
     steps: list[dict] = dataclasses.field(default_factory=list)
     stopped: str | None = None
+    planned: int | None = None  # the steps the search takes at most, once the range is known
 
     @property
     def margin(self) -> float:
@@ -154,8 +155,10 @@ class Searcher:
         self.steps.append(step)
         how = f"same measured code as {same_as[:12]}" if same_as else \
             f"{step['rounds']} rounds"
-        self.note(f"step {len(self.steps)}: {commit[:12]} {step['subject']!r}: {verdict} "
-                  f"({how})")
+        most = f" of at most {self.planned}" if self.planned and \
+            self.planned >= len(self.steps) else ""
+        self.note(f"step {len(self.steps)}{most}: {commit[:12]} {step['subject']!r}: "
+                  f"{verdict} ({how})")
         for case_id, line in step["evidence"].items():
             self.note(f"    {case_id}: {line}")
         return step
@@ -297,6 +300,7 @@ def search(s: Searcher, cases: list[str], bad_rounds: Rounds | None = None) -> d
     s.top = regressed
     found, low, start = [], GOOD_KEY, 0
     while start < len(cands):
+        s.planned = plan_steps(s, len(cands) - start)
         commit = s.first_above(cands, start, len(cands) - 1, low)
         if commit is None:
             return _undecided(s, result)
@@ -314,6 +318,16 @@ def search(s: Searcher, cases: list[str], bad_rounds: Rounds | None = None) -> d
                   evidence={c: how for c in regressed} if only else
                   s.evidence_of(first["commit"], regressed))
     return result
+
+
+def plan_steps(s: Searcher, commits: int) -> int:
+    """The steps taken so far plus the binary search's over `commits` (its last known
+    above): ceil(log2(commits)), said once; a change in several parts searches again."""
+    more = math.ceil(math.log2(commits)) if commits > 1 else 0
+    if more:
+        s.note(f"bisect: {commits} commit(s) to search: at most {more} more A/B step(s) to "
+               "the first that made the change")
+    return len(s.steps) + more
 
 
 def _undecided(s: Searcher, result: dict) -> dict:

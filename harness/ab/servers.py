@@ -275,7 +275,7 @@ def _measure(case: CaseSpec, pools: dict[str, ServerPool], order: list[list[str]
                     tables = [got for got, _ in results[name]]
                     scores[name] = tables if all(t is not None for t in tables) else None
                 took = f"{sample.median_s * 1e3:.1f} ms" if sample.median_s else sample.error
-                note(f"round {r + 1} {name} {case.case_id}: {took}")
+                note(f"round {r + 1}/{len(order)} {name} {case.case_id}: {took}")
     finally:
         for side in sides.values():
             if side is not None:

@@ -2,8 +2,10 @@
 compiled for a TPU slice by the real TPU compiler (libtpu), without a TPU and without
 weights (harness/compile/runner.py), one artifact per config; exit 0 every case ok or skipped,
 3 a case failed, 2 bad input, 4 the artifact could not be written mid-run (the message
-names it and what it holds). Fast by default: `--unrolled` also compiles every program
-with its scans unrolled for the FLOPs ratio, which takes many times as long."""
+names it and what it holds). Each case's start is a line on stderr (`[i/N] compiling CASE
+elapsed ... ETA ...`), and a long one says it still compiles every 30 s. Fast by default:
+`--unrolled` also compiles every program with its scans unrolled for the FLOPs ratio,
+which takes many times as long."""
 
 from __future__ import annotations
 
@@ -84,6 +86,7 @@ def compile_config(config, cases: list, out: Path, target_flag: str | None,
         row,
     )
     from ..records import Checkpoints, locked
+    from ..run.heartbeat import CaseCounter
     from ..util import now
 
     target = resolve_target(target_flag, config)
@@ -103,10 +106,15 @@ def compile_config(config, cases: list, out: Path, target_flag: str | None,
         saves.save(record, len(record.cases))
         print(row(rec), flush=True)
 
-    with locked(path):
-        saves.save(record, 0)
-        compile_cases(cases, target, lib, on_case=done, unrolled=unrolled)
-        record.finished_at = now()
-        saves.save(record, len(record.cases))
+    counter = CaseCounter(len(cases), "compiling")  # stderr: the table is stdout's
+    try:
+        with locked(path):
+            saves.save(record, 0)
+            compile_cases(cases, target, lib, on_case=done, unrolled=unrolled,
+                          on_start=lambda i, case: counter.start(i, case.case_id))
+            record.finished_at = now()
+            saves.save(record, len(record.cases))
+    finally:
+        counter.close()
     print(f"artifact: {path}")
     return 3 if any(c.status == "failed" for c in record.cases) else 0

@@ -5,6 +5,7 @@ mid-run (the artifact could not be written: the message names it, what it holds 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -73,7 +74,7 @@ def run_config(config_path: Path, options) -> int:
     from ..report.console import render_summary, untested_line
     from ..run.plan import make_plan
     from ..run.progress import announce
-    from ..run.runner import artifact_path, exit_code, run
+    from ..run.runner import RunInterrupted, artifact_path, exit_code, run
 
     config = load_config(config_path, options.sets)
     plan = make_plan(config, options, config_path)  # a bad --progress or --case: exit 2 now
@@ -92,16 +93,16 @@ def run_config(config_path: Path, options) -> int:
     folder = Path(resume).parent if resume else Path(options.out)
     if writer and (resume is None or Path(resume).is_file()):  # else: "no such artifact"
         writable_folder(folder, "--resume" if resume else "--out")
-    plan = plan.in_processes(writer=writer, workers=not multi_process)
+    plan = dataclasses.replace(plan.in_processes(writer=writer, workers=not multi_process),
+                               before_cases=lambda todo: print_estimate(
+                                   config, todo, config_path, options.progress))
     if writer:
         announce(options.progress, f"{config.name}: {len(plan.cases)} case(s); probing the "
                  "devices, then each engine group's worker loads its model and compiles")
     try:  # a multi-process run's processes score in-process: the mesh spans them
         record = run(plan)
-    except KeyboardInterrupt:
-        print("interrupted: the finished cases (and what the interrupted one measured, as "
-              f"failed) are in the artifact under {resume or options.out}; continue with "
-              "--resume ARTIFACT", file=sys.stderr)
+    except RunInterrupted as e:  # what the artifact holds, and how to resume it
+        print(e, file=sys.stderr, flush=True)
         raise
     except OSError as e:  # the folder went away or became unwritable mid-run (a server's
         if not _under(e.filename, folder):  # log beside the artifact; the artifact itself
@@ -116,6 +117,22 @@ def run_config(config_path: Path, options) -> int:
         if note:
             print(note)
     return exit_code(record)
+
+
+def print_estimate(config, cases: list, config_path: Path, progress: str) -> None:
+    """Before the first case (every input checked, a resume's artifact too), on stderr: the
+    warning when the config is made for another machine (always), then each case still to
+    run with its time here at the least, and the total (unless --progress none);
+    harness/run/estimate.py."""
+    from ..run.estimate import cell, of_config
+    from ..run.progress import style
+
+    found, summary, warning = of_config(config, cases, str(config_path))
+    lines = [warning] if warning else []
+    if style(progress) != "none":
+        lines += [f"time here {cell(e):>11}  {e.case_id}" for e in found] + [summary]
+    for line in lines:
+        print(line, file=sys.stderr, flush=True)
 
 
 def _under(name, folder: Path) -> bool:

@@ -35,12 +35,18 @@ def validate(configs: Annotated[list[Path], typer.Argument(help="Configs to chec
 
 
 def validate_config(config_path: Path, sets: list[str]) -> str:
-    """The case list of a valid config (a MibenchError names what is wrong)."""
+    """The case list of a valid config with each case's time on this machine at the least
+    (harness/run/estimate.py), and the warning when it is made for another machine (a
+    MibenchError names what is wrong)."""
     from ..config import load_config
     from ..config.idle import notes
     from ..config.matrix import expand
     from ..report.console import render_cases
+    from ..run.estimate import cell, of_config
 
     config = load_config(config_path, sets)
     cases = expand(config)
-    return "\n".join([render_cases(config, cases), *notes(config, cases)])
+    found, summary, warning = of_config(config, cases, str(config_path))
+    return "\n".join([*([warning] if warning else []),
+                      render_cases(config, cases, [cell(e) for e in found]), summary,
+                      *notes(config, cases)])

@@ -109,15 +109,19 @@ def new_record(config, target: CompileTarget, lib, argv: list[str]) -> CompileRe
 
 def compile_cases(cases: list[CaseSpec], target: CompileTarget, lib, *, engine_root: str = "",
                   on_case: Callable[[CompileCase], None] = lambda rec: None,
-                  unrolled: bool = False) -> list[CompileCase]:
+                  unrolled: bool = False,
+                  on_start: Callable[[int, CaseSpec], None] = lambda i, case: None
+                  ) -> list[CompileCase]:
     """Compile every case, one worker per engine group (a fresh one after a death), with
     the engines of `engine_root` (another revision's checkout, for `mibench ab`) or this
-    checkout's; torch cases are `skipped`. Calls `on_case` as each case finishes.
+    checkout's; torch cases are `skipped`. Calls `on_start` (its number from 1, the case)
+    as each case starts and `on_case` as it finishes.
     `unrolled`: also the FLOPs of every program with its scans unrolled (slow)."""
     done: list[CompileCase] = []
     worker, key = None, None
     try:
-        for case in cases:
+        for i, case in enumerate(cases, 1):
+            on_start(i, case)
             if case.engine != "jax":
                 rec = case_base(case, "skipped")
                 rec.error = ErrorInfo(type="NotCompiled", traceback="",

@@ -203,6 +203,21 @@ def cached_cpu_peak(dtype: str, path: Path | None = None,
         return entry["flops"], {**entry, "cached": False, "why": e.strerror or str(e)}
 
 
+def known_cpu_peak(dtype: str, path: Path | None = None) -> tuple[float | None, str]:
+    """(FLOP/s, where it came from) of this machine's CPU in `dtype` from the cache only, or
+    (None, why not): never a calibration, so `validate` stays quick (a run calibrates and
+    caches it, and so does `mibench env`)."""
+    path = path or cache_path()
+    m = machine(dtype)
+    entry = read_cache(path).get(_key(m))
+    if isinstance(entry, dict) and isinstance(entry.get("flops"), int | float) \
+            and entry["flops"] > 0:
+        return float(entry["flops"]), (f"calibrated {entry.get('calibrated_at', '?')}, "
+                                       f"{m['cpu']}, {m['cpus']} cpus")
+    return None, (f"no {dtype} peak of this CPU is cached yet ({path}; `mibench env` or a "
+                  "run on a quiet machine measures it)")
+
+
 def describe(entries: list[dict]) -> str:
     """Where a run's CPU peak came from: `calibrated (cached 2026-11-26, CPU, N cpus, jax
     V)`, a quiet calibration that could not be cached, or `unknown: ...` (busy)."""

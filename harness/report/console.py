@@ -70,15 +70,18 @@ def untested_line(cases) -> str | None:
             f"timing verdict (untested) ({names})")
 
 
-def render_cases(config, cases) -> str:
+def render_cases(config, cases, times: list[str] | None = None) -> str:
+    """The case table; `times`: each case's time here (validate's estimate column)."""
     rows = [[str(i + 1), c.case_id, c.model.removeprefix("embedded:"), c.dtype,
-             _workload(c.workload), f"{c.runs.warmup}+{c.runs.timed}", options(c)]
+             _workload(c.workload), f"{c.runs.warmup}+{c.runs.timed}"]
+            + ([times[i]] if times else []) + [options(c)]
             for i, c in enumerate(cases)]
     checks = ", ".join(config.parity.checks) if config.parity else "none"
     head = f"{config.name}: {len(cases)} cases; parity: {checks}"
     note = untested_line(cases)
-    return head + "\n" + table(["#", "case", "model", "dtype", "workload", "warmup+timed",
-                                "options (mode registry defaults filled in)"], rows) + (
+    return head + "\n" + table(["#", "case", "model", "dtype", "workload", "warmup+timed"]
+                               + (["time here"] if times else [])
+                               + ["options (mode registry defaults filled in)"], rows) + (
         f"\n{note}" if note else "")
 
 

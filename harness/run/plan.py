@@ -74,6 +74,9 @@ class Plan:
     # the workers' `mibench.engines` from this checkout of another revision (the harness
     # stays this one: harness/run/bootstrap.py); None: this checkout's
     engine_root: str | None = None
+    # told the cases still to run once the artifact (a resume's too) is known good, before
+    # the first starts: `mibench run` prints their time here (commands/run.py)
+    before_cases: Callable[[list[CaseSpec]], None] | None = None
 
     @property
     def groups(self) -> dict[GroupKey, list[CaseSpec]]:

@@ -5,14 +5,20 @@
   redrawn in place: the case and what it does now (before its first call: `loading,
   compiling`: a worker starts, loads the engine and compiles; then `warmup 1/1`, `run
   3/5`), the bar, the case's number, elapsed time and the ETA. The case id is cut in its
-  middle to fit the terminal (80 columns and up); the bar keeps its width.
+  middle to fit the terminal (80 columns and up); the bar keeps its width. Each step of a
+  capacity search (`slo 2/s met`) stays on screen as a line too.
 - `lines`: one plain line per finished case (`[i/n] CASE_ID STATUS N items/s elapsed
   H:MM:SS ETA H:MM:SS`) and one per parity group, flushed at once: for CI logs and pipes.
-  A case that runs on says what it just did at most once every HEARTBEAT_S (`[i/n]
-  CASE_ID: slo 0.25/s met elapsed H:MM:SS`), so an hour-long capacity search is not an
-  hour of silence;
+  A case that runs on says what it does at most once every HEARTBEAT_S, from a heartbeat
+  thread even while one call runs for minutes (`[i/n] CASE_ID: run 2/5, case 0:01:30,
+  elapsed H:MM:SS`: the phase is `loading, compiling`, `warmup k/w`, `run k/n`, or the
+  parity check), and each step of a capacity search gets its line (`[i/n] CASE_ID: slo
+  0.25/s met elapsed H:MM:SS`), so an hour-long run is not an hour of silence in a log;
 - `auto` (the default): `bar` when stderr is a terminal, else `lines`;
 - `none`: nothing.
+
+An interrupted run's bar ends `interrupted`, with no ETA. The heartbeat thread, and the
+same kind of lines for `compile` and `ab`: harness/run/heartbeat.py.
 
 Both ETAs come from `Eta`, which weighs the calls still to come by their measured cost:
 a case's first call (worker start, model load, compile) at the mean first call so far, every
@@ -24,14 +30,17 @@ from __future__ import annotations
 
 import statistics
 import sys
+import threading
 import time
+
+from .heartbeat import HEARTBEAT_S, Heartbeat, clock
 
 STYLES = ("auto", "bar", "lines", "none")
 FIRST_CALL = "compile"  # the tick label of a worker's first call (harness/run/measure.py)
 BAR_WIDTH = (12, 24)  # at 80 columns, from 120 columns
 # case i/n (up to 7), elapsed (7), `ETA 0:00:00` (11) and the gaps between the 5 columns
 FIXED_COLUMNS = 29
-HEARTBEAT_S = 60.0  # `lines`: the least time between a running case's lines
+STEP = "slo "  # a capacity search's step (harness/servers/slo.py): each one gets its line
 
 
 class Eta:
@@ -89,9 +98,11 @@ class Eta:
 
 
 class NullProgress:
-    """Reports nothing."""
+    """Reports nothing. `runs`: the case's (warmup, timed) calls, to name the call now
+    running; `stopped`: the run was interrupted (no `finished`, no ETA)."""
 
-    def start_case(self, i: int, n: int, case_id: str, calls: int) -> None: ...
+    def start_case(self, i: int, n: int, case_id: str, calls: int,
+                   runs: tuple[int, int] | None = None) -> None: ...
 
     def tick(self, label: str) -> None: ...
 
@@ -99,15 +110,25 @@ class NullProgress:
 
     def note(self, label: str) -> None: ...
 
-    def close(self) -> None: ...
+    def close(self, stopped: bool = False) -> None: ...
 
 
-def clock(seconds: float | None) -> str:
-    """H:MM:SS ("?" when unknown)."""
-    if seconds is None:
-        return "?"
-    s = int(round(max(seconds, 0.0)))
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+def phase_after(label: str, runs: tuple[int, int] | None) -> str:
+    """The call a case runs after the call `label` (harness/run/measure.py's ticks)
+    finished: `compile` -> `warmup 1/w` (or `run 1/n`), `warmup w/w` -> `run 1/n`, ...;
+    a label of another kind (a server's load, a capacity step): `after LABEL`."""
+    warmup, timed = runs or (0, 0)
+    word, _, count = label.partition(" ")
+    k, _, n = count.partition("/")
+    if runs and label == FIRST_CALL:
+        return f"warmup 1/{warmup}" if warmup else f"run 1/{timed}"
+    if runs and word in ("warmup", "run") and k.isdigit() and n.isdigit():
+        if int(k) < int(n):
+            return f"{word} {int(k) + 1}/{n}"
+        if word == "warmup":
+            return f"run 1/{timed}"
+        return "finishing the case"
+    return f"after {label}"
 
 
 def figure(record) -> str:
@@ -155,7 +176,8 @@ class RichProgress(NullProgress):
             BarColumn(bar_width=bar), TextColumn("{task.fields[cases]}", table_column=Column(
                 width=7, no_wrap=True, justify="right")),
             Live(lambda: clock(self.eta.elapsed())),
-            Live(lambda: "ETA " + clock(self.eta.remaining() if not self._closed else 0)),
+            Live(lambda: "" if self._closed == "interrupted" else
+                 "ETA " + clock(self.eta.remaining() if not self._closed else 0)),
             console=self.console, transient=False)
         self._closed = False
         self._task = self._progress.add_task(
@@ -177,7 +199,8 @@ class RichProgress(NullProgress):
         self._progress.update(self._task, description=self._fit(case_id, what),
                               completed=done, cases=i.strip("[]"))
 
-    def start_case(self, i: int, n: int, case_id: str, calls: int) -> None:
+    def start_case(self, i: int, n: int, case_id: str, calls: int,
+                   runs: tuple[int, int] | None = None) -> None:
         self.eta.start_case(i, n, calls)
         self._case = (f"[{i}/{n}]", case_id, n)
         self._started = self.eta.clock()
@@ -185,6 +208,10 @@ class RichProgress(NullProgress):
 
     def tick(self, label: str) -> None:
         self.eta.tick(label)
+        if label.startswith(STEP):
+            i, case_id, _ = self._case
+            self._progress.console.print(f"  {i} {case_id}: {label}", markup=False,
+                                         highlight=False, soft_wrap=True)
         self._update(label)
 
     def end_case(self, record) -> None:
@@ -201,35 +228,52 @@ class RichProgress(NullProgress):
         self._progress.console.print(f"  {label}", markup=False, highlight=False)
         self._progress.update(self._task, description=self._fit(label, ""))
 
-    def close(self) -> None:
-        self._closed = True
-        self._progress.update(self._task, description=self._fit("finished", ""),
-                              completed=1.0)
+    def close(self, stopped: bool = False) -> None:
+        self._closed = "interrupted" if stopped else "finished"  # interrupted: no ETA
+        self._progress.update(self._task, description=self._fit(
+            "interrupted" if stopped else "finished", ""), completed=None if stopped else 1.0)
         self._progress.stop()
 
 
 class LineProgress(NullProgress):
     """One line per finished case on stderr, with `Eta`'s estimate."""
 
-    def __init__(self, total_calls: int, stream=None, timer=time.monotonic):
+    def __init__(self, total_calls: int, stream=None, timer=time.monotonic,
+                 heartbeat: bool = False):
         self._stream = stream  # None: sys.stderr at print time (so capture sees it)
         self.eta = Eta(total_calls, timer)
         self._case = ""  # "[i/n] case_id"
-        self._said = timer()  # when the last line was printed
+        self._said = self._case_t0 = timer()  # the last line; the case's start
+        self._phase, self._runs = "starting: probing the devices, loading the engine", None
+        self._lock = threading.Lock()
+        self._beat = Heartbeat(self.beat, min(5.0, HEARTBEAT_S)) if heartbeat else None
 
     def _print(self, line: str) -> None:
         stream = self._stream or sys.stderr
-        print(line, file=stream, flush=True)
-        self._said = self.eta.clock()
+        with self._lock:
+            print(line, file=stream, flush=True)
+            self._said = self.eta.clock()
 
-    def start_case(self, i: int, n: int, case_id: str, calls: int) -> None:
+    def beat(self) -> None:
+        """After HEARTBEAT_S without a line: which case, what it runs now, for how long."""
+        now = self.eta.clock()
+        if now - self._said < HEARTBEAT_S:
+            return
+        case = f"{self._case}: " if self._case else ""
+        took = f", case {clock(now - self._case_t0)}" if self._case else ""
+        self._print(f"{case}{self._phase}{took}, elapsed {clock(self.eta.elapsed())}")
+
+    def start_case(self, i: int, n: int, case_id: str, calls: int,
+                   runs: tuple[int, int] | None = None) -> None:
         self.eta.start_case(i, n, calls)
-        self._case = f"[{i}/{n}] {case_id}"
-        self._said = self.eta.clock()
+        self._case, self._runs = f"[{i}/{n}] {case_id}", runs
+        self._phase = "loading, compiling (the first call)"
+        self._said = self._case_t0 = self.eta.clock()
 
     def tick(self, label: str) -> None:
         self.eta.tick(label)
-        if self.eta.clock() - self._said >= HEARTBEAT_S:
+        self._phase = phase_after(label, self._runs)
+        if label.startswith(STEP) or self.eta.clock() - self._said >= HEARTBEAT_S:
             self._print(f"{self._case}: {label} elapsed {clock(self.eta.elapsed())}")
 
     def end_case(self, record) -> None:
@@ -237,9 +281,16 @@ class LineProgress(NullProgress):
         left = 0.0 if self.eta.done >= self.eta.total else self.eta.remaining()
         self._print(f"{self._case} {figure(record)} elapsed {clock(self.eta.elapsed())} "
                     f"ETA {clock(left)}")
+        self._phase = f"after {self._case}"
+        self._case = ""
 
     def note(self, label: str) -> None:
+        self._phase = label
         self._print(f"{label} elapsed {clock(self.eta.elapsed())}")
+
+    def close(self, stopped: bool = False) -> None:
+        if self._beat is not None:
+            self._beat.stop()
 
 
 def style(value: str | bool | None) -> str:
@@ -273,5 +324,5 @@ def make_progress(mode: str | bool, total_calls: int, stream=None) -> NullProgre
     if mode == "bar":
         return RichProgress(total_calls)
     if mode == "lines":
-        return LineProgress(total_calls, stream)
+        return LineProgress(total_calls, stream, heartbeat=True)
     return NullProgress()

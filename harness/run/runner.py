@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import secrets
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -38,12 +37,13 @@ from ..records import (
 from ..servers.pool import ServerPool
 from ..stats.comparable import defect
 from ..util import now
-from . import parity
+from . import parity, stopped
 from .case import failed_record, metrics_of, skipped_record
 from .kinds import kind_of, run_case
 from .plan import Plan, group_of
 from .pool import EngineKey, EnginePool
 from .progress import make_progress
+from .stopped import RunInterrupted
 from .worker import WorkerPool, probe_env
 
 
@@ -201,23 +201,10 @@ class RunState:
             self.saved = [c.case_id for c in self.record.cases]
 
     def after_failed_write(self) -> tuple[str, str]:
-        """(what is safe, how to go on) when the artifact could not be written."""
-        lost = [i for i in self.measured if i not in (self.saved or [])]
-        lost_words = (f"; not saved: {', '.join(lost[:3])}"
-                      f"{f' and {len(lost) - 3} more' if len(lost) > 3 else ''} (measured, "
-                      "measured again on resume)" if lost else "")
-        if self.saved is None and self.plan.options.resume is None:
-            return ("the run stopped before any artifact was written" + lost_words,
-                    "free space (or raise the limit) and run again")
-        if self.saved is None:
-            held = "what it held before this resume"
-        else:
-            last = f", the last {self.saved[-1]}" if self.saved else ""
-            held = (f"{len(self.saved)} of {len(self.plan.all_cases)} case(s) (in the "
-                    f"config's order{last})")
-        return (f"the run stopped; the artifact as last written is intact and holds {held}"
-                f"{lost_words}", f"free space (or raise the limit) and go on with: "
-                f"{resume_command(self.plan, self.path)}")
+        return stopped.after_failed_write(self.plan, self.path, self.saved, self.measured)
+
+    def held_after_interrupt(self) -> str:
+        return stopped.held_after_interrupt(self.plan, self.path, self.saved, self.record.cases)
 
     def keep_interrupted(self, case: CaseSpec, here) -> None:
         """After an interruption mid-case: the record of what the case measured before it
@@ -285,12 +272,20 @@ def run(plan: Plan) -> RunRecord:
             if plan.writer and path.is_file():  # locked before it is read: two resumes
                 stack.enter_context(locked(path))  # of one file never both read it
             record = resume_record(plan.config, path, options.allow_mixed)
+            _before_cases(plan, {c.case_id for c in record.cases})
         else:
+            _before_cases(plan, set())  # before the devices are probed: a worker's start
             record = new_record(plan, probe_env() if plan.workers else None)
             path = artifact_path(record, options.out)
             if plan.writer:
                 stack.enter_context(locked(path))
         return _run_record(plan, record, path)
+
+
+def _before_cases(plan: Plan, finished: set[str]) -> None:
+    """Tell the plan's `before_cases` the cases still to run (the writer only)."""
+    if plan.before_cases is not None and plan.writer:
+        plan.before_cases([c for c in plan.cases if c.case_id not in finished])
 
 
 def _run_record(plan: Plan, record: RunRecord, path: Path) -> RunRecord:
@@ -323,6 +318,10 @@ def _run_record(plan: Plan, record: RunRecord, path: Path) -> RunRecord:
         _run_cases(state, todo, measure_case, git_info(Path.cwd()))
         record.finished_at = now()
         state.save()
+    except KeyboardInterrupt:
+        if not plan.writer:
+            raise
+        raise RunInterrupted(state.held_after_interrupt()) from None
     except OSError as e:  # a file beside the artifact (a server's log): the folder failed
         if e.filename is None or not plan.writer:
             raise
@@ -334,13 +333,15 @@ def _run_record(plan: Plan, record: RunRecord, path: Path) -> RunRecord:
 def _run_cases(s: RunState, todo: list[CaseSpec], measure_case: Callable, here) -> None:
     """Measure every case still to do, in order, with each group's parity after its last
     case; the artifact is saved after each."""
+    unfinished = True  # an exception (Ctrl-C) ends the loop: no `finished`, no ETA
     try:
         s.save()
         for i, case in enumerate(s.cases):
             if case.case_id not in s.done:
                 s.progress.start_case(todo.index(case) + 1, len(todo), case.case_id,
                                       case.runs.processes
-                                      * (1 + case.runs.warmup + case.runs.timed))
+                                      * (1 + case.runs.warmup + case.runs.timed),
+                                      runs=(case.runs.warmup, case.runs.timed))
                 try:
                     rec = measure_case(case, s.pool, s.peak, s.progress.tick)
                 except KeyboardInterrupt:  # Ctrl-C or SIGTERM: keep what it measured
@@ -354,21 +355,11 @@ def _run_cases(s: RunState, todo: list[CaseSpec], measure_case: Callable, here) 
             needed = s.needed_after(i, group_done)
             s.pool.release_unneeded(needed)
             s.servers.release(needed)
+        unfinished = False
     finally:
-        s.progress.close()
+        s.progress.close(stopped=unfinished)
         s.pool.close()
         s.servers.close()
-
-
-def resume_command(plan: Plan, path: Path) -> str:
-    """The command that finishes an interrupted run of this plan into `path`."""
-    if plan.config_path is None:  # the Python API: the same config, resume=path
-        return f"the same config with resume={path}"
-    sets = [w for s in plan.options.sets for w in ("--set", s)]
-    cases = [w for c in plan.options.cases for w in ("--case", c)]
-    mixed = ["--allow-mixed"] if plan.options.allow_mixed else []
-    return shlex.join(["mibench", "run", plan.config_path, *sets, *cases, "--resume",
-                       str(path), *mixed])
 
 
 def exit_code(record: RunRecord) -> int:

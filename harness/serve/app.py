@@ -382,6 +382,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000,
               f"/health, GET /v1/models; Ctrl-C stops)\nmibench serve: limits "
               f"{limits.summary()}; open files {files} (connections need at most {need})",
               file=sys.stderr, flush=True)
+        print(url_of(sock), flush=True)  # stdout: the address alone, for scripts to read
         # uvicorn's graceful shutdown on SIGINT/SIGTERM: stop accepting, wait for the
         # requests in flight to answer (at most shutdown_timeout); then it re-raises the
         # signal, which ends up here (SIGTERM as SIGINT)
