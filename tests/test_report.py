@@ -2,7 +2,7 @@
 commands that reproduce rows, and one-line errors.
 
 Regenerate the golden files after an intended change:
-    MIBENCH_REGEN_GOLDEN=1 python -m pytest tests/test_report.py
+    MIBENCH_REGOLD=1 python -m pytest tests/test_report.py   (rewrites them, then fails)
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from mibench.harness.report import SUMMARY_LINES, build_context, write_report
 from mibench.harness.report.repro import command
 
 DATA = Path(__file__).parent / "data" / "reports"
-REGEN = os.environ.get("MIBENCH_REGEN_GOLDEN") == "1"
+REGEN = os.environ.get("MIBENCH_REGOLD") == "1"  # as tests/test_golden_outputs.py
 PNG = b"\x89PNG\r\n\x1a\n"
 
 COMMIT_SECTIONS = ["Summary", "Commit comparison", "Results matrix", "Speedups between modes",
@@ -48,12 +48,15 @@ def table_headers(text: str) -> list[str]:
 
 
 def check_golden(text: str, name: str) -> None:
-    """Compare with tests/data/reports/NAME; written only under MIBENCH_REGEN_GOLDEN=1, so a
-    missing golden file fails rather than passing on what the code produced."""
+    """Compare with tests/data/reports/NAME; written only under MIBENCH_REGOLD=1, and then
+    the test fails all the same: a golden file is never written by a passing test, and a
+    missing one fails rather than passing on what the code produced."""
     golden = DATA / name
     if REGEN:
         golden.write_text(text)
-    regen = "MIBENCH_REGEN_GOLDEN=1 python -m pytest tests/test_report.py writes it"
+        pytest.fail(f"MIBENCH_REGOLD=1 wrote {name}: review `git diff tests/data/reports`, "
+                    "then run without it")
+    regen = "MIBENCH_REGOLD=1 python -m pytest tests/test_report.py writes it"
     assert golden.exists(), f"golden file {golden} is missing; {regen}"
     assert text == golden.read_text(), f"{name} changed; {regen}"
 
@@ -61,11 +64,12 @@ def check_golden(text: str, name: str) -> None:
 def test_missing_golden_fails_and_is_not_written(monkeypatch, tmp_path):
     monkeypatch.setitem(globals(), "DATA", tmp_path)
     monkeypatch.setitem(globals(), "REGEN", False)
-    with pytest.raises(AssertionError, match="missing; MIBENCH_REGEN_GOLDEN=1 python -m"):
+    with pytest.raises(AssertionError, match="missing; MIBENCH_REGOLD=1 python -m"):
         check_golden("text", "golden-absent.md")
     assert not (tmp_path / "golden-absent.md").exists()
-    monkeypatch.setitem(globals(), "REGEN", True)  # written only when asked
-    check_golden("text", "golden-absent.md")
+    monkeypatch.setitem(globals(), "REGEN", True)  # written only when asked, and failing
+    with pytest.raises(pytest.fail.Exception, match="MIBENCH_REGOLD=1 wrote golden-absent"):
+        check_golden("text", "golden-absent.md")
     assert (tmp_path / "golden-absent.md").read_text() == "text"
 
 
