@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow  # Pallas in interpret mode on 8 simulated devices
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
-LOG_TOL = 1e-5  # float32: a mode against serial scoring, and tp against tp 1 (DESIGN.md)
+LOG_TOL = 1e-5  # float32: a mode against serial scoring, and tp against tp 1 (docs/parity.md)
 
 
 def _worker(*args: str, devices: int = 8, env: dict | None = None, timeout: int = 900):

@@ -132,7 +132,7 @@ def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int =
             ab_case = ABCase(case_id=case.case_id, engine=case.engine, mode=case.mode,
                              params=dict(case.params), model=case.model, dtype=case.dtype,
                              tp=case.tp, workload=case.workload.as_dict())
-            if case.http.slo is not None:  # capacity: ab/server_metrics.py
+            if case.http.slo is not None:  # capacity: servers/metrics.py
                 _capacity(case, pools, record.order, ab_case, effect, note)
             else:
                 scores = _measure(case, pools, record.order, interleave, ab_case, note)
@@ -202,7 +202,7 @@ def _side(case: CaseSpec, pool: ServerPool, failed: dict[str, str], name: str):
 
 def _capacity(case: CaseSpec, pools: dict[str, ServerPool], order: list[list[str]],
               ab_case: ABCase, effect: float, note: Note) -> None:
-    """Both sides' servers up; their capacities measured in rounds (ab/server_metrics.py).
+    """Both sides' servers up; their capacities measured in rounds (servers/metrics.py).
     A side whose server does not start fails its rounds (judged as in `_measure`)."""
     from ..stats import paired
 
