@@ -28,14 +28,13 @@ from ..records.compile import (
     CompileTarget,
     LibTpu,
 )
-from ..util import now
+from ..util import GIB, now
 from .worker import (
     CompileWorker,
     case_base,
     worker_env,
 )
 
-GIB = 1024**3
 # HBM per chip by TPU kind, from Google Cloud's TPU pages (their "GB" is binary: the
 # compiler's own limit on a v5e is 15.75 GiB, a little under 16 GiB, some being reserved)
 HBM_PER_CHIP: dict[str, tuple[int, str]] = {
