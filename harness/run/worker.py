@@ -25,20 +25,16 @@ import copy
 import functools
 import os
 import signal
-import socket
 import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 from pathlib import Path
 from types import SimpleNamespace
 
 from mibench import errors
 
 from ..config.keys import EngineKey
-from ..host.children import OUTPUT_TAIL, POLL_S, WorkerDied, death, rss_of
+from ..host.children import OUTPUT_TAIL, POLL_S, Child, WorkerDied
 from ..records import CaseRecord, ErrorInfo
 from ..util import tail_of
 from .pool import EnginePool
@@ -57,23 +53,14 @@ def remote_error(info: ErrorInfo) -> Exception:
     return RuntimeError(f"{info.type}: {info.message}")
 
 
-class Worker:
-    """One worker for one engine (key: engine, model, dtype, tp): a fresh interpreter
-    (`python -m mibench.harness.run.bootstrap`), so it imports nothing of the parent's
-    main module, talking over a socket pair; its output goes to a log file."""
+class Worker(Child):
+    """One worker for one engine (key: engine, model, dtype, tp): a `Child` process
+    (host/children.py) serving run/worker_loop.py's `serve`."""
 
     def __init__(self, key: EngineKey, factory: Callable | None = None,
                  max_rss: int | None = None, engine_root: str | None = None):
         self.key, self.max_rss = key, max_rss
-        fd, self.log = tempfile.mkstemp(prefix="mibench-worker-", suffix=".log")
-        mine, theirs = socket.socketpair()
-        with open(fd, "wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "mibench.harness.run.bootstrap", str(theirs.fileno()),
-                 engine_root or ""], pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT)
-        theirs.close()
-        self.conn = Connection(mine.detach())
+        super().__init__([engine_root or ""], "mibench-worker-")
         self.conn.send((key, factory))
         self.dead: str | None = None
         self.timeout_s: float | None = None
@@ -106,10 +93,7 @@ class Worker:
         answer), watching the worker meanwhile; an error answer or a death is raised."""
         while True:
             if self.conn.poll(POLL_S):
-                try:
-                    kind, *payload = self.conn.recv()
-                except (EOFError, OSError):
-                    self._fail(death(self._exitcode()))
+                kind, *payload = self._receive()
                 if kind == "measuring":
                     t = self.timeout_s
                     self.deadline = time.monotonic() + t + GRACE_S if t else None
@@ -117,21 +101,10 @@ class Worker:
                 if kind in ("tick", "done"):
                     return kind, payload[0]
                 raise remote_error(payload[0])
-            if self.proc.poll() is not None:
-                self._fail(death(self.proc.returncode))
-            rss = rss_of(self.proc.pid) if self.max_rss else None
-            if rss is not None and rss > self.max_rss:
-                self._fail(f"the worker's resident set reached {rss / 2**20:.0f} MiB, past "
-                           f"runs.max_rss = {self.max_rss / 2**20:.0f} MiB")
+            self._watch(self.max_rss)
             if self.deadline is not None and time.monotonic() > self.deadline:
                 self._fail(f"case exceeded runs.timeout_s={self.timeout_s:g} (the worker did "
                            "not return to Python: a hang in native code)")
-
-    def _exitcode(self) -> int | None:
-        try:
-            return self.proc.wait(1.0)
-        except subprocess.TimeoutExpired:
-            return None
 
     def _fail(self, cause: str):
         self.kill()
