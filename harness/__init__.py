@@ -9,7 +9,7 @@ those below it: tests/test_layering.py):
     serve     `mibench serve`: the JAX engine behind an SGLang-compatible /v1/score
     report    Markdown, plots and exports of artifacts
     ab        two revisions measured in interleaved rounds, bisect
-    jobs      prepared jobs (GPU, overhead, calibration)
+    jobs      prepared jobs, one module each (`mibench job --help` lists them)
     testing   the fake engine of the harness's tests
     commands  one module per `mibench` command (the Typer function and its plain function)
     cli       the app, assembled

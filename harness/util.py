@@ -52,14 +52,31 @@ def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
-def gib(n: float | None) -> str:
-    """Bytes for people: 1.5 GiB, 300.0 MiB, 12.0 KiB; `-` for None."""
+KIB, MIB, GIB, TIB = 1024, 1024**2, 1024**3, 1024**4
+# The scales of byte sizes for people, one a context: (unit, its bytes, format, from how
+# many bytes on it is used), largest first; the last unit takes whatever is left.
+MESSAGES = (("TiB", TIB, ".1f", TIB), ("GiB", GIB, ".1f", GIB), ("MiB", MIB, ".1f", MIB),
+            ("KiB", KIB, ".1f", 0))  # errors and estimates: 1.5 GiB, 300.0 MiB, 12.0 KiB
+REPORTS = (("GiB", GIB, ".1f", GIB), ("MiB", MIB, ".1f", MIB), ("KiB", KIB, ".1f", KIB),
+           ("B", 1, ".0f", 0))  # report cells: 1.5 GiB ... 512 B, never TiB
+LIMITS = (("GiB", GIB, ".2f", GIB / 10), ("MiB", MIB, ".1f", MIB / 10),
+          ("KiB", KIB, ".1f", KIB), ("bytes", 1, "g", 0))  # serve limits: 0.50 GiB, 4.0 KiB
+
+
+def byte_size(n: float | None, scale=MESSAGES) -> str:
+    """`n` bytes in the first unit of `scale` that it reaches; `-` for None."""
     if n is None:
         return "-"
-    for unit, size in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n / 1024:.1f} KiB"
+    for unit, size, spec, start in scale[:-1]:
+        if n >= start:
+            return f"{n / size:{spec}} {unit}"
+    unit, size, spec, _ = scale[-1]
+    return f"{n / size:{spec}} {unit}"
+
+
+def gib(n: float | None) -> str:
+    """Bytes for people: 1.5 GiB, 300.0 MiB, 12.0 KiB; `-` for None."""
+    return byte_size(n, MESSAGES)
 
 
 

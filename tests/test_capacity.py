@@ -205,7 +205,7 @@ def test_a_rate_is_held_only_when_met_in_a_majority_of_its_repeats():
 
 
 def knee_server(search_cap: float, repeat_cap: float, calls: list):
-    """A stand-in for run/slo.py's `step`: a server that meets the budget up to
+    """A stand-in for servers/slo.py's `step`: a server that meets the budget up to
     `search_cap` requests/s under the search's arrival seeds and only up to `repeat_cap`
     under the repeats' (the knee: one seed meets, the next misses)."""
     from mibench.harness.records import SloStep

@@ -1,6 +1,6 @@
 """`mibench compile`: the engine's programs compiled by the real TPU compiler (libtpu) for
 compile-only TPU devices, from shapes alone. The compiling tests need libtpu: it is
-installed once into the cache (`harness.run.libtpu`), or they skip saying why."""
+installed once into the cache (`harness.compile.libtpu`), or they skip saying why."""
 
 from __future__ import annotations
 

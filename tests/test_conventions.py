@@ -1,4 +1,4 @@
-"""Conventions every command keeps (DESIGN.md, "Conventions for every command"): `--case`
+"""Conventions every command keeps (docs/cli.md, "Conventions of every command"): `--case`
 is a repeatable glob in every command that selects cases; `--help` shows allowed values
 and no placeholder noise; a config key with one allowed value is not required."""
 

@@ -1,6 +1,6 @@
 """`engine: http` builds its request bodies as it sends them: a case's memory is flat in
 `requests:` (what grows is one record per request), measured from 500 to 3,000
-requests (tests/probes_issue31.py goes to 10,000) against a server that answers canned
+requests (issue 31's hand-run probes went to 10,000) against a server that answers canned
 scores; `mibench validate` counts the client side in a case's memory."""
 
 from __future__ import annotations

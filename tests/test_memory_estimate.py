@@ -22,9 +22,13 @@ DELIM = 151643
 
 
 def test_padding_rules_are_the_layouts():
-    for n in range(1, 5000, 3):
-        assert accounting.bucket_length(n) == bucket_length(n), n
-        assert accounting.item_bucket(n) == item_bucket(n), n
+    """The layout pads with the rules the estimates count with (one definition), and the
+    rules are the documented ones: powers of two >= 16 up to 512, then multiples of 512;
+    items in multiples of 4 up to 64."""
+    assert bucket_length is accounting.bucket_length and item_bucket is accounting.item_bucket
+    assert [bucket_length(n) for n in (0, 1, 16, 17, 300, 512, 513, 1100)] == \
+        [16, 16, 16, 32, 512, 512, 1024, 1536]
+    assert [item_bucket(n) for n in (1, 4, 5, 63, 64, 65, 600)] == [4, 4, 8, 64, 64, 128, 1024]
 
 
 @pytest.mark.parametrize("q,n,lengths", [(7, 3, (2, 5)), (256, 500, (8, 8)), (2000, 64, (1, 40)),

@@ -17,11 +17,13 @@ import numpy as np
 import pytest
 from conftest import example_id, mode_examples
 
+from mibench.harness.stats.tolerances import TOL
+
 pytestmark = pytest.mark.slow  # Pallas in interpret mode on 8 simulated devices, subprocesses
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
-LOG_TOL = 1e-5  # float32: a mode against serial scoring, and tp against tp 1 (DESIGN.md)
+LOG_TOL = TOL["modes"]["float32"]  # a mode against serial scoring, and tp against tp 1
 
 
 def _worker(*args: str, devices: int = 8, env: dict | None = None, timeout: int = 900):

@@ -498,7 +498,7 @@ def test_the_open_files_limit_is_raised_and_a_hard_limit_too_low_is_refused():
     import subprocess
     import sys
 
-    from mibench.harness.serve.connections import FILES_RESERVE, open_files
+    from mibench.harness.serve.open_files import FILES_RESERVE, open_files
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     low = max(len(os.listdir("/proc/self/fd")) + 16, 64)

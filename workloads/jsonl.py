@@ -17,7 +17,7 @@ from mibench.files import read_bounded
 from .request import Request, RequestModel, parse_request
 
 # a requests file is read whole, then held as token lists (up to 28 bytes of memory per byte
-# of file: harness/config/problems.py FILE_BYTES): past this, 14 GiB, more than a machine
+# of file: harness/config/case_problems.py FILE_BYTES): past this, 14 GiB, more than a machine
 # that runs mibench gives one workload; refused from its size before a byte is read
 MAX_REQUESTS_BYTES = 512 * 1024**2
 

@@ -113,16 +113,16 @@ COMPILE_BYTES = 64 * 1024**2
 
 
 def bucket_length(n: int) -> int:
-    """modes/layout.py's padded length (powers of two >= 16 up to 512, then multiples of
-    512), restated here because layout imports the registry (tests/test_mode_registry.py
-    checks the two agree)."""
+    """Padded length for n tokens: powers of two (>= 16) up to 512, then multiples of 512
+    (the one rule: modes/layout.py pads with it, the estimates here count with it)."""
     if n <= 512:
         return max(16, 1 << (max(n, 1) - 1).bit_length())
     return -(-n // 512) * 512
 
 
 def item_bucket(n: int) -> int:
-    """modes/layout.py's padded item length (multiples of 4 up to 64, then bucket_length)."""
+    """Padded item length: multiples of 4 up to 64 (little waste on short items), then
+    `bucket_length`."""
     return -(-n // 4) * 4 if n <= 64 else bucket_length(n)
 
 

@@ -23,19 +23,7 @@ import dataclasses
 import numpy as np
 
 from ..request import ScoreRequest
-
-
-def bucket_length(n: int) -> int:
-    """Padded length for n tokens: powers of two (>= 16) up to 512, then multiples of 512."""
-    if n <= 512:
-        return max(16, 1 << (n - 1).bit_length())
-    return -(-n // 512) * 512
-
-
-def item_bucket(n: int) -> int:
-    """Padded item length: multiples of 4 up to 64 (little waste on short items), then
-    `bucket_length`."""
-    return -(-n // 4) * 4 if n <= 64 else bucket_length(n)
+from .accounting import bucket_length, item_bucket  # the padding rules (one place)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -140,13 +140,8 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
     base, new = checkout(repo, base_rev, cache), checkout(repo, new_rev, cache)
     if interleave is None:
         interleave = device_info(probe_env()).platform == "cpu"
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    record = ABRecord(
-        run_id=f"ab-{base.commit[:8]}-{new.commit[:8]}-{stamp}-{secrets.token_hex(2)}",
-        started_at=now(), config=config.resolved(), config_sha256=config.sha256(),
-        provenance=collect(argv), base=Side(**base.as_dict()), new=Side(**new.as_dict()),
-        rounds=rounds, pacing="calls" if interleave else "sides",
-        order=[["base", "new"] if r % 2 == 0 else ["new", "base"] for r in range(rounds)])
+    record = new_record(f"ab-{base.commit[:8]}-{new.commit[:8]}", config, argv,
+                        Side(**base.as_dict()), Side(**new.as_dict()), rounds, interleave)
     path = Path(out) / f"{record.run_id}.json" if out is not None else None
     saves = checkpoints(path, len(cases), argv)
     sides = {"base": base, "new": new}
@@ -154,11 +149,30 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
         _measure(record, cases, sides, interleave, saves, alpha, min_effect, target,
                  cost_threshold, note)
         _vouch(record, config, cases, new, note)
+    finish(record, saves)
+    return record, path
+
+
+def new_record(tag: str, config: Config, argv: list[str] | None, base: Side, new: Side,
+               rounds: int, interleave: bool) -> ABRecord:
+    """An A/B's record as it starts (`ab` of revisions, and of servers: harness/ab/
+    servers.py): its run id `TAG-STAMP-XXXX`, what it measures, and the sides' order in
+    each round (base first in even rounds)."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return ABRecord(
+        run_id=f"{tag}-{stamp}-{secrets.token_hex(2)}", started_at=now(),
+        config=config.resolved(), config_sha256=config.sha256(), provenance=collect(argv),
+        base=base, new=new, rounds=rounds, pacing="calls" if interleave else "sides",
+        order=[["base", "new"] if r % 2 == 0 else ["new", "base"] for r in range(rounds)])
+
+
+def finish(record: ABRecord, saves: Checkpoints | None) -> None:
+    """An A/B's ending, whatever it measured: its overall verdict, its finish time, and
+    its artifact saved a last time."""
     record.verdict = overall(record)
     record.finished_at = now()
     if saves is not None:
         saves.save(record, len(record.cases))
-    return record, path
 
 
 def _measure(record: ABRecord, cases: list[CaseSpec], sides: dict[str, Revision],

@@ -22,8 +22,6 @@ each request sent to both sides under the same conditions.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-import secrets
 import sys
 import time
 from collections.abc import Callable
@@ -34,17 +32,17 @@ from mibench.errors import MibenchError
 from ..config import CaseSpec, Config, expand
 from ..config.bounds import check_flag
 from ..config.matrix import select_cases
-from ..host.provenance import collect, device_info
+from ..host.provenance import device_info
 from ..records.ab import ABCase, ABRecord, RoundSample, Side
 from ..run.worker import probe_env
 from ..servers import metrics as server_metrics
 from ..servers.feed import Bodies
 from ..servers.launch import ServerFailed
 from ..servers.pool import ServerPool
-from ..util import git, now
+from ..util import git
 from . import vouch
 from .revisions import resolve, worktree
-from .rounds import checkpoints, judge, overall
+from .rounds import checkpoints, finish, judge, new_record
 
 Note = Callable[[str], None]
 
@@ -113,15 +111,11 @@ def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int =
     if interleave is None:
         interleave = device_info(probe_env()).platform == "cpu"
     base, new = sides["base"], sides["new"]
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    tag = f"{base.commit[:8] or base.rev}-{new.commit[:8] or new.rev}"
-    record = ABRecord(
-        run_id=f"ab-server-{tag}-{stamp}-{secrets.token_hex(2)}", started_at=now(),
-        config=config.resolved(), config_sha256=config.sha256(), provenance=collect(argv),
-        base=Side(rev=base.rev, commit=base.commit, subject=base.subject),
-        new=Side(rev=new.rev, commit=new.commit, subject=new.subject), rounds=rounds,
-        pacing="calls" if interleave else "sides",
-        order=[["base", "new"] if r % 2 == 0 else ["new", "base"] for r in range(rounds)])
+    record = new_record(f"ab-server-{base.commit[:8] or base.rev}-{new.commit[:8] or new.rev}",
+                        config, argv, Side(rev=base.rev, commit=base.commit,
+                                           subject=base.subject),
+                        Side(rev=new.rev, commit=new.commit, subject=new.subject), rounds,
+                        interleave)
     path = Path(out) / f"{record.run_id}.json" if out is not None else None
     saves = checkpoints(path, len(cases), argv)
     logs = (Path(out) if out is not None else Path(".")) / f"{record.run_id}.servers"
@@ -132,7 +126,7 @@ def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int =
             ab_case = ABCase(case_id=case.case_id, engine=case.engine, mode=case.mode,
                              params=dict(case.params), model=case.model, dtype=case.dtype,
                              tp=case.tp, workload=case.workload.as_dict())
-            if case.http.slo is not None:  # capacity: ab/server_metrics.py
+            if case.http.slo is not None:  # capacity: servers/metrics.py
                 _capacity(case, pools, record.order, ab_case, effect, note)
             else:
                 scores = _measure(case, pools, record.order, interleave, ab_case, note)
@@ -151,10 +145,7 @@ def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int =
         for pool in pools.values():
             pool.close()
     vouch.judge(record.cases, [])  # no parity of servers here: 2x or more is suspicious
-    record.verdict = overall(record)
-    record.finished_at = now()
-    if saves is not None:
-        saves.save(record, len(record.cases))
+    finish(record, saves)
     return record, path
 
 
@@ -202,7 +193,7 @@ def _side(case: CaseSpec, pool: ServerPool, failed: dict[str, str], name: str):
 
 def _capacity(case: CaseSpec, pools: dict[str, ServerPool], order: list[list[str]],
               ab_case: ABCase, effect: float, note: Note) -> None:
-    """Both sides' servers up; their capacities measured in rounds (ab/server_metrics.py).
+    """Both sides' servers up; their capacities measured in rounds (servers/metrics.py).
     A side whose server does not start fails its rounds (judged as in `_measure`)."""
     from ..stats import paired
 

@@ -30,8 +30,9 @@ from .common import Sets, choices, folder_out, guarded
 
 PARTS = ("level", "aa", "slow", "memory")  # harness/jobs/verdicts.py's parts, in order
 
-job_app = typer.Typer(no_args_is_help=True, help="Prepared jobs: the GPU job, the harness "
-                      "overhead benchmark and the A/B gate's calibration.")
+job_app = typer.Typer(no_args_is_help=True, help="Prepared jobs: the GPU job, overhead "
+                      "benchmarks, the A/B gate's calibration and verdicts, parity and "
+                      "nightly scenarios, scale and flood tests.")
 
 
 @job_app.command("gpu")

@@ -2,7 +2,7 @@
 slice by the real TPU compiler (libtpu), without a TPU and without weights.
 
 The parent loads and expands the config (every bad input is exit 2 before anything starts),
-finds libtpu (`harness.run.libtpu`), then sends the JAX cases of each engine group (model,
+finds libtpu (`harness.compile.libtpu`), then sends the JAX cases of each engine group (model,
 dtype, tp) to a compile worker (`compile_worker`), a fresh interpreter that loads libtpu
 and compiles the engine's programs for the target's compile-only devices
 (`mibench.engines.compile_case`). A worker that dies (a compiler crash, a memory kill) or
@@ -28,14 +28,13 @@ from ..records.compile import (
     CompileTarget,
     LibTpu,
 )
-from ..util import now
+from ..util import GIB, now
 from .worker import (
     CompileWorker,
     case_base,
     worker_env,
 )
 
-GIB = 1024**3
 # HBM per chip by TPU kind, from Google Cloud's TPU pages (their "GB" is binary: the
 # compiler's own limit on a v5e is 15.75 GiB, a little under 16 GiB, some being reserved)
 HBM_PER_CHIP: dict[str, tuple[int, str]] = {

@@ -9,8 +9,6 @@ crash, a memory kill) or passes `runs.timeout_s` / `runs.max_rss` raises WorkerD
 from __future__ import annotations
 
 import subprocess
-import sys
-import tempfile
 import time
 import traceback
 from multiprocessing.connection import Connection
@@ -19,7 +17,7 @@ from pathlib import Path
 from mibench.errors import MibenchError, TopologyUnavailable
 
 from ..config.cases import CaseSpec
-from ..host.children import OUTPUT_TAIL, POLL_S, WorkerDied, death, rss_of
+from ..host.children import OUTPUT_TAIL, POLL_S, Child, WorkerDied
 from ..records import ErrorInfo
 from ..records.compile import CaseCompile, CompileCase, CompileTarget
 from ..util import now, tail_of
@@ -132,23 +130,14 @@ def serve(conn: Connection) -> None:
         conn.send(compile_one(case, CompileTarget.model_validate(target)).model_dump())
 
 
-class CompileWorker:
-    """A compile worker process (libtpu loaded through its environment), its output in a
-    log file; `compile(case)` waits for the answer while watching the process."""
+class CompileWorker(Child):
+    """A compile worker process (a `Child`, host/children.py; libtpu loaded through its
+    environment); `compile(case)` waits for the answer while watching the process."""
+
+    role = "compile worker"
 
     def __init__(self, env: dict[str, str], engine_root: str = ""):
-        import socket
-
-        fd, self.log = tempfile.mkstemp(prefix="mibench-compile-", suffix=".log")
-        mine, theirs = socket.socketpair()
-        with open(fd, "wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "mibench.harness.run.bootstrap",
-                 str(theirs.fileno()), engine_root, "compile"],
-                pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT)
-        theirs.close()
-        self.conn = Connection(mine.detach())
+        super().__init__([engine_root, "compile"], "mibench-compile-", env=env)
 
     def compile(self, case: CaseSpec, target: CompileTarget) -> CompileCase:
         self.conn.send((case, target.model_dump()))
@@ -156,24 +145,10 @@ class CompileWorker:
         deadline = time.monotonic() + timeout if timeout else None
         while True:
             if self.conn.poll(POLL_S):
-                try:
-                    return CompileCase.model_validate(self.conn.recv())
-                except (EOFError, OSError):
-                    self._fail(death(self._exitcode()))
-            if self.proc.poll() is not None:
-                self._fail(death(self.proc.returncode))
-            rss = rss_of(self.proc.pid) if cap else None
-            if rss is not None and rss > cap:
-                self._fail(f"the compile worker's resident set reached {rss / 2**20:.0f} MiB, "
-                           f"past runs.max_rss = {cap / 2**20:.0f} MiB")
+                return CompileCase.model_validate(self._receive())
+            self._watch(cap)
             if deadline is not None and time.monotonic() > deadline:
                 self._fail(f"compiling exceeded runs.timeout_s={timeout:g}")
-
-    def _exitcode(self):
-        try:
-            return self.proc.wait(1.0)
-        except subprocess.TimeoutExpired:
-            return None
 
     def _fail(self, cause: str):
         if self.proc.poll() is None:

@@ -1,6 +1,6 @@
 """The sizes of an `engine: http` case's load generator (harness/servers/feed.py,
 harness/servers/load_case.py) and the memory its client side holds, which `mibench validate`
-adds to the case's estimate (config/problems.py): declared here, below both."""
+adds to the case's estimate (config/case_problems.py): declared here, below both."""
 
 from __future__ import annotations
 

@@ -225,7 +225,8 @@ class _CaseHead(Strict):
 # The keys of an `engine: http` case (a server speaking SGLang's /v1/score; docs/configs.md):
 # where it is (base_url), or how mibench starts it (launch, server_args), and the load it
 # gets. `clients`, `rate` and each server argument are matrix axes. Their rules (only for
-# http, base_url or launch, clients or rate) are checked by harness.config.matrix.
+# http, base_url or launch, clients, rate or slo) are checked by harness/config/problems.py
+# (`_http`); harness/config/matrix.py expands the axes.
 HTTP_FIELDS = {
     "base_url": (str | None, Field(None, description="the server, http://HOST:PORT")),
     "served_model": (str | None, Field(None, description="sent as the request's model")),

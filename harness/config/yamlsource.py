@@ -6,6 +6,7 @@ Every value keeps the file and line it came from (`Locations`), so a config erro
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -27,6 +28,15 @@ class ConfigError(MibenchError):
         prefix = ": ".join(p for p in (where, key) if p)
         super().__init__(message, field=prefix or None)
         self.field = key
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """A rule a config breaks: the key path at fault and why (no file, no line: the
+    config's locations name them when it is raised)."""
+
+    key: Key
+    message: str
 
 
 def dotted(key: Key) -> str:

@@ -42,7 +42,9 @@ import numpy as np
 
 from mibench.engines import MODES
 
-TOL = 1e-5  # the float32 `modes` tolerance on log scores (docs/parity.md)
+from ..stats.tolerances import TOL as TOLERANCES
+
+TOL = TOLERANCES["modes"]["float32"]  # the float32 `modes` tolerance on log scores
 DELIM, LABELS = 151643, [198, 9834]
 QUERY_LEN, X_LEN = 24, 3
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
-import math
 import multiprocessing
 import resource
 import socket
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from ..config.cases import ServerLaunch
 from ..config.server import Launch
+from ..stats import describe
 
 BOUND_S = 5.0  # the stated bound on a well-formed request's answer under a crowd
 SERVE = Launch(command=["{python}", "-m", "mibench.harness.cli", "serve", "--model", "{model}",
@@ -102,8 +102,8 @@ def request(host: str, port: int, timeout: float) -> tuple[int | str, float]:
 
 
 def nearest_rank(xs: list[float], p: float) -> float | None:
-    xs = sorted(xs)
-    return xs[max(0, math.ceil(p / 100 * len(xs)) - 1)] if xs else None
+    """stats/describe.py's nearest-rank percentile; None for no values."""
+    return describe.nearest_rank(xs, p) if xs else None
 
 
 def _result(out, proc, seconds: float) -> dict:

@@ -139,7 +139,7 @@ class ServerInfo(Record):
     @classmethod
     def of(cls, launch, started, **found) -> ServerInfo:
         """The record of a server started from `launch` (config/cases.py ServerLaunch), as
-        `started` says (run/servers.py Started), with what was `found` of it: its log,
+        `started` says (servers/launch.py Started), with what was `found` of it: its log,
         reported info, package version and source."""
         return cls(name=launch.name, command=started.command, args=dict(launch.args),
                    env=started.env, startup_s=started.startup_s, package=launch.package,

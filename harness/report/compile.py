@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from ..records.compile import CompileCase, CompileRecord
 from ..stats.compile_compare import fmt_num
+from ..util import GIB
 from .roofline import mask_bytes
-
-GIB = 1024**3
 
 
 def fit_cell(case: CompileCase | None) -> str:

@@ -12,6 +12,7 @@ from ..records import CaseRecord, RunRecord
 from ..stats.compare import DECIDE, MIN_RUNS
 from ..stats.load import DECIDER
 from ..stats.significance import Test
+from ..util import REPORTS, byte_size
 from ..verdicts import (
     CANNOT_TELL,
     IMPROVEMENT,
@@ -112,13 +113,8 @@ def sci(x: float | None) -> str:
 
 
 def size(n: int | None) -> str:
-    if n is None:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return "-"
+    """A report cell's bytes: 512 B, 12.0 KiB ... 1.5 GiB (never TiB); `-` for None."""
+    return byte_size(n, REPORTS)
 
 
 def peak(n: int | None, source: str | None) -> str:

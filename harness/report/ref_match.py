@@ -17,7 +17,7 @@ import dataclasses
 from mibench.engines import MODES
 
 from ..config.matrix import model_name, short
-from ..records import ReferenceFigure, RunRecord
+from ..records import ReferenceFigure
 from ..records.references import RefSide, SpeedupFigure
 from ..stats.describe import median
 from . import fmt
@@ -121,7 +121,3 @@ def side_figure(sp: SpeedupFigure, side: RefSide, figures: dict[str, ReferenceFi
     return ReferenceFigure(id=f"{sp.id}.side", hardware=sp.hardware, tp=sp.tp, model=sp.model,
                            dtype=sp.dtype, workload=sp.workload, engine=side.engine,
                            mode=side.mode, options=side.options, outcome="a speedup's side")
-
-
-def records_of(cases: list[Seen]) -> list[RunRecord]:
-    return list({id(s.row.record): s.row.record for s in cases if s.row}.values())

@@ -27,7 +27,7 @@ def use_engines_from(root: str | Path) -> None:
 def main(fd: int, engine_root: str, role: str = "engine") -> None:
     """The worker's entry point: `python -m mibench.harness.run.bootstrap FD [ROOT [ROLE]]`,
     FD its end of the socket pair, ROOT the other revision's checkout (or empty), ROLE
-    `engine` (an engine worker, harness/run/worker.py) or `compile` (a compile worker,
+    `engine` (an engine worker, harness/run/worker_loop.py) or `compile` (a compile worker,
     harness/compile/worker.py)."""
     from multiprocessing.connection import Connection
 
@@ -40,7 +40,7 @@ def main(fd: int, engine_root: str, role: str = "engine") -> None:
         serve_compiles(conn)
     else:
         key, factory = conn.recv()
-        from .worker import serve
+        from .worker_loop import serve
 
         serve(conn, key, factory)
     _exit_now(conn)
@@ -68,6 +68,7 @@ def check(engine_root: str) -> int:
     try:
         import mibench.harness.compile.worker  # noqa: F401
         import mibench.harness.run.worker  # noqa: F401
+        import mibench.harness.run.worker_loop  # noqa: F401
         from mibench.engines import load_engine  # noqa: F401  (what a worker builds with)
     except ImportError as e:
         print(f"{type(e).__name__}: {e}", file=sys.stderr)

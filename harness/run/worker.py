@@ -7,10 +7,11 @@ The protocol is a pipe of tuples. The parent sends `(op, *args)`; the worker ans
 `("done", value)` or `("error", ErrorInfo)`. Ops: `info` (engine facts), `case`
 (measure a case in the worker: `run_case`, so the timed loop never crosses the pipe; a
 paced case waits for `("go",)` before each call, see `_case`),
-`score`, `encode`, `resolved`, `close`. The parent watches the worker between messages: a
-worker that exits or is killed, passes `max_rss`, or runs past the case's timeout is
-killed and the request fails with `WorkerDied` naming the cause and the worker's last
-output. The engine stays loaded (and compiled) across the group's cases.
+`score`, `encode`, `resolved`, `close`. The worker's side (`serve`, `_case`) is
+harness/run/worker_loop.py; this module is the parent's. The parent watches the worker
+between messages: a worker that exits or is killed, passes `max_rss`, or runs past the
+case's timeout is killed and the request fails with `WorkerDied` naming the cause and the
+worker's last output. The engine stays loaded (and compiled) across the group's cases.
 
 A run interrupted mid-case (Ctrl-C, SIGTERM) keeps what the case measured: the parent
 sends its worker SIGTERM, which raises `Interrupted` in the case, whose kind turns it into
@@ -21,138 +22,26 @@ requests), sent back as usual (`Worker.interrupt`, at most INTERRUPT_WAIT_S).
 from __future__ import annotations
 
 import copy
-import dataclasses
 import functools
 import os
 import signal
-import socket
 import subprocess
-import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 from pathlib import Path
 from types import SimpleNamespace
 
 from mibench import errors
 
 from ..config.keys import EngineKey
-from ..host import load
-from ..host.children import OUTPUT_TAIL, POLL_S, Interrupted, WorkerDied, death, rss_of
+from ..host.children import OUTPUT_TAIL, POLL_S, Child, WorkerDied
 from ..records import CaseRecord, ErrorInfo
 from ..util import tail_of
-from .kinds import run_case
 from .pool import EnginePool
+from .worker_loop import EngineInfo
 
 GRACE_S = 5.0  # past the case's timeout, time the worker's own alarm has to fire first
 INTERRUPT_WAIT_S = 20.0  # an interrupted case's time to send what it measured
-
-
-@dataclasses.dataclass(frozen=True)
-class EngineInfo:
-    """What the parent may ask of an engine without a round trip."""
-
-    name: str
-    model: str
-    dtype: str
-    tp: int
-    modes: tuple[str, ...]
-    model_config: object
-    topology: dict
-    special_ids: frozenset
-
-
-# ---- the worker process ----------------------------------------------------------------
-
-
-def serve(conn, key: EngineKey, factory: Callable | None) -> None:
-    """Answer the parent's requests until `close` (or until the parent is gone). Answers
-    are plain data (dicts, lists, numbers), so a worker whose engines come from another
-    revision never sends the parent a class it does not have."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and closes us
-    signal.signal(signal.SIGTERM, _interrupted)  # the parent was interrupted mid-case
-    load.root_pid = os.getppid()  # the parent's process tree is mibench's own
-    pool = EnginePool(factory)
-    handlers = {
-        "info": lambda: _info(pool.get(key)),
-        "case": lambda case, peak, paced=False: _case(conn, pool, _bound(case, key), peak,
-                                                      paced),
-        "score": lambda args, kwargs: dataclasses.asdict(pool.get(key).score(*args,
-                                                                             **kwargs)),
-        "encode": lambda text: pool.get(key).encode(text),
-        "resolved": lambda mode, options: pool.get(key).resolved_options(mode, options),
-        "env": _env,
-    }
-    while True:
-        try:
-            op, *args = conn.recv()
-        except (EOFError, Interrupted):  # the parent is gone, or stopping
-            return
-        if op == "close":
-            return
-        try:
-            conn.send(("done", handlers[op](*args)))
-        except Exception as e:
-            conn.send(("error", ErrorInfo(type=type(e).__name__, message=str(e),
-                                          traceback=traceback.format_exc())))
-
-
-def _interrupted(signum, frame) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the record is on its way
-    raise Interrupted("the run was interrupted (Ctrl-C or SIGTERM) during this case; what "
-                      "it measured before is kept, and `mibench run --resume` measures it "
-                      "again")
-
-
-def _case(conn, pool: EnginePool, case, peak: float | None, paced: bool) -> dict:
-    """Measure a case here. Paced (`mibench ab` interleaving two workers call by call), the
-    worker waits for the parent's `("go",)` before its first call and after each call, so
-    only one side runs at a time and the sides' calls alternate."""
-
-    def go() -> None:
-        if not paced:
-            return
-        message = conn.recv()
-        if message == ("close",):  # the parent gave up on this side mid-case
-            raise SystemExit(0)
-        if message != ("go",):
-            raise RuntimeError(f"paced worker: expected ('go',) from the parent, got {message}")
-
-    def tick(label: str) -> None:
-        conn.send(("tick", label))
-        go()
-
-    def measuring() -> None:
-        conn.send(("measuring",))
-        go()
-
-    return run_case(case, pool, lambda dtype: peak, tick, measuring).model_dump()
-
-
-def _bound(case, key: EngineKey):
-    """A launched server's case at the address this worker's engine was built with (the
-    parent bound the worker's key: harness/servers/pool.py)."""
-    if case.http is None or case.http.base_url is not None or key.base_url is None:
-        return case
-    return dataclasses.replace(case, http=case.http.at(key.base_url))
-
-
-def _info(engine) -> EngineInfo:
-    return EngineInfo(name=engine.name, model=engine.model, dtype=engine.dtype, tp=engine.tp,
-                      modes=tuple(engine.modes),
-                      model_config=dataclasses.asdict(engine.model_config),
-                      topology=dict(engine.topology), special_ids=frozenset(engine.special_ids))
-
-
-def _env() -> dict:
-    from mibench.engines import env_info
-
-    return env_info()
-
-
-# ---- the parent's side -----------------------------------------------------------------
 
 
 def remote_error(info: ErrorInfo) -> Exception:
@@ -164,23 +53,14 @@ def remote_error(info: ErrorInfo) -> Exception:
     return RuntimeError(f"{info.type}: {info.message}")
 
 
-class Worker:
-    """One worker for one engine (key: engine, model, dtype, tp): a fresh interpreter
-    (`python -m mibench.harness.run.bootstrap`), so it imports nothing of the parent's
-    main module, talking over a socket pair; its output goes to a log file."""
+class Worker(Child):
+    """One worker for one engine (key: engine, model, dtype, tp): a `Child` process
+    (host/children.py) serving run/worker_loop.py's `serve`."""
 
     def __init__(self, key: EngineKey, factory: Callable | None = None,
                  max_rss: int | None = None, engine_root: str | None = None):
         self.key, self.max_rss = key, max_rss
-        fd, self.log = tempfile.mkstemp(prefix="mibench-worker-", suffix=".log")
-        mine, theirs = socket.socketpair()
-        with open(fd, "wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "mibench.harness.run.bootstrap", str(theirs.fileno()),
-                 engine_root or ""], pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT)
-        theirs.close()
-        self.conn = Connection(mine.detach())
+        super().__init__([engine_root or ""], "mibench-worker-")
         self.conn.send((key, factory))
         self.dead: str | None = None
         self.timeout_s: float | None = None
@@ -213,10 +93,7 @@ class Worker:
         answer), watching the worker meanwhile; an error answer or a death is raised."""
         while True:
             if self.conn.poll(POLL_S):
-                try:
-                    kind, *payload = self.conn.recv()
-                except (EOFError, OSError):
-                    self._fail(death(self._exitcode()))
+                kind, *payload = self._receive()
                 if kind == "measuring":
                     t = self.timeout_s
                     self.deadline = time.monotonic() + t + GRACE_S if t else None
@@ -224,21 +101,10 @@ class Worker:
                 if kind in ("tick", "done"):
                     return kind, payload[0]
                 raise remote_error(payload[0])
-            if self.proc.poll() is not None:
-                self._fail(death(self.proc.returncode))
-            rss = rss_of(self.proc.pid) if self.max_rss else None
-            if rss is not None and rss > self.max_rss:
-                self._fail(f"the worker's resident set reached {rss / 2**20:.0f} MiB, past "
-                           f"runs.max_rss = {self.max_rss / 2**20:.0f} MiB")
+            self._watch(self.max_rss)
             if self.deadline is not None and time.monotonic() > self.deadline:
                 self._fail(f"case exceeded runs.timeout_s={self.timeout_s:g} (the worker did "
                            "not return to Python: a hang in native code)")
-
-    def _exitcode(self) -> int | None:
-        try:
-            return self.proc.wait(1.0)
-        except subprocess.TimeoutExpired:
-            return None
 
     def _fail(self, cause: str):
         self.kill()

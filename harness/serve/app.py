@@ -58,7 +58,7 @@ from fastapi.responses import JSONResponse
 from mibench.engines import DTYPES, SEMANTICS, InvalidScores, MibenchError, engine_mode
 
 from ..util import sigterm_as_ctrl_c
-from .connections import MAX_HEADER_BYTES, ListeningSocket, guarded_protocol, open_files
+from .connections import MAX_HEADER_BYTES, guarded_protocol
 from .limits import (
     Limits,
     Parsers,
@@ -68,6 +68,7 @@ from .limits import (
     read_body,
     tokenize,
 )
+from .open_files import ListeningSocket, open_files
 from .request import (
     BadRequest,
     ScoreCall,

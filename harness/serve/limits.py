@@ -24,9 +24,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from mibench.engines import MODES, PART_OPTION, PIECE_CHARS, MibenchError, Shape, pieces
 
+from ..util import GIB, LIMITS, byte_size
 from .request import BadRequest, ScoreCall
-
-GIB = 1024**3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,11 +95,7 @@ def parse_size(text, flag: str) -> int:
 def gib(n: float) -> str:
     """A size as a reader wants it: GiB from 0.1 GiB, MiB from 0.1 MiB, KiB from 1 KiB,
     else bytes (`--max-body 4096` is 4.0 KiB, never 0.0 MiB)."""
-    if n >= GIB / 10:
-        return f"{n / GIB:.2f} GiB"
-    if n >= 1024**2 / 10:
-        return f"{n / 1024**2:.1f} MiB"
-    return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n:g} bytes"
+    return byte_size(n, LIMITS)
 
 
 # ---- admission: a request's shape against the limits, before any work ------------------

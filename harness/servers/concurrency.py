@@ -7,10 +7,11 @@ the server ever gives), then all in flight together, mixed with K other requests
 `seed + K + i`) sent at the same moment, each on its own connection (`first load`), then
 the same mix again (`warm load`), then the K alone again (`warm alone`). Every request's
 scores in the three later passes must equal its first scores alone within the modes
-tolerance on log scores (1e-5 in float32; DESIGN.md). A server that batches requests whose
-rows then interact, whose batched kernels round differently from its single-request ones,
-or whose first batches race while it compiles, fails it; the trial names the requests and
-items that moved, by how much, and when in the server's life (`WHEN`).
+tolerance on log scores (1e-5 in float32; docs/parity.md, "Tolerances"). A server that
+batches requests whose rows then interact, whose batched kernels round differently from
+its single-request ones, or whose first batches race while it compiles, fails it; the
+trial names the requests and items that moved, by how much, and when in the server's
+life (`WHEN`).
 
 Such failures come and go with timing, so one trial proves little: `trials: N` repeats it
 on N fresh launches and the check reports the fails out of N with a 95% Clopper-Pearson

@@ -1,8 +1,8 @@
-"""The request bodies of an `engine: http` case, built as they are sent (harness/run/
-http_case.py): one thread draws request i's workload (seed `workload.seed + i`; a JSONL
-workload: its request i, cycling; `same_query`: the first one, built once) and encodes its
-body, at most AHEAD bodies ahead of the sends, so a case's memory does not grow with its
-`requests:`.
+"""The request bodies of an `engine: http` case, built as they are sent
+(harness/servers/load_case.py): one thread draws request i's workload (seed
+`workload.seed + i`; a JSONL workload: its request i, cycling; `same_query`: the first
+one, built once) and encodes its body, at most AHEAD bodies ahead of the sends, so a
+case's memory does not grow with its `requests:`.
 
 The client side of a case holds, whatever `requests:` says: the bodies in flight (one per
 client, or up to MAX_IN_FLIGHT in an open loop), AHEAD built ones, the one being built

@@ -180,7 +180,7 @@ def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], No
                 raise problem
             bodies = Bodies(case, engine)
             measuring()
-            if plan.slo is not None:  # the capacity search (run/slo.py)
+            if plan.slo is not None:  # the capacity search (servers/slo.py)
                 load = Load(plan, bodies, engine.base_url, count=plan.warmup_requests)
                 warm_up(load, plan.warmup_requests, warm, tick)
                 rec.slo = slo.new_record(plan)

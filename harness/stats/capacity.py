@@ -31,6 +31,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from .describe import nearest_rank  # the one nearest-rank percentile (here: sorted ms)
+
 CONFIDENCE = 0.95
 FACTOR = 2.0  # the search's step while it brackets the budget
 LATE_MIN_S = 0.010  # a send this late after its arrival is late whatever the rate
@@ -51,12 +53,6 @@ def samples_why(percentile: float, n: int) -> str:
     return (f"{n} requests per step; the p{percentile:g}'s distribution-free 95% interval "
             f"(order statistics) has its upper end inside the sample only from {need} on "
             f"({percentile / 100:g}^n <= 2.5%)")
-
-
-def nearest_rank(sorted_ms: list[float], percentile: float) -> float:
-    """The nearest-rank percentile of sorted values (as stats/describe.py's)."""
-    k = max(1, math.ceil(percentile / 100 * len(sorted_ms) - 1e-9))
-    return sorted_ms[k - 1]
 
 
 def percentile_interval(sorted_ms: list[float], percentile: float,

@@ -62,10 +62,10 @@ def process_runs(case: CaseRecord) -> list[list[float]]:
 
 def nearest_rank(values: list[float], p: float) -> float:
     """The p-th percentile as an observed value: the ceil(p/100 * n)-th smallest (numpy's
-    `inverted_cdf` method, Hyndman & Fan's definition 1)."""
-    import numpy as np
-
-    return float(np.percentile(values, p, method="inverted_cdf"))
+    `inverted_cdf` method, Hyndman & Fan's definition 1); a rank that float arithmetic puts
+    a hair above a whole number (0.999 * 1000) counts as that number."""
+    ordered = sorted(values)
+    return float(ordered[max(1, math.ceil(p / 100 * len(ordered) - 1e-9)) - 1])
 
 
 def latency_of(ms: list[float]) -> Latency | None:

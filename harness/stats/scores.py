@@ -7,10 +7,11 @@ import dataclasses
 import math
 
 from ..records import CaseRecord
+from .tolerances import TOL
 
 # the largest |ln score_new - ln score_base| that is not a score change: the `modes` parity
 # tolerance (docs/parity.md)
-SCORE_TOL = {"float32": 1e-5, "bfloat16": 1e-1}
+SCORE_TOL = TOL["modes"]
 
 
 @dataclasses.dataclass(frozen=True)
