@@ -28,7 +28,8 @@ def tests(session):
 @nox.session(python="3.11")
 def scenarios(session):
     """The long scenarios (`@pytest.mark.scenario`: a real bisect, a real nightly that
-    bisects, `ab` with TPU compiles, the v6e-4/v6e-8 configs compiled, 8 simulated devices),
+    bisects, `ab` with TPU compiles, the v6e-4/v6e-8 configs compiled, 8 simulated devices,
+    the GPU job's dry run with every parity check),
     each with a smaller version in the README's test command; not in CI."""
     _install(session)
     session.run("python", "-m", "pytest", "-q", "-n", "2", "-m", "scenario",

@@ -14,12 +14,19 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow
-def test_gpu_job_dry_run(tmp_path):
-    out = tmp_path / "gpu"
-    proc = subprocess.run([sys.executable, "-m", "mibench.harness.cli", "job", "gpu",
-                           "--dry-run", "--out", str(out)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600)
+# the dry run with only parity's `engines` check (jax against torch): the other checks on
+# every mode are tests/test_harness_real.py's cpu-smoke run; the job, its cases, artifact,
+# report and profile are the same
+CHECKS_ENGINES = ("from mibench.harness.jobs import gpu_job; from mibench.harness.cli import "
+                  "app; gpu_job.DRY_SETS += ('parity.checks=[engines]',); app()")
+
+
+def dry_run(out: Path, checks: str) -> dict:
+    """`mibench job gpu --dry-run --out OUT` in a child process (`checks`: every check of
+    configs/gpu.yaml, or "engines"); its artifact, after the job's own checks."""
+    cmd = ["-m", "mibench.harness.cli"] if checks == "all" else ["-c", CHECKS_ENGINES]
+    proc = subprocess.run([sys.executable, *cmd, "job", "gpu", "--dry-run", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     artifact = json.loads(next(p for p in out.glob("gpu-*.json")).read_text())
     assert artifact["config"]["name"] == "gpu"
@@ -35,6 +42,22 @@ def test_gpu_job_dry_run(tmp_path):
         assert 0 < stages["prefill_ms"] and 0 < stages["extend_ms"] and 0 < stages["score_ms"]
     kernels = summary["profile_auto"]["top_kernels"]  # from a JAX profiler trace
     assert kernels and all(k["total_ms"] > 0 and k["calls"] > 0 for k in kernels)
+    return artifact
+
+
+# a long scenario (nox -s scenarios); its small version: test_gpu_job_dry_run_engines_parity
+@pytest.mark.scenario
+@pytest.mark.slow
+def test_gpu_job_dry_run(tmp_path):
+    checks = {c["check"] for c in dry_run(tmp_path / "gpu", "all")["parity"]["checks"]}
+    assert checks == {"isolation", "modes", "engines", "order", "duplicates", "degenerate"}
+
+
+@pytest.mark.slow
+def test_gpu_job_dry_run_engines_parity(tmp_path):
+    artifact = dry_run(tmp_path / "gpu", "engines")
+    assert {c["check"] for c in artifact["parity"]["checks"]} == {"engines"}
+    assert {c["engine"] for c in artifact["cases"]} == {"jax", "torch"}
 
 
 def test_gpu_job_without_a_gpu_is_one_line_exit_2(tmp_path):

@@ -58,13 +58,20 @@ def test_kv_heads_are_repeated_to_fit_the_mesh():
     np.testing.assert_array_equal(heads[:, :, 2], layers["wk"][:, :, 64:])
 
 
-@pytest.mark.parametrize("preset", ["tiny", "tiny-kv8"])
-def test_every_mode_at_every_tp_scores_like_tp1(preset):
-    result = _worker("modes", preset, "1", "2", "4", "8")
+@pytest.mark.parametrize("preset,tps", [
+    pytest.param("tiny", ("2", "4", "8"), id="tiny"),  # 2 KV heads: split, repeated, too few
+    # 8 KV heads, one per chip at tp 8; at tp 2 and 4 split like tiny at tp 2: a long
+    # scenario (nox -s scenarios); its small version: tiny-kv8 at tp 8 alone
+    pytest.param("tiny-kv8", ("8",), id="tiny-kv8-tp8"),
+    pytest.param("tiny-kv8", ("2", "4", "8"), id="tiny-kv8", marks=pytest.mark.scenario),
+])
+def test_every_mode_at_every_tp_scores_like_tp1(preset, tps):
+    result = _worker("modes", preset, "1", *tps)
     base = result["1"]
     spread = np.ptp(np.asarray(base["single"])[:, 0])
     assert spread > 0.05, "items must score differently for the comparison to mean anything"
-    for tp in ("2", "4", "8"):
+    assert set(result) == {"1", *tps}
+    for tp in tps:
         topo = result[tp]["topology"]
         assert topo["tp"] == int(tp) and len(topo["devices"]) == int(tp)
         for label, scores in result[tp].items():

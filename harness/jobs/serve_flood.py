@@ -47,9 +47,11 @@ def more_files(want: int) -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-async def _silent(host: str, port: int, until: float, counts: collections.Counter) -> None:
-    """One silent socket: open, send nothing, wait for the server to close it, again."""
-    while (left := until - time.monotonic()) > 0:
+async def _silent(host: str, port: int, until: list[float],
+                  counts: collections.Counter) -> None:
+    """One silent socket: open, send nothing, wait for the server to close it, again, until
+    the time in `until` (which the crowd may move to now)."""
+    while (left := until[0] - time.monotonic()) > 0:
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), left)
         except (OSError, TimeoutError):
@@ -58,7 +60,7 @@ async def _silent(host: str, port: int, until: float, counts: collections.Counte
             continue
         counts["opened"] += 1
         try:
-            while await asyncio.wait_for(reader.read(65536), max(until - time.monotonic(),
+            while await asyncio.wait_for(reader.read(65536), max(until[0] - time.monotonic(),
                                                                  0.001)):
                 pass
         except (OSError, TimeoutError):
@@ -67,14 +69,25 @@ async def _silent(host: str, port: int, until: float, counts: collections.Counte
             writer.close()
 
 
-def crowd(host: str, port: int, n: int, seconds: float, out) -> None:
-    """`n` silent sockets for `seconds` (a process's target); their counts put on `out`."""
+def crowd(host: str, port: int, n: int, seconds: float, out, stop=None) -> None:
+    """`n` silent sockets for `seconds`, or until the event `stop` is set (a process's
+    target); their counts put on `out`."""
     more_files(n + 64)
     counts: collections.Counter = collections.Counter()
 
     async def run():
-        until = time.monotonic() + seconds
-        await asyncio.gather(*(_silent(host, port, until, counts) for _ in range(n)))
+        until = [time.monotonic() + seconds]
+        sockets = asyncio.gather(*(_silent(host, port, until, counts) for _ in range(n)))
+        while stop is not None and not sockets.done():
+            if stop.is_set():  # a socket's wait_for may swallow the cancel: `until` ends it
+                until[0] = 0.0
+                sockets.cancel()
+                break
+            await asyncio.wait([sockets], timeout=0.1)
+        try:
+            await sockets
+        except asyncio.CancelledError:
+            pass
 
     asyncio.run(run())
     out.put(dict(counts))
@@ -123,10 +136,10 @@ def _result(out, proc, seconds: float) -> dict:
 def one_crowd(host: str, port: int, n: int, requests: int, interval: float,
               timeout: float, settle: float = 3.0) -> dict:
     """A crowd of `n` (ramped up for `settle` s) and `requests` well-formed requests."""
-    out = multiprocessing.get_context("spawn").Queue()
-    seconds = settle + requests * interval + timeout + 2
-    proc = multiprocessing.get_context("spawn").Process(
-        target=crowd, args=(host, port, n, seconds, out), daemon=True)
+    spawn = multiprocessing.get_context("spawn")
+    out, stop = spawn.Queue(), spawn.Event()
+    seconds = settle + requests * interval + timeout + 2  # at most: it stops after the last
+    proc = spawn.Process(target=crowd, args=(host, port, n, seconds, out, stop), daemon=True)
     proc.start()
     try:
         time.sleep(settle)
@@ -135,6 +148,7 @@ def one_crowd(host: str, port: int, n: int, requests: int, interval: float,
             t0 = time.monotonic()
             results.append(request(host, port, timeout))
             time.sleep(max(0.0, interval - (time.monotonic() - t0)))
+        stop.set()
         counts = _result(out, proc, seconds + 60)
     finally:
         proc.join(10)
