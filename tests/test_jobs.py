@@ -326,3 +326,14 @@ def test_the_nightly_suites_checks_leave_out_the_kinds_that_did_not_run():
     assert not lines["0 failed jobs in the no-regression runs"]
     assert lines["a mode that scores nothing fails the night with `degenerate` and keeps the "
                  "baseline (exit 1)"]
+
+
+def test_a_jobs_rows_are_saved_as_json_and_markdown_each_ending_in_a_newline(tmp_path):
+    from mibench.harness.jobs.outputs import save
+
+    save(None, "x", {"a": 1}, "| a |")  # no folder: nothing written, nothing raised
+    save(tmp_path / "new", "score-checks", {"rows": [1], "all_hold": True}, "| a |\n|---|")
+    assert (tmp_path / "new" / "score-checks.json").read_text() == (
+        '{\n "rows": [\n  1\n ],\n "all_hold": true\n}\n')
+    assert (tmp_path / "new" / "score-checks.md").read_text() == "| a |\n|---|\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new"]

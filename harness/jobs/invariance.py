@@ -34,7 +34,6 @@ the same check.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,6 +42,7 @@ import numpy as np
 from mibench.engines import MODES
 
 from ..stats.tolerances import TOL as TOLERANCES
+from .outputs import save
 
 TOL = TOLERANCES["modes"]["float32"]  # the float32 `modes` tolerance on log scores
 DELIM, LABELS = 151643, [198, 9834]
@@ -188,10 +188,7 @@ def main(out: Path | None = None, model: str = "embedded:tiny",
     rows += more(model) if more is not None else []
     result = {"model": model, "tolerance": TOL, "rows": [dataclasses.asdict(r) for r in rows],
               "all_hold": all(r.holds for r in rows)}
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "invariance.json").write_text(json.dumps(result, indent=1) + "\n")
-        (out / "invariance.md").write_text(markdown(rows) + "\n")
+    save(out, "invariance", result, markdown(rows))
     print(markdown(rows))
     return result
 

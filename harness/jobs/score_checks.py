@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 from .invariance import DELIM, LABELS, VARIANTS, options_label
+from .outputs import save
 
 MODEL = "embedded:tiny"
 # each check's fault (engines/leaks.py), the control it must catch
@@ -230,10 +231,7 @@ def main(out: Path | None = None, servers: bool = True) -> dict:
     result = {"model": MODEL, "workload": WORKLOAD,
               "rows": [dataclasses.asdict(r) | {"caught": r.caught} for r in rows],
               "all_hold": all(r.holds for r in rows)}
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "score-checks.json").write_text(json.dumps(result, indent=1) + "\n")
-        (out / "score-checks.md").write_text(markdown(rows) + "\n")
+    save(out, "score-checks", result, markdown(rows))
     print(markdown(rows))
     return result
 
