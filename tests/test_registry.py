@@ -1,0 +1,52 @@
+"""mibench/registry.py: the one registry style of every extension point."""
+
+import pytest
+
+from mibench.errors import MibenchError
+from mibench.registry import Registry
+
+
+def test_add_register_order_and_lookup():
+    reg = Registry("format", field="--format")
+    reg.add("csv", 1)
+
+    @reg.register("json")
+    def json_export():
+        return "j"
+
+    assert list(reg) == ["csv", "json"] and len(reg) == 2
+    assert reg["csv"] == 1 and reg.lookup("json") is json_export
+    assert "csv" in reg and "xml" not in reg and reg.get("xml") is None
+
+
+def test_unknown_name_says_what_is_known_and_the_closest():
+    reg = Registry("format", field="--format")
+    for name in ("csv", "json", "bmf"):
+        reg.add(name, name.upper())
+    with pytest.raises(MibenchError) as e:
+        reg.lookup("jsn")
+    assert str(e.value) == ("--format: unknown format 'jsn' (known: csv, json, bmf); "
+                            "did you mean 'json'?")
+    with pytest.raises(MibenchError, match="unknown format 3"):
+        reg.lookup(3)
+
+
+def test_a_name_twice_is_refused():
+    reg = Registry("wire")
+    reg.add("sglang", object)
+    with pytest.raises(ValueError, match="wire 'sglang' is registered twice"):
+        reg.add("sglang", object)
+
+
+def test_lazy_entries_import_on_first_lookup_and_fill_runs_once():
+    calls = []
+
+    def fill(r):
+        calls.append(1)
+        r.add("dumps", "json:dumps")
+
+    reg = Registry("codec", fill=fill)
+    assert calls == []
+    import json
+    assert reg.lookup("dumps") is json.dumps and reg["dumps"] is json.dumps
+    assert list(reg) == ["dumps"] and calls == [1]
