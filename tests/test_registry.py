@@ -50,3 +50,11 @@ def test_lazy_entries_import_on_first_lookup_and_fill_runs_once():
     import json
     assert reg.lookup("dumps") is json.dumps and reg["dumps"] is json.dumps
     assert list(reg) == ["dumps"] and calls == [1]
+
+
+def test_where_says_what_the_names_belong_to():
+    reg = Registry("mode", field="mode", where="for engine torch")
+    reg.add("single", 1)
+    with pytest.raises(MibenchError) as e:
+        reg.lookup("packed")
+    assert str(e.value) == "mode: unknown mode 'packed' for engine torch (known: single)"
