@@ -58,3 +58,18 @@ def test_where_says_what_the_names_belong_to():
     with pytest.raises(MibenchError) as e:
         reg.lookup("packed")
     assert str(e.value) == "mode: unknown mode 'packed' for engine torch (known: single)"
+
+
+def test_the_registries_name_what_their_readers_know():
+    """Engines: the same names in the same order as their modes; parity checks: exactly the
+    names a config and a record may hold (records/run.py CHECKS, the schema's)."""
+    from mibench.engines import ENGINES, MODES
+    from mibench.harness.records.run import CHECKS
+    from mibench.harness.run.parity import PARITY_CHECKS
+
+    assert list(ENGINES) == list(MODES) == ["jax", "torch", "http"]
+    assert sorted(PARITY_CHECKS) == sorted(CHECKS)
+    assert all(c.each_case or c.group for c in PARITY_CHECKS.values())
+    with pytest.raises(MibenchError, match="^parity.checks: unknown parity check 'isolaton'.*"
+                       "did you mean 'isolation'"):
+        PARITY_CHECKS.lookup("isolaton")
