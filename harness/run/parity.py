@@ -48,6 +48,8 @@ status is `ok` are checked: a failed case already fails the run.
 (a few ms of parity workload measure nothing), so it is judged on the case records the
 runner already wrote (`metrics.throughput_items_per_s.median`), never on the parity
 workload, and runs no engine.
+
+The checks are `PARITY_CHECKS`, one registry; adding one: docs/design.md.
 """
 
 from __future__ import annotations
@@ -381,7 +383,7 @@ PARITY_CHECKS.add("degenerate", Check(  # the query (each case), then every case
     each_case=_invariant("degenerate", lambda g, case: invariants.query_moves(
         g, case, g.pool.get(case.engine_key).model_config.vocab_size), variant="query",
         oracle_too=True),
-    group=lambda g, cases, records: degenerate_records(g, cases, records)))
+    group=degenerate_records))
 PARITY_CHECKS.add("modes", Check(each_case=_modes))
 PARITY_CHECKS.add("topologies", Check(each_case=_topologies))
 PARITY_CHECKS.add("speedup", Check(group=lambda g, cases, records: speedup_checks(
