@@ -12,8 +12,6 @@ the names below that need them load on first use.
 
 from __future__ import annotations
 
-import importlib
-
 from mibench.errors import (
     InputError,
     InvalidScores,
@@ -24,6 +22,7 @@ from mibench.errors import (
     TopologyUnavailable,
     Unavailable,
 )
+from mibench.registry import Registry
 
 from .contract import Engine
 from .modes.accounting import PART_OPTION, Shape
@@ -38,48 +37,57 @@ from .modes.registry import (
 from .request import SEMANTICS  # an item read after `query + [delimiter]`, or `query`
 from .result import ScoreResult
 
-ENGINES = tuple(MODES)
+# engine name -> its class (`Engine`, engines/contract.py), imported when built: the same
+# names in the same order as MODES (tests/test_docs_design.py)
+ENGINES: Registry[type[Engine]] = Registry("engine", field="engine")
+ENGINES.add("jax", "mibench.engines.jax_engine:JaxEngine")
+ENGINES.add("torch", "mibench.engines.torch_engine:TorchEngine")
+ENGINES.add("http", "mibench.engines.http_engine:HttpEngine")
 DTYPES = ("float32", "bfloat16")
 
 
-# public name -> (module under mibench.engines, attribute): loaded on first use
-_LAZY = {
-    "env_info": ("env", "env_info"),
-    "skip_absent_tpu": ("platforms", "skip_absent_tpu"),  # libtpu installed, no TPU
-    "accelerators": ("platforms", "accelerators"),  # TPU/GPU chips here, JAX not started
-    "package_versions": ("env", "package_versions"),
-    "ModelConfig": ("config", "ModelConfig"),
-    "model_facts": ("facts", "model_facts"),
-    "TextBound": ("text", "TextBound"),  # a text within its model's positions, bounded
-    "pieces": ("text", "pieces"),  # a long text in pieces cut where a word starts
-    "PIECE_CHARS": ("text", "PIECE_CHARS"),
-    "make_model": ("embedded", "make_model"),
-    "PRESETS": ("presets", "PRESETS"),  # the embedded presets by name (plain data)
-    "cache_dir": ("model_cache", "cache_dir"),
-    "verify_model": ("checkpoint", "verify_model"),
-    "model_folder": ("checkpoint", "resolve_model"),  # a model's checkpoint folder, made
-    "init_distributed": ("distributed", "initialize"),
-    "is_writer": ("distributed", "is_writer"),
-    "count_compiles": ("modes.compiles", "count_compiles"),
-    "host_memory": ("memory", "host_memory"),  # this machine's RAM or cgroup limit
-    "HARD_LIMIT": ("memory", "HARD_LIMIT"),
-    "stage_profile": ("profile", "prefill_extend_stages"),
-    "top_kernels": ("profile", "top_kernels"),
-    "cudnn_check": ("profile", "cudnn_check"),
-    "HttpClient": ("http_client", "HttpClient"),  # the http engine's transport
-    "leaking": ("leaks", "leaking"),  # deliberate leaks: invariance's negative controls
-    "parse_base_url": ("http_client", "parse_base_url"),
-    "wire": ("wires", "wire"),  # a server wire by name (engines/wires/)
-    "WIRES": ("wires", "WIRES"),
-    "fact_problem": ("wires", "fact_problem"),
-    # `mibench compile`: the engine's programs compiled for a TPU slice without a TPU
-    "TPU_TARGETS": ("tpu", "TPU_TARGETS"),
-    "COST_LOOPS": ("compile", "COST_LOOPS"),
-    "UNROLLED_ENV": ("compile", "UNROLLED_ENV"),
-    "tpu_target": ("tpu", "tpu_target"),
-    "abstract_engine": ("tpu", "abstract_engine"),
-    "compile_case": ("compile", "compile_case"),
-}
+# public name -> "module:attribute" under mibench.engines: loaded on first use
+_LAZY: Registry[object] = Registry("name")
+_LAZY.add("env_info", "mibench.engines.env:env_info")
+# libtpu installed, no TPU
+_LAZY.add("skip_absent_tpu", "mibench.engines.platforms:skip_absent_tpu")
+# TPU/GPU chips here, JAX not started
+_LAZY.add("accelerators", "mibench.engines.platforms:accelerators")
+_LAZY.add("package_versions", "mibench.engines.env:package_versions")
+_LAZY.add("ModelConfig", "mibench.engines.config:ModelConfig")
+_LAZY.add("model_facts", "mibench.engines.facts:model_facts")
+# a text within its model's positions, bounded
+_LAZY.add("TextBound", "mibench.engines.text:TextBound")
+_LAZY.add("pieces", "mibench.engines.text:pieces")  # a long text in pieces cut where a word starts
+_LAZY.add("PIECE_CHARS", "mibench.engines.text:PIECE_CHARS")
+_LAZY.add("make_model", "mibench.engines.embedded:make_model")
+_LAZY.add("PRESETS", "mibench.engines.presets:PRESETS")  # the embedded presets by name (plain data)
+_LAZY.add("cache_dir", "mibench.engines.model_cache:cache_dir")
+_LAZY.add("verify_model", "mibench.engines.checkpoint:verify_model")
+# a model's checkpoint folder, made
+_LAZY.add("model_folder", "mibench.engines.checkpoint:resolve_model")
+_LAZY.add("init_distributed", "mibench.engines.distributed:initialize")
+_LAZY.add("is_writer", "mibench.engines.distributed:is_writer")
+_LAZY.add("count_compiles", "mibench.engines.modes.compiles:count_compiles")
+_LAZY.add("host_memory", "mibench.engines.memory:host_memory")  # this machine's RAM or cgroup limit
+_LAZY.add("HARD_LIMIT", "mibench.engines.memory:HARD_LIMIT")
+_LAZY.add("stage_profile", "mibench.engines.profile:prefill_extend_stages")
+_LAZY.add("top_kernels", "mibench.engines.profile:top_kernels")
+_LAZY.add("cudnn_check", "mibench.engines.profile:cudnn_check")
+_LAZY.add("HttpClient", "mibench.engines.http_client:HttpClient")  # the http engine's transport
+# deliberate leaks: invariance's negative controls
+_LAZY.add("leaking", "mibench.engines.leaks:leaking")
+_LAZY.add("parse_base_url", "mibench.engines.http_client:parse_base_url")
+_LAZY.add("wire", "mibench.engines.wires:wire")  # a server wire by name (engines/wires/)
+_LAZY.add("WIRES", "mibench.engines.wires:WIRES")
+_LAZY.add("fact_problem", "mibench.engines.wires:fact_problem")
+# `mibench compile`: the engine's programs compiled for a TPU slice without a TPU
+_LAZY.add("TPU_TARGETS", "mibench.engines.tpu:TPU_TARGETS")
+_LAZY.add("COST_LOOPS", "mibench.engines.compile:COST_LOOPS")
+_LAZY.add("UNROLLED_ENV", "mibench.engines.compile:UNROLLED_ENV")
+_LAZY.add("tpu_target", "mibench.engines.tpu:tpu_target")
+_LAZY.add("abstract_engine", "mibench.engines.tpu:abstract_engine")
+_LAZY.add("compile_case", "mibench.engines.compile:compile_case")
 
 __all__ = ["AUTO_DENSE_MAX_T", "DTYPES", "ENGINES", "MODES", "OPTIONS", "PART_OPTION", "Engine",
            "InputError", "InvalidScores", "MibenchError", "Mode", "ModelError", "Option",
@@ -91,9 +99,7 @@ __all__ = ["AUTO_DENSE_MAX_T", "DTYPES", "ENGINES", "MODES", "OPTIONS", "PART_OP
 def __getattr__(name: str):
     if name not in _LAZY:
         raise AttributeError(f"module 'mibench.engines' has no attribute {name!r}")
-    module, attr = _LAZY[name]
-    value = getattr(importlib.import_module(f"mibench.engines.{module}"), attr)
-    globals()[name] = value
+    globals()[name] = value = _LAZY[name]
     return value
 
 
@@ -108,17 +114,8 @@ def load_engine(name: str, model: str = "embedded:tiny", dtype: str = "float32",
         raise MibenchError(f"must be a positive integer, got {tp!r}", field="tp")
     if server and name != "http":
         raise MibenchError(f"only the http engine takes {sorted(server)}", field=next(iter(server)))
-    if name == "http":
-        from .http_engine import HttpEngine
+    if name != "http":
+        from .platforms import skip_absent_tpu
 
-        return HttpEngine(model, dtype=dtype, tp=tp, **server)
-    from .platforms import skip_absent_tpu
-
-    skip_absent_tpu()  # before JAX starts: no libtpu noise on a machine without a TPU
-    if name == "jax":
-        from .jax_engine import JaxEngine
-
-        return JaxEngine(model, dtype=dtype, tp=tp)
-    from .torch_engine import TorchEngine
-
-    return TorchEngine(model, dtype=dtype, tp=tp)
+        skip_absent_tpu()  # before JAX starts: no libtpu noise on a machine without a TPU
+    return ENGINES[name](model, dtype=dtype, tp=tp, **server)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-KINDS = ("dense mask", "segment mask", "LM head rows", "scores", "item order",
+LEAKS = ("dense mask", "segment mask", "LM head rows", "scores", "item order",
          "repeated item", "same scores", "query ignored")
 SHIFT = 1e-3  # how far (in log) a faulty score moves: 100x the float32 modes tolerance
 FIXED_TOKEN = 1  # `query ignored`: every query token becomes this one (3 if it is the delimiter)
@@ -22,7 +22,7 @@ FIXED_TOKEN = 1  # `query ignored`: every query token becomes this one (3 if it 
 
 @contextlib.contextmanager
 def leaking(kind: str, engine) -> Iterator[None]:
-    """The leak control `kind` (one of KINDS) switched on for the block: `dense mask`
+    """The leak control `kind` (one of LEAKS) switched on for the block: `dense mask`
     lets a packed item see every earlier token, `segment mask` makes every segment start at
     0, `LM head rows` mixes the extend rows before the head, `scores` moves each item's
     scores with the request's item count; without a leak: `item order` moves each item's
@@ -64,7 +64,7 @@ def leaking(kind: str, engine) -> Iterator[None]:
 
 
 def _faulty_score(kind: str, score):
-    """`score` with the fault `kind` (a KINDS entry that patches the engine's scores)."""
+    """`score` with the fault `kind` (a LEAKS entry that patches the engine's scores)."""
     if kind == "query ignored":
         def fixed(query, items, labels, *a, delimiter=None, **kw):
             token = FIXED_TOKEN if FIXED_TOKEN != delimiter else FIXED_TOKEN + 2
@@ -87,6 +87,6 @@ def _faulty_score(kind: str, score):
         elif kind == "same scores":
             rows = [list(rows[0]) for _ in rows]
         else:
-            raise ValueError(f"unknown fault {kind!r} (known: {', '.join(KINDS)})")
+            raise ValueError(f"unknown fault {kind!r} (known: {', '.join(LEAKS)})")
         return dataclasses.replace(out, scores=rows)
     return faulty

@@ -30,8 +30,9 @@ class Registry(Mapping[str, T], Generic[T]):
     (the order the CLI and the docs list them in)."""
 
     def __init__(self, what: str, field: str | None = None,
-                 fill: Callable[[Registry[T]], None] | None = None):
-        self.what, self.field = what, field
+                 fill: Callable[[Registry[T]], None] | None = None, where: str = ""):
+        # `where`: what the names belong to, said after the unknown name ("for engine jax")
+        self.what, self.field, self.where = what, field, where
         self._entries: dict[str, T | str] = {}
         self._fill = fill
 
@@ -59,7 +60,8 @@ class Registry(Mapping[str, T], Generic[T]):
         if not isinstance(name, str) or name not in self._filled():
             known = ", ".join(self._entries)
             hint = did_you_mean(name, self._entries) if isinstance(name, str) else ""
-            raise MibenchError(f"unknown {self.what} {name!r} (known: {known}){hint}",
+            where = f" {self.where}" if self.where else ""
+            raise MibenchError(f"unknown {self.what} {name!r}{where} (known: {known}){hint}",
                                field=self.field)
         return self[name]
 

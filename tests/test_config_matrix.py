@@ -255,7 +255,7 @@ def test_validate_lists_each_case_with_the_registry_defaults(tmp_path, monkeypat
     assert "chunk_size=4 mask=segment schedule=parallel attention=auto" in out
     chunked = MODES["jax"]["chunked"]
     moved = dataclasses.replace(chunked, defaults={**chunked.defaults, "mask": "dense"})
-    monkeypatch.setitem(MODES["jax"], "chunked", moved)  # the registry is the one source
+    monkeypatch.setitem(MODES["jax"]._entries, "chunked", moved)  # the registry is the one source
     assert "chunk_size=4 mask=dense schedule=parallel" in render_cases(config, expand(config))
 
 

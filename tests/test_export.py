@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from mibench.errors import MibenchError
 from mibench.harness.cli import app
 from mibench.harness.records import read_artifact
-from mibench.harness.report.exporters import EXPORTERS, cases_frame, exporter
+from mibench.harness.report.exporters import EXPORTERS, cases_frame
 from mibench.harness.report.exporters.rows import COLUMNS
 
 DATA = Path(__file__).parent / "data" / "reports"
@@ -34,7 +34,7 @@ def test_every_format_is_one_module_behind_one_interface():
         assert module.NAME == name and module.SUFFIX.startswith(".")
         assert callable(module.export)
     with pytest.raises(MibenchError, match="unknown format 'xml'"):
-        exporter("xml")
+        EXPORTERS.lookup("xml")
 
 
 def test_csv_has_a_row_per_case_and_timed_run():

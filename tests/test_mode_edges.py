@@ -44,9 +44,8 @@ def record(case_id, mode, items_per_s, engine="jax"):
 def patch_mode(monkeypatch):
     """Replace one registered mode's fields for the test."""
     def patch(engine, name, **fields):
-        modes = dict(MODES[engine])
-        modes[name] = dataclasses.replace(modes[name], **fields)
-        monkeypatch.setitem(MODES, engine, modes)
+        moved = dataclasses.replace(MODES[engine][name], **fields)
+        monkeypatch.setitem(MODES[engine]._entries, name, moved)
     return patch
 
 

@@ -50,3 +50,26 @@ def test_lazy_entries_import_on_first_lookup_and_fill_runs_once():
     import json
     assert reg.lookup("dumps") is json.dumps and reg["dumps"] is json.dumps
     assert list(reg) == ["dumps"] and calls == [1]
+
+
+def test_where_says_what_the_names_belong_to():
+    reg = Registry("mode", field="mode", where="for engine torch")
+    reg.add("single", 1)
+    with pytest.raises(MibenchError) as e:
+        reg.lookup("packed")
+    assert str(e.value) == "mode: unknown mode 'packed' for engine torch (known: single)"
+
+
+def test_the_registries_name_what_their_readers_know():
+    """Engines: the same names in the same order as their modes; parity checks: exactly the
+    names a config and a record may hold (records/run.py CHECKS, the schema's)."""
+    from mibench.engines import ENGINES, MODES
+    from mibench.harness.records.run import CHECKS
+    from mibench.harness.run.parity import PARITY_CHECKS
+
+    assert list(ENGINES) == list(MODES) == ["jax", "torch", "http"]
+    assert sorted(PARITY_CHECKS) == sorted(CHECKS)
+    assert all(c.each_case or c.group for c in PARITY_CHECKS.values())
+    with pytest.raises(MibenchError, match="^parity.checks: unknown parity check 'isolaton'.*"
+                       "did you mean 'isolation'"):
+        PARITY_CHECKS.lookup("isolaton")

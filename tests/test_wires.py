@@ -100,7 +100,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def toy_server(monkeypatch):
-    monkeypatch.setitem(WIRES, "toy", Toy)  # the one registry line
+    monkeypatch.setitem(WIRES._entries, "toy", Toy)  # WIRES.add("toy", Toy), then removed
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     Handler.seen = []

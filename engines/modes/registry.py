@@ -6,8 +6,8 @@ dispatch every call through it (`Mode.score`, `Mode.num_tokens`), the config val
 builds a case's option fields from `OPTIONS` and estimates memory with `Mode.host_bytes`,
 the matrix expands and names cases from it, parity and the report read its speedup
 baseline, the engines its resolved options, the tests loop over it, and the docs' mode
-tables are checked against it (tests/test_docs_modes.py). Adding a mode: its scorer
-module, one `Mode(...)` here, and its rows in those tables.
+tables are checked against it (tests/test_docs_modes.py). `MODES` is a registry
+(mibench/registry.py) of each engine's registry of modes. Adding a mode: docs/design.md.
 Plain data, no jax (scorers load on first use): `mibench validate` stays fast.
 """
 
@@ -19,6 +19,7 @@ import importlib
 from collections.abc import Callable, Sequence
 
 from mibench.errors import MibenchError
+from mibench.registry import Registry
 
 from ..request import SEMANTICS, resolve_semantics
 from . import accounting
@@ -232,94 +233,88 @@ AUTO_DENSE_MAX_T = 256
 TORCH_EXTEND_BATCH_SIZE = 64
 
 
-def _modes(*modes: Mode) -> dict[str, Mode]:
-    return {m.name: m for m in modes}
+# engine -> its modes: a registry of registries, so an unknown engine and an unknown mode
+# of a known engine are each the one registry error (`engine_mode`)
+MODES: Registry[Registry[Mode]] = Registry("engine", field="engine")
 
 
-MODES: dict[str, dict[str, Mode]] = {
-    "jax": _modes(
-        Mode(name="single", doc="one forward per item, batch 1, in order: the baseline",
-             defaults={"attention": "auto"}, scorer="modes.single:score_single",
-             memory=accounting.memory_single, work=costs.work_single,
-             batch_invariance="bitwise", resolves="jax_engine:resolved_attention"),
-        Mode(name="packed", doc="every item in one sequence after the query, items kept "
-             "apart by the mask", defaults={"mask": "auto", "attention": "auto"},
-             scorer="modes.packed:score_packed", tokens=accounting.tokens_packed,
-             memory=functools.partial(accounting.memory_packed, dense_max_t=AUTO_DENSE_MAX_T),
-             work=functools.partial(costs.work_packed, dense_max_t=AUTO_DENSE_MAX_T),
-             needs_delimiter=True,
-             examples=({"mask": "dense"}, {"mask": "segment"}, {"mask": "auto"}),
-             speedup_baseline=("jax", "single"), speedup_gated=True,
-             resolves="jax_engine:resolved_attention"),
-        Mode(name="chunked", doc="items in chunks of chunk_size, each chunk a packed sequence "
-             "with its own copy of the query",
-             defaults={"chunk_size": CHUNK_SIZE, "mask": "segment", "schedule": "parallel",
-                       "attention": "auto"},
-             scorer="modes.packed:score_chunked", tokens=accounting.tokens_chunked,
-             memory=functools.partial(accounting.memory_chunked,
-                                      dense_max_t=AUTO_DENSE_MAX_T),
-             work=functools.partial(costs.work_chunked, dense_max_t=AUTO_DENSE_MAX_T),
-             needs_delimiter=True,
-             examples=({"chunk_size": 3}, {"chunk_size": 4, "mask": "dense"},
-                       {"chunk_size": 3, "schedule": "sequential"},
-                       {"chunk_size": 2, "mask": "dense", "schedule": "sequential"}),
-             speedup_baseline=("jax", "single"), resolves="jax_engine:resolved_attention"),
-        Mode(name="prefill_extend", doc="the query prefilled once, items extended in batches "
-             "against its cached KV (shared, never copied per item)",
-             defaults={"extend_batch_size": EXTEND_BATCH_SIZE, "precompile_bs": None,
-                       "mask": "segment", "attention": "auto"},
-             scorer="modes.extend:score_prefill_extend", tokens=accounting.tokens_prefix_once,
-             memory=accounting.memory_extend, batch_timer="modes.extend:extend_batch_times",
-             work=lambda shape, options: costs.work_extend(shape, options, batch_sizes),
-             examples=({"extend_batch_size": 3},
-                       {"extend_batch_size": 4, "precompile_bs": [4]},
-                       {"extend_batch_size": 3, "mask": "dense"}),
-             speedup_baseline=("jax", "single"), resolves="jax_engine:resolved_attention"),
-    ),
-    "torch": _modes(
-        Mode(name="single", doc="one transformers forward per item (eager attention): the "
-             "oracle", defaults={}, scorer="torch_engine:score_single",
-             memory=accounting.memory_single, batch_invariance="bitwise",
-             resolves=resolves_to(attention="eager")),
-        Mode(name="prefill_extend", doc="the query prefilled once, items extended in batches "
-             "with a 4D mask over the cached KV (SDPA)",
-             defaults={"extend_batch_size": TORCH_EXTEND_BATCH_SIZE},
-             scorer="torch_engine:score_prefill_extend", tokens=accounting.tokens_prefix_once,
-             memory=accounting.memory_extend, examples=({"extend_batch_size": 3},),
-             speedup_baseline=("jax", "single"), resolves=resolves_to(attention="sdpa")),
-    ),
-    # a server speaking SGLang's /v1/score (engines/http_engine.py): one request per call;
-    # how the server scores is its own (mibench serve --mode); `single` so that parity's
-    # `engines` check, which scores each engine's single mode, reaches it
-    "http": _modes(
-        Mode(name="single", doc="one POST /v1/score per request (query and all its items); "
-             "the server's own mode scores them", defaults={}),
-    ),
-}
+def _modes(engine: str, *modes: Mode) -> None:
+    """`engine`'s modes, registered under its name (in the order the docs list them)."""
+    registry = MODES.add(engine, Registry("mode", field="mode", where=f"for engine {engine}"))
+    for m in modes:
+        registry.add(m.name, m)
 
 
-def engine_modes(engine: str) -> dict[str, Mode]:
+_modes(
+    "jax",
+    Mode(name="single", doc="one forward per item, batch 1, in order: the baseline",
+         defaults={"attention": "auto"}, scorer="modes.single:score_single",
+         memory=accounting.memory_single, work=costs.work_single,
+         batch_invariance="bitwise", resolves="jax_engine:resolved_attention"),
+    Mode(name="packed", doc="every item in one sequence after the query, items kept "
+         "apart by the mask", defaults={"mask": "auto", "attention": "auto"},
+         scorer="modes.packed:score_packed", tokens=accounting.tokens_packed,
+         memory=functools.partial(accounting.memory_packed, dense_max_t=AUTO_DENSE_MAX_T),
+         work=functools.partial(costs.work_packed, dense_max_t=AUTO_DENSE_MAX_T),
+         needs_delimiter=True,
+         examples=({"mask": "dense"}, {"mask": "segment"}, {"mask": "auto"}),
+         speedup_baseline=("jax", "single"), speedup_gated=True,
+         resolves="jax_engine:resolved_attention"),
+    Mode(name="chunked", doc="items in chunks of chunk_size, each chunk a packed sequence "
+         "with its own copy of the query",
+         defaults={"chunk_size": CHUNK_SIZE, "mask": "segment", "schedule": "parallel",
+                   "attention": "auto"},
+         scorer="modes.packed:score_chunked", tokens=accounting.tokens_chunked,
+         memory=functools.partial(accounting.memory_chunked,
+                                  dense_max_t=AUTO_DENSE_MAX_T),
+         work=functools.partial(costs.work_chunked, dense_max_t=AUTO_DENSE_MAX_T),
+         needs_delimiter=True,
+         examples=({"chunk_size": 3}, {"chunk_size": 4, "mask": "dense"},
+                   {"chunk_size": 3, "schedule": "sequential"},
+                   {"chunk_size": 2, "mask": "dense", "schedule": "sequential"}),
+         speedup_baseline=("jax", "single"), resolves="jax_engine:resolved_attention"),
+    Mode(name="prefill_extend", doc="the query prefilled once, items extended in batches "
+         "against its cached KV (shared, never copied per item)",
+         defaults={"extend_batch_size": EXTEND_BATCH_SIZE, "precompile_bs": None,
+                   "mask": "segment", "attention": "auto"},
+         scorer="modes.extend:score_prefill_extend", tokens=accounting.tokens_prefix_once,
+         memory=accounting.memory_extend, batch_timer="modes.extend:extend_batch_times",
+         work=lambda shape, options: costs.work_extend(shape, options, batch_sizes),
+         examples=({"extend_batch_size": 3},
+                   {"extend_batch_size": 4, "precompile_bs": [4]},
+                   {"extend_batch_size": 3, "mask": "dense"}),
+         speedup_baseline=("jax", "single"), resolves="jax_engine:resolved_attention"),
+)
+_modes(
+    "torch",
+    Mode(name="single", doc="one transformers forward per item (eager attention): the "
+         "oracle", defaults={}, scorer="torch_engine:score_single",
+         memory=accounting.memory_single, batch_invariance="bitwise",
+         resolves=resolves_to(attention="eager")),
+    Mode(name="prefill_extend", doc="the query prefilled once, items extended in batches "
+         "with a 4D mask over the cached KV (SDPA)",
+         defaults={"extend_batch_size": TORCH_EXTEND_BATCH_SIZE},
+         scorer="torch_engine:score_prefill_extend", tokens=accounting.tokens_prefix_once,
+         memory=accounting.memory_extend, examples=({"extend_batch_size": 3},),
+         speedup_baseline=("jax", "single"), resolves=resolves_to(attention="sdpa")),
+)
+# a server speaking SGLang's /v1/score (engines/http_engine.py): one request per call;
+# how the server scores is its own (mibench serve --mode); `single` so that parity's
+# `engines` check, which scores each engine's single mode, reaches it
+_modes(
+    "http",
+    Mode(name="single", doc="one POST /v1/score per request (query and all its items); "
+         "the server's own mode scores them", defaults={}),
+)
+
+
+def engine_modes(engine: str) -> Registry[Mode]:
     """The modes of `engine`, or a MibenchError naming `engine` (`engine_mode`'s)."""
-    return _lookup(engine, _ANY)
+    return MODES.lookup(engine)
 
 
 def engine_mode(engine: str, mode) -> Mode:
     """The mode `mode` of `engine`, or a MibenchError naming `mode` (or `engine`): the one
     place an unknown engine or mode is refused (the config, the CLI and the server re-key
     the error with `MibenchError.under`, same message)."""
-    return _lookup(engine, mode)[mode]
-
-
-_ANY = object()  # `_lookup`'s mode when only the engine is asked about
-
-
-def _lookup(engine, mode) -> dict[str, Mode]:
-    """`engine`'s modes, holding `mode` (any mode: `_ANY`)."""
-    modes = MODES.get(engine) if isinstance(engine, str) else None
-    if modes is None:
-        field, what, known = "engine", f"engine {engine!r}", MODES
-    elif mode is not _ANY and (not isinstance(mode, str) or mode not in modes):
-        field, what, known = "mode", f"mode {mode!r} for engine {engine}", modes
-    else:
-        return modes
-    raise MibenchError(f"unknown {what} (known: {', '.join(known)})", field=field)
+    return MODES.lookup(engine).lookup(mode)

@@ -1,6 +1,6 @@
 """Server wires: how a request for scores is put to a server and its answer read. The
 `http` engine and the harness's load generator speak only through a wire; a server with
-another API is one module here and one line in WIRES. `Wire` states what a wire is;
+another API is one module here and one `WIRES.add` line. `Wire` states what a wire is;
 `DEFAULT_WIRE` is the one an http case speaks unless it names another (`wire:`).
 
 `describe` and `fact_problem` word a server fact that differs from what a request wants.
@@ -8,19 +8,19 @@ another API is one module here and one line in WIRES. `Wire` states what a wire 
 
 from __future__ import annotations
 
-import importlib
 import json
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from mibench.errors import MibenchError
+from mibench.registry import Registry
 
 if TYPE_CHECKING:
     from mibench.errors import InputError
 
     from ..http_client import HttpClient, Reply
 
-# name -> "module:class" under mibench.engines.wires (imported on first use), or the class
-WIRES: dict[str, object] = {"sglang": "sglang:SGLang"}
+# name -> the wire's class, imported on first lookup
+WIRES: Registry[type[Wire]] = Registry("wire", field="wire")
+WIRES.add("sglang", "mibench.engines.wires.sglang:SGLang")
 DEFAULT_WIRE = "sglang"  # SGLang's /v1/score
 
 
@@ -60,13 +60,7 @@ class Wire(Protocol):
 
 def wire(name: str = DEFAULT_WIRE) -> Wire:
     """The wire called `name`, or a MibenchError naming `wire`."""
-    if not isinstance(name, str) or name not in WIRES:
-        raise MibenchError(f"unknown wire {name!r} (known: {', '.join(WIRES)})", field="wire")
-    entry = WIRES[name]
-    if isinstance(entry, str):
-        module, _, cls = entry.partition(":")
-        entry = getattr(importlib.import_module(f"{__name__}.{module}"), cls)
-    return entry()
+    return WIRES.lookup(name)()
 
 
 def describe(value) -> str:

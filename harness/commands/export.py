@@ -35,10 +35,10 @@ def export(artifacts: Annotated[list[Path], typer.Argument(help="Run artifacts (
                     "(default: stdout).")] = None,
            case: CaseGlobs = None):
     """Export the cases of ARTIFACTS as CSV, JSON rows or Bencher Metric Format."""
-    from ..report.exporters import exporter
+    from ..report.exporters import EXPORTERS
     from ..stats.duplicates import unique_runs
 
-    out = out_file(out, f"cases{exporter(format).SUFFIX}")
+    out = out_file(out, f"cases{EXPORTERS.lookup(format).SUFFIX}")
     records, again = unique_runs([load(p) for p in artifacts], artifacts)
     for line in again:
         print(line, file=sys.stderr)
@@ -55,6 +55,6 @@ def export_artifacts(paths: list[Path], format: str, globs: list[str] | None = N
 
 def export_records(records: list, format: str, globs: list[str] | None = None) -> str:
     """The text of `format` for the records' (selected) cases."""
-    from ..report.exporters import exporter
+    from ..report.exporters import EXPORTERS
 
-    return exporter(format).export(select_records(records, globs))
+    return EXPORTERS.lookup(format).export(select_records(records, globs))

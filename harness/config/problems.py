@@ -124,7 +124,10 @@ def _http(i: int, case: Case) -> list[Problem]:
         except MibenchError as e:
             return at("base_url", e.message)
     if case.wire is not None and case.wire not in WIRES:
-        return at("wire", f"unknown wire {case.wire!r} (known: {', '.join(WIRES)})")
+        try:
+            WIRES.lookup(case.wire)
+        except MibenchError as e:  # the registry's one "unknown wire" message
+            return at("wire", e.message)
     if case.slo is not None:
         given = [k for k in ("clients", "rate", "requests") if getattr(case, k) is not None]
         if given:

@@ -27,7 +27,7 @@ from ..ab.scratch import append, commit, copy_project, slower
 from ..stats.paired import timing_line
 
 EXTEND = "engines/modes/extend.py"
-KINDS = ("aa", "slow20", "slow50")
+SCENARIOS = ("aa", "slow20", "slow50")
 CONFIG = """
 name: calibrate
 model: {path: "embedded:tiny"}
@@ -94,23 +94,25 @@ def main(out: Path, trials: int = 20, rounds: int = 5, load: bool = True) -> dic
                     "cpu": _cpu(), "by_kind": {}}
     t0 = time.perf_counter()
     with background_load(load):
-        rows: dict[str, list] = {kind: [] for kind in KINDS}
-        for k in range(trials):  # kinds interleaved: a stopped calibration has each kind
-            for kind in KINDS:
-                record, _ = run_ab(config, repo, shas["base"], shas[kind], cache,
+        rows: dict[str, list] = {scenario: [] for scenario in SCENARIOS}
+        for k in range(trials):  # interleaved: a stopped calibration has each scenario
+            for scenario in SCENARIOS:
+                record, _ = run_ab(config, repo, shas["base"], shas[scenario], cache,
                                    rounds=rounds, out=out / "ab", note=lambda line: None)
                 (case,) = record.cases
                 t = case.timing
                 errors = [s.error for s in case.base + case.new if s.error]
-                rows[kind].append({"verdict": case.verdict, "change": t.change, "low": t.low,
-                                   "high": t.high, "p": t.p_value, "errors": errors,
-                                   "pacing": record.pacing, "d": t.round_log_ratios})
-                print(f"{kind} {k + 1}/{trials}: {case.verdict} {timing_line(t)}"
+                rows[scenario].append({"verdict": case.verdict, "change": t.change,
+                                       "low": t.low, "high": t.high, "p": t.p_value,
+                                       "errors": errors, "pacing": record.pacing,
+                                       "d": t.round_log_ratios})
+                print(f"{scenario} {k + 1}/{trials}: {case.verdict} {timing_line(t)}"
                       + (f"; {len(errors)} failed sides, first: {errors[0]}" if errors else ""),
                       flush=True)
-                flagged = sum(r["verdict"] == "regression" for r in rows[kind])
-                result["by_kind"][kind] = {"regressions": flagged, "of": len(rows[kind]),
-                                           "trials": rows[kind]}
+                flagged = sum(r["verdict"] == "regression" for r in rows[scenario])
+                result["by_kind"][scenario] = {"regressions": flagged,
+                                               "of": len(rows[scenario]),
+                                               "trials": rows[scenario]}
                 (out / "calibrate.json").write_text(json.dumps(result, indent=1))
         result["compare"] = separate_runs(config, out / "runs", trials)
     result["seconds"] = time.perf_counter() - t0

@@ -48,16 +48,20 @@ status is `ok` are checked: a failed case already fails the run.
 (a few ms of parity workload measure nothing), so it is judged on the case records the
 runner already wrote (`metrics.throughput_items_per_s.median`), never on the parity
 workload, and runs no engine.
+
+The checks are `PARITY_CHECKS`, one registry; adding one: docs/design.md.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 
 import numpy as np
 
 from mibench.engines import MODES
+from mibench.registry import Registry
 from mibench.workloads import Request, WorkloadSpec
 
 from ..config.keys import EngineKey
@@ -143,6 +147,7 @@ class GroupParity:
     reference: dict
     scores: dict = dataclasses.field(default_factory=dict)
     servers: object = None  # the run's ServerPool: fresh servers for `concurrency`
+    settings: object = None  # the config's `parity` (its `speedup` gate), when it has one
 
     def requests(self, key: EngineKey) -> list[Request]:
         reqs = self.pool.requests(key, self.spec)
@@ -187,6 +192,8 @@ def _mutated(requests: list[Request], delimiter: int | None, extra: int,
 
 
 def isolation(g: GroupParity, case: CaseSpec) -> list[ParityCheck]:
+    if case.engine == g.reference["engine"]:  # the oracle is not under test
+        return []
     key, reqs = case.engine_key, g.requests(case.engine_key)
     k = len(reqs[0].items) // 2
     vocab = g.pool.get(key).model_config.vocab_size
@@ -202,58 +209,53 @@ def isolation(g: GroupParity, case: CaseSpec) -> list[ParityCheck]:
 
 def group_checks(g: GroupParity, cases: list[CaseSpec], checks: list[str],
                  records: list[CaseRecord] = ()) -> list[ParityCheck]:
+    """The records of `checks` (names of PARITY_CHECKS) for one group: each case's, case by
+    case, then the group's, in the registry's order."""
+    chosen = [PARITY_CHECKS[name] for name in PARITY_CHECKS if name in checks]
     out: list[ParityCheck] = []
-    ref = g.reference
     for case in cases:
-        if "isolation" in checks and case.engine != ref["engine"]:
-            out += isolation(g, case)
-        out += invariant_checks(g, case, checks)
-        if "modes" in checks and case.mode != "single":
-            out.append(g.compare(
-                "modes", case, f"{case.engine}/single", case.dtype,
-                lambda c=case: g.score(c.engine_key, c.mode, c.params),
-                lambda c=case: g.score(c.engine_key, "single", {})))
-        if "topologies" in checks and case.tp > 1:
-            tp1 = case.engine_key.at_tp1()
-            out.append(g.compare(
-                "topologies", case, case.id_at(tp1), case.dtype,
-                lambda c=case: g.score(c.engine_key, c.mode, c.params),
-                lambda c=case, k=tp1: g.score(k, c.mode, c.params)))
-    if "engines" in checks:
-        for case in _one_per_engine(c for c in cases if c.engine != ref["engine"]):
-            ref_key = EngineKey(ref["engine"], case.model, ref["dtype"], 1)
-            out.append(g.compare(
-                "engines", dataclasses.replace(case, case_id=engine_label(case)),
-                f"{ref['engine']}/{ref['mode']}/{ref['dtype']}", _coarser(case.dtype, ref["dtype"]),
-                lambda c=case: g.score(c.engine_key, "single", {}),
-                lambda k=ref_key: g.score(k, ref["mode"], {})))
-    if "concurrency" in checks:
-        out += [concurrency_check(g, case)
-                for case in _one_per_engine(c for c in cases if c.engine == "http")]
-    if "prefix_cache" in checks:
-        out += [prefix_cache_check(g, case) for case in _one_per_engine(
-            c for c in cases if c.http is not None and c.http.prefix_trials)]
-    if "degenerate" in checks:
-        out += degenerate_records(g, cases, records)
+        for check in chosen:
+            out += check.each_case(g, case) if check.each_case else []
+    for check in chosen:
+        out += check.group(g, list(cases), list(records)) if check.group else []
     return out
 
 
-def invariant_checks(g: GroupParity, case: CaseSpec, checks: list[str]) -> list[ParityCheck]:
-    """`order`, `duplicates` and `degenerate` (query) of one case (run/invariants.py). The
-    reference case itself (the oracle: `parity.reference`'s engine, mode and dtype) is left
-    out of order and duplicates, as isolation leaves out the reference engine (the job
-    `score-checks` and the tests check it); degenerate runs on every case."""
+def _oracle(g: GroupParity, case: CaseSpec) -> bool:
+    """Whether `case` is the reference itself (`parity.reference`'s engine, mode and dtype,
+    default options): `order` and `duplicates` leave it out, as isolation leaves out the
+    reference engine (the job `score-checks` and the tests check it)."""
     ref = g.reference
-    oracle = (case.engine, case.mode, case.dtype) == (ref["engine"], ref["mode"],
-                                                      ref["dtype"]) and not case.params
-    out = []
-    if "order" in checks and not oracle:
-        out.append(_or_error(g, case, "order", lambda: invariants.order(g, case)))
-    if "duplicates" in checks and not oracle:
-        out += _or_error(g, case, "duplicates", lambda: invariants.duplicates(g, case), True)
-    if "degenerate" in checks:
-        out.append(_or_error(g, case, "degenerate", lambda: invariants.query_moves(
-            g, case, g.pool.get(case.engine_key).model_config.vocab_size), variant="query"))
+    return (case.engine, case.mode, case.dtype) == (ref["engine"], ref["mode"],
+                                                    ref["dtype"]) and not case.params
+
+
+def _modes(g: GroupParity, case: CaseSpec) -> list[ParityCheck]:
+    if case.mode == "single":
+        return []
+    return [g.compare("modes", case, f"{case.engine}/single", case.dtype,
+                      lambda: g.score(case.engine_key, case.mode, case.params),
+                      lambda: g.score(case.engine_key, "single", {}))]
+
+
+def _topologies(g: GroupParity, case: CaseSpec) -> list[ParityCheck]:
+    if case.tp == 1:
+        return []
+    tp1 = case.engine_key.at_tp1()
+    return [g.compare("topologies", case, case.id_at(tp1), case.dtype,
+                      lambda: g.score(case.engine_key, case.mode, case.params),
+                      lambda: g.score(tp1, case.mode, case.params))]
+
+
+def _engines(g: GroupParity, cases: list[CaseSpec], records) -> list[ParityCheck]:
+    ref, out = g.reference, []
+    for case in _one_per_engine(c for c in cases if c.engine != ref["engine"]):
+        ref_key = EngineKey(ref["engine"], case.model, ref["dtype"], 1)
+        out.append(g.compare(
+            "engines", dataclasses.replace(case, case_id=engine_label(case)),
+            f"{ref['engine']}/{ref['mode']}/{ref['dtype']}", _coarser(case.dtype, ref["dtype"]),
+            lambda c=case: g.score(c.engine_key, "single", {}),
+            lambda k=ref_key: g.score(k, ref["mode"], {})))
     return out
 
 
@@ -343,6 +345,51 @@ def speedup_checks(records: list[CaseRecord], min_speedup: float,
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One parity check (docs/parity.md): what it runs for each case of a group, and what
+    it runs once for the group (its case records at hand); each returns its records."""
+
+    each_case: Callable[[GroupParity, CaseSpec], list[ParityCheck]] | None = None
+    group: Callable[[GroupParity, list[CaseSpec], list[CaseRecord]],
+                    list[ParityCheck]] | None = None
+
+
+def _invariant(name: str, run, many: bool = False, variant: str | None = None,
+               oracle_too: bool = False) -> Callable:
+    """A case's invariant check (run/invariants.py), an `error` record when it raised."""
+    def each_case(g: GroupParity, case: CaseSpec) -> list[ParityCheck]:
+        if not oracle_too and _oracle(g, case):
+            return []
+        out = _or_error(g, case, name, lambda: run(g, case), many, variant)
+        return out if many else [out]
+    return each_case
+
+
+# the checks a config names in `parity.checks` (records/run.py CHECKS: the schema's names),
+# in the order their records are written: each case's in turn, then the group's
+PARITY_CHECKS: Registry[Check] = Registry("parity check", field="parity.checks")
+PARITY_CHECKS.add("isolation", Check(each_case=isolation))
+PARITY_CHECKS.add("order", Check(each_case=_invariant("order", invariants.order)))
+PARITY_CHECKS.add("duplicates", Check(each_case=_invariant(
+    "duplicates", invariants.duplicates, many=True)))
+PARITY_CHECKS.add("engines", Check(group=_engines))
+PARITY_CHECKS.add("concurrency", Check(group=lambda g, cases, records: [
+    concurrency_check(g, c) for c in _one_per_engine(c for c in cases if c.engine == "http")]))
+PARITY_CHECKS.add("prefix_cache", Check(group=lambda g, cases, records: [
+    prefix_cache_check(g, c) for c in _one_per_engine(
+        c for c in cases if c.http is not None and c.http.prefix_trials)]))
+PARITY_CHECKS.add("degenerate", Check(  # the query (each case), then every case's scores
+    each_case=_invariant("degenerate", lambda g, case: invariants.query_moves(
+        g, case, g.pool.get(case.engine_key).model_config.vocab_size), variant="query",
+        oracle_too=True),
+    group=degenerate_records))
+PARITY_CHECKS.add("modes", Check(each_case=_modes))
+PARITY_CHECKS.add("topologies", Check(each_case=_topologies))
+PARITY_CHECKS.add("speedup", Check(group=lambda g, cases, records: speedup_checks(
+    records, g.settings.min_speedup, g.settings.speedup_items)))
+
+
 def reference_keys(config: Config, cases: list[CaseSpec]) -> set[EngineKey]:
     """Engines parity will need beyond the cases' own: the reference, and the tp 1
     engine of every case that the `topologies` check compares with it."""
@@ -368,8 +415,7 @@ def check_group(config: Config, pool: EnginePool, cases: list[CaseSpec],
     invalid scores fails `degenerate`); `concurrency` and `prefix_cache` start fresh
     servers from `servers` (the run's ServerPool)."""
     p = config.parity
-    g = GroupParity(pool, parity_workload(config), p.reference.model_dump(), servers=servers)
+    g = GroupParity(pool, parity_workload(config), p.reference.model_dump(), servers=servers,
+                    settings=p)
     record.checks += group_checks(g, cases, list(p.checks), list(case_records))
-    if "speedup" in p.checks:
-        record.checks += speedup_checks(list(case_records), p.min_speedup, p.speedup_items)
     record.passed = all(c.passing for c in record.checks)

@@ -8,6 +8,7 @@ a statistic of its own.
     bmf    Bencher Metric Format: per case, `throughput` (items/s) and `latency` (ns per
            item), each the median with the slowest and fastest run as its bounds
 
+A new format: its module here and one `EXPORTERS.add` line (docs/design.md).
 `frame.cases_frame(artifacts)` gives the same rows as a pandas DataFrame (pandas: the
 `frame` extra, imported when called).
 """
@@ -16,19 +17,14 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from mibench.errors import MibenchError
+from mibench.registry import Registry
 
 from . import bmf, csv, json
 from .frame import cases_frame
 
-__all__ = ["EXPORTERS", "cases_frame", "exporter"]
+__all__ = ["EXPORTERS", "cases_frame"]
 
-EXPORTERS: dict[str, ModuleType] = {m.NAME: m for m in (csv, json, bmf)}
-
-
-def exporter(name: str) -> ModuleType:
-    """The exporter of format `name`, or a MibenchError naming --format."""
-    if name not in EXPORTERS:
-        raise MibenchError(f"unknown format {name!r} ({', '.join(EXPORTERS)})",
-                           field="--format")
-    return EXPORTERS[name]
+# format name -> its module; `EXPORTERS.lookup(name)`: an unknown one names --format
+EXPORTERS: Registry[ModuleType] = Registry("format", field="--format")
+for _module in (csv, json, bmf):
+    EXPORTERS.add(_module.NAME, _module)

@@ -11,7 +11,7 @@ static host.
     DIR/reports/<job>/              index.json, ab/*.json, nights/<time>-<sha>/ (*.md, their
                                     pages *.md.html, plots)
 
-`build_site` reads (site/load.py), gathers (site/model.py: the series are `mibench
+`build_site` reads (site/read.py), gathers (site/model.py: the series are `mibench
 history`'s) and renders (site/pages.py); the site is written into a folder beside DIR and
 moved into place at the end, so DIR holds a whole site or what it held before.
 """
@@ -29,8 +29,8 @@ from mibench.errors import EnvironmentFailed, MibenchError
 from ...records.io import why_not_written
 from . import pages
 from .issue import Found, issue_body, newly_confirmed
-from .load import Job, read_job
 from .model import Measurement, measurements, rank
+from .read import Job, read_job
 
 MARK = ".mibench-site"  # the file that says a folder is a site mibench may replace
 

@@ -1,4 +1,4 @@
-"""What the site shows, gathered from a nightly history (pure: site/load.py's `Job` and
+"""What the site shows, gathered from a nightly history (pure: site/read.py's `Job` and
 its `mibench history` series in, plain records out; no statistics of its own beyond
 harness.stats).
 
@@ -26,7 +26,7 @@ from ...stats.environment import environment_changes
 from ...stats.history import Series
 from ...stats.steps import step_interval
 from ...verdicts import NIGHT_ORDER
-from .load import Job
+from .read import Job
 
 
 @dataclasses.dataclass(frozen=True)
