@@ -19,11 +19,11 @@ import pytest
 
 from mibench.harness.config import load_config
 from mibench.harness.host import load
+from mibench.harness.judge.busy import BUSY_LEVEL
+from mibench.harness.judge.compare import compare
 from mibench.harness.records import CaseLoad
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import run
-from mibench.harness.stats.compare import compare
-from mibench.harness.stats.load import BUSY_LEVEL
 from mibench.harness.testing import FakeEngine, fixed_peak, write_config
 
 CONFIG = """
@@ -211,7 +211,8 @@ TIMES = [0.0100, 0.0104, 0.0098, 0.0102, 0.0101]  # fixed: no verdict below hang
 
 
 def slower_by(rec, factor: float):
-    from mibench.harness.stats.describe import per_unit_ms, rates, summarize
+    from mibench.harness.records.summaries import summarize
+    from mibench.harness.stats.describe import per_unit_ms, rates
 
     out = rec.model_copy(deep=True)
     for c in out.cases:
@@ -263,7 +264,7 @@ def test_busy_excuses_only_what_load_can_explain(quiet_pair):
     assert "at most 3.57x" in comp.cases[0].reason
     fast = slower_by(loaded(base, 0.02), 1 / 16)
     # faster beyond what the base's load explains: an improvement, and at 16x with no parity
-    # behind it a suspicious one (harness/stats/suspicious.py)
+    # behind it a suspicious one (harness/judge/suspicious.py)
     assert compare(loaded(base, 0.65), fast).cases[0].verdict == "suspicious improvement"
     assert compare(loaded(base, 0.99), fast).cases[0].verdict == "inconclusive"  # 25x
     assert compare(base, loaded(fast, 0.65)).cases[0].verdict == "suspicious improvement"

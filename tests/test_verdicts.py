@@ -26,8 +26,9 @@ from mibench.harness.records import (
 )
 from mibench.harness.records.ab import AB_OLDER, ABCase, ABRecord, RoundSample, Side
 from mibench.harness.records.run import OLDER
+from mibench.harness.records.summaries import summarize
 from mibench.harness.report.ab import render_text
-from mibench.harness.stats.describe import per_unit_ms, rates, summarize
+from mibench.harness.stats.describe import per_unit_ms, rates
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "tests" / "data" / "reports" / "real-smoke.json"

@@ -28,12 +28,12 @@ def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (se
                      "plots beside it.")] = None,
             format: Format = "md"):
     """Per-case trend over commits: medians, change points, peak vs current."""
+    from ..judge.history import build_history, load_dir
     from ..report.exporters.changes import (
         history_json,
         history_markdown,
         history_plots,
     )
-    from ..stats.history import build_history, load_dir
 
     kind = parse_format(format)
     out = out_file(out, "history.md")

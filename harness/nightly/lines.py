@@ -5,10 +5,10 @@ and the report's section of `ab` evidence beside the unpaired figures."""
 
 from __future__ import annotations
 
+from ..judge.noise import AAGroups
 from ..records import RunRecord
 from ..records.nightly import Culprit, NightlyIndex
 from ..stats import sequential as seq
-from ..stats.noise import AAGroups
 from ..verdicts import KNOWN_REGRESSION, UNDECIDED_WORDS
 from .confirm import Measured
 from .judge import FIX, Judgement

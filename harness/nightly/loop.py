@@ -35,9 +35,9 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 
+from ..judge.suspicious import flagged, run_vouched
 from ..records import RunRecord, read_artifact
 from ..records.nightly import Baseline, Night, NightlyIndex, NightSummary
-from ..stats.suspicious import flagged, run_vouched
 from ..util import now
 from ..verdicts import (
     CONFIRMED_REGRESSION,
@@ -157,7 +157,7 @@ def confirm(n: Tonight, js: list[Judgement], found: Measured, budget: Budget, wh
 
 def suspicious(js: list[Judgement], new: RunRecord) -> list[Judgement]:
     """A confirmed improvement of 2x or more that the new run's parity does not vouch for
-    is a `suspicious improvement` (the one rule: harness/stats/suspicious.py)."""
+    is a `suspicious improvement` (the one rule: harness/judge/suspicious.py)."""
     return [flagged(j, run_vouched(new, j.case_id)) for j in js]
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 
+from ..judge.noise import AAGroups
 from ..records import RunRecord
 from ..records.io import write_artifact, write_output
 from ..records.nightly import Night, NightlyIndex, NightSummary, SummaryCase
-from ..stats.noise import AAGroups
 from ..verdicts import (
     CONFIRMED_REGRESSION,
     KNOWN_REGRESSION,

@@ -1,7 +1,7 @@
 """Exporters of `mibench compare` and `mibench history`: Markdown (Jinja2 templates) and JSON.
 
-Each takes the computed record (`Comparison`, harness/stats/comparison.py; `History`,
-harness/stats/history.py) and only formats it.
+Each takes the computed record (`Comparison`, harness/judge/comparison.py; `History`,
+harness/judge/history.py) and only formats it.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from ...judge.compare import MIN_RUNS, Comparison
+from ...judge.compile_counts import count
+from ...judge.history import History, Series
 from ...records import PASSING
-from ...stats.compare import MIN_RUNS, Comparison
-from ...stats.compile_counts import count
-from ...stats.history import History, Series
 from .. import fmt, render
 from ..fmt import Table
 from ..marks import StepMark
