@@ -65,7 +65,8 @@ def compare(base: Annotated[str | None, typer.Argument(
     """Regression verdict of NEW against BASE: exit 0 none, 1 regression or untested cases,
     2 nothing comparable or bad input."""
     from ..judge.compare import compare as compare_records
-    from ..report.exporters.changes import compare_json, compare_markdown
+    from ..report.exporters.changes import compare_json
+    from ..report.renderers import RENDERERS
 
     limits = parse_thresholds(threshold, ("time", "memory", "cost"),
                               memory=memory_threshold, cost=cost_threshold)
@@ -84,8 +85,8 @@ def compare(base: Annotated[str | None, typer.Argument(
                                field=str(new))
         note = (f"rebaselined: {new} replaces {base} as the baseline (the gate said: "
                 f"{result.outcome}, exit {result.exit_code})")
-    print(compare_json(result, note) if kind == "json" else compare_markdown(result, note),
-          end="")
+    print(compare_json(result, note) if kind == "json"
+          else RENDERERS.lookup("compare")(result, note), end="")
     if rebaseline:
         print(note)
         return
@@ -123,8 +124,9 @@ def compare_compile(base: Path, new: Path, limit: float, kind: str,
                     case: list[str] | None = None) -> int:
     """`compare` on two compile artifacts: exact costs, a threshold gate; the exit code."""
     from ..judge.compile_compare import compare_compile as compare_costs
-    from ..judge.compile_compare import compile_compare_json, compile_compare_markdown
     from ..records import read_compile_artifact
+    from ..report.compile_changes import compile_compare_json
+    from ..report.renderers import RENDERERS
 
     if not (schema_of(base) in COMPILE and schema_of(new) in COMPILE):
         odd = new if schema_of(base) in COMPILE else base
@@ -132,8 +134,8 @@ def compare_compile(base: Path, new: Path, limit: float, kind: str,
                            "another", field=str(odd))
     old, fresh = select_records([read_compile_artifact(base), read_compile_artifact(new)], case)
     result = compare_costs(old, fresh, limit)
-    print(compile_compare_json(result) if kind == "json" else compile_compare_markdown(result),
-          end="")
+    print(compile_compare_json(result) if kind == "json"
+          else RENDERERS.lookup("compile-compare")(result), end="")
     return result.exit_code
 
 
