@@ -30,8 +30,6 @@ from .common import (
     threshold_option,
 )
 
-COMPILE = ("mibench.compile/1", "mibench.compile/2")
-
 
 @guarded
 def compare(base: Annotated[str | None, typer.Argument(
@@ -65,6 +63,7 @@ def compare(base: Annotated[str | None, typer.Argument(
     """Regression verdict of NEW against BASE: exit 0 none, 1 regression or untested cases,
     2 nothing comparable or bad input."""
     from ..judge.compare import compare as compare_records
+    from ..records import COMPILE_SCHEMAS as COMPILE
     from ..report.exporters.changes import compare_json
     from ..report.renderers import RENDERERS
 
@@ -124,6 +123,7 @@ def compare_compile(base: Path, new: Path, limit: float, kind: str,
                     case: list[str] | None = None) -> int:
     """`compare` on two compile artifacts: exact costs, a threshold gate; the exit code."""
     from ..judge.compile_compare import compare_compile as compare_costs
+    from ..records import COMPILE_SCHEMAS as COMPILE
     from ..records import read_compile_artifact
     from ..report.compile_changes import compile_compare_json
     from ..report.renderers import RENDERERS

@@ -12,6 +12,7 @@ from ..judge.compile_compare import (
     relative_change,
     roofline_bound,
 )
+from ..records.outputs import COMPILE_COMPARE_SCHEMA
 
 
 def _pair(d: CaseDiff, get, unit: str) -> str:
@@ -57,7 +58,7 @@ def compile_compare_markdown(r: CompileComparison) -> str:
 
 def compile_compare_json(r: CompileComparison) -> str:
     return json.dumps({
-        "schema": "mibench.compile-compare/1", "base": r.base.run_id, "new": r.new.run_id,
+        "schema": COMPILE_COMPARE_SCHEMA, "base": r.base.run_id, "new": r.new.run_id,
         "target": r.base.target.name, "threshold": r.threshold, "exit_code": r.exit_code,
         "cases": [{"case_id": d.case_id, "changes": d.changes, "regressions": d.regressions}
                   for d in r.cases]}, indent=1) + "\n"
