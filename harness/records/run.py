@@ -14,9 +14,9 @@ from mibench.errors import MibenchError
 
 from ..util import now
 from .base import ErrorInfo, Header, Measured, Record
+from .busy import CaseLoad
 from .case import CaseHead, RunsRecord
 from .io import read_json, schema_file
-from .load import CaseLoad
 from .references import ReferenceSet
 from .servers import ColdStartRecord, ConcurrencyTrial, SloRecord
 

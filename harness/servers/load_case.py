@@ -44,8 +44,8 @@ from mibench.engines import MibenchError, fact_problem
 
 from ..config.cases import CaseSpec, HttpPlan
 from ..config.spec import HTTP_FIELDS
+from ..host.busy import Window
 from ..host.deadline import deadline
-from ..host.load import Window
 from ..records import (
     CaseRecord,
     ErrorInfo,
