@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 from mibench.errors import MibenchError
 
+from ..judge.nightly import CONFIRM, FIX, Judgement
 from ..judge.paired import ALPHA, MIN_EFFECT, paired_test
 from ..records import ABCase, ABRecord
 from ..records.ab import Timing
@@ -44,7 +45,6 @@ from ..verdicts import (
     SUSPICIOUS_IMPROVEMENT,
     UNCHANGED,
 )
-from .judge import CONFIRM, FIX, Judgement
 
 FASTER = (IMPROVEMENT, SUSPICIOUS_IMPROVEMENT)  # `ab`'s words of a confirmed speedup
 

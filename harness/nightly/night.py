@@ -11,6 +11,7 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 
+from ..judge.nightly import SEED_RUNS, UNTIMED_FAILS, Judgement
 from ..judge.noise import AAGroups
 from ..records import RunRecord
 from ..records.io import write_artifact, write_output
@@ -25,7 +26,6 @@ from ..verdicts import (
 )
 from . import store
 from .index import Folder
-from .judge import SEED_RUNS, UNTIMED_FAILS, Judgement
 from .summary import rank, render
 
 FAILS = (CONFIRMED_REGRESSION, KNOWN_REGRESSION, *UNTIMED_FAILS)

@@ -40,11 +40,6 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
-from ..judge.busy import BUSY_LEVEL, busy
-from ..judge.comparable import code_git, measurement_id
-from ..judge.compare import CaseChange, Comparison, Gate, case_change, compare
-from ..judge.history import History, build_history
-from ..judge.noise import AAGroups
 from ..records import CaseRecord, RunRecord
 from ..records.nightly import NightlyIndex, Regression
 from ..stats.significance import NoiseFloor
@@ -70,6 +65,11 @@ from ..verdicts import (
     UNCHANGED,
     UNTESTED,
 )
+from .busy import BUSY_LEVEL, busy
+from .comparable import code_git, measurement_id
+from .compare import CaseChange, Comparison, Gate, case_change, compare
+from .history import History, build_history
+from .noise import AAGroups
 
 # quiet ok runs of one commit a measurement needs before the night judges its timing (the
 # pair judged left out): two degrees of freedom of its own (the floor pools every case's).
@@ -287,7 +287,7 @@ def change_points(e: Evidence) -> dict[tuple[str, str], str]:
     """Per case id and measurement id of the new run, the reason of a change point (`regression`)
     among the series' quiet points after the baseline's point, the new point among the
     slower ones; points of a case whose suspicion `ab` disproved are left out."""
-    from ..judge.steps import judge_steps
+    from .steps import judge_steps
 
     name = str(e.new.config.get("name", "?"))
     hist = e.history
