@@ -31,7 +31,7 @@ TIMING = {
                             "the new side's `modes`/`engines` parity against the reference "
                             "having run and passed (a mode that scores nothing is fast): "
                             "named first, exit 0, never moves a nightly baseline without "
-                            "`accept` (harness/stats/suspicious.py)",
+                            "`accept` (harness/judge/suspicious.py)",
 }
 
 # --- cannot tell: the undecided words, one definition each ------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# how busy the machine is, as every run records it (harness/host/load.py), is faked: quiet
+# how busy the machine is, as every run records it (harness/host/busy.py), is faked: quiet
 # (0) unless a test says otherwise, so no verdict of the suite depends on the real load
 # beside it; tests of the probe itself remove the variable
 os.environ.setdefault("MIBENCH_FAKE_OTHER_LOAD", "0")

@@ -15,6 +15,7 @@ import numpy as np
 from mibench.harness.ab.rounds import judge, overall
 from mibench.harness.config import load_config
 from mibench.harness.config.matrix import expand
+from mibench.harness.judge import paired
 from mibench.harness.records import (
     ABCase,
     ABRecord,
@@ -24,7 +25,6 @@ from mibench.harness.records import (
     write_artifact,
 )
 from mibench.harness.records.ab import RoundSample, Side
-from mibench.harness.stats import paired
 
 HERE = Path(__file__).parent
 _spec = importlib.util.spec_from_file_location("make_artifacts",

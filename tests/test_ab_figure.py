@@ -1,5 +1,5 @@
 """`mibench ab` says how its change is computed where it differs from new ms / base ms: the
-paired statistic (the geometric mean of the per-round ratios, stats/paired.py) with the
+paired statistic (the geometric mean of the per-round ratios, judge/paired.py) with the
 rounds' ratios, beside the ratio of the medians, on screen and in Markdown."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ import math
 import statistics
 from pathlib import Path
 
+from mibench.harness.judge.paired import paired_test
 from mibench.harness.records import read_artifact
 from mibench.harness.records.ab import ABCase, ABRecord, RoundSample, Side, Timing
 from mibench.harness.report import ab as ab_report
-from mibench.harness.stats.paired import paired_test, round_log_ratio
+from mibench.harness.stats.describe import round_log_ratio
 
 NEW = Path(__file__).parent / "data" / "reports" / "new.json"
 # (base ms, new ms) of each round: the load moved between rounds, so the medians of the

@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 from mibench.engines import MODES, load_engine
 from mibench.harness.cli import app
 from mibench.harness.records import read_artifact
+from mibench.harness.records.summaries import latency_of
 from mibench.harness.report import build_context, render
 from mibench.harness.report.tables import batch_table, rows_of
-from mibench.harness.stats.describe import latency_of
 from mibench.harness.testing import write_config
 
 CONFIG = """

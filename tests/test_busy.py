@@ -1,5 +1,5 @@
 """How busy the machine was, and what the verdicts between runs make of it: the probe
-(harness/host/load.py) counts only OTHER processes' CPU time, so a commit that makes
+(harness/host/busy.py) counts only OTHER processes' CPU time, so a commit that makes
 mibench use more threads or wait more reads as slower, never as busy; `compare` calls a
 timing change with a busy side inconclusive and names the side and the share; a run
 records the load of each case (faked in the suite: MIBENCH_FAKE_OTHER_LOAD)."""
@@ -18,12 +18,12 @@ import time
 import pytest
 
 from mibench.harness.config import load_config
-from mibench.harness.host import load
+from mibench.harness.host import busy as host_busy
+from mibench.harness.judge.busy import BUSY_LEVEL
+from mibench.harness.judge.compare import compare
 from mibench.harness.records import CaseLoad
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import run
-from mibench.harness.stats.compare import compare
-from mibench.harness.stats.load import BUSY_LEVEL
 from mibench.harness.testing import FakeEngine, fixed_peak, write_config
 
 CONFIG = """
@@ -38,8 +38,8 @@ cases:
 HZ = os.sysconf("SC_CLK_TCK")
 
 
-def snap(at: float, busy: int, total: int, own: int) -> load.Snapshot:
-    return load.Snapshot(at=at, busy=busy, total=total, own=own)
+def snap(at: float, busy: int, total: int, own: int) -> host_busy.Snapshot:
+    return host_busy.Snapshot(at=at, busy=busy, total=total, own=own)
 
 
 # --- the probe ---------------------------------------------------------------------------
@@ -49,19 +49,19 @@ def test_mibench_s_own_cpu_time_is_never_load():
     """Two windows of one machine: in the second mibench itself used 80 more ticks (more
     threads), and the machine was busier by exactly those: the other processes' share is
     the same."""
-    a = load.between(snap(0, 0, 0, 0), snap(1, 100, 200, 80))
-    b = load.between(snap(0, 0, 0, 0), snap(1, 180, 200, 160))
+    a = host_busy.between(snap(0, 0, 0, 0), snap(1, 100, 200, 80))
+    b = host_busy.between(snap(0, 0, 0, 0), snap(1, 180, 200, 160))
     assert a.other_share == b.other_share == pytest.approx(0.1)
     assert b.own_cpu_s == pytest.approx(160 / HZ) and a.cpus == round(200 / HZ)
     # and other processes' ticks are theirs: 100 busy, 20 own -> 80 of 200 = 40%
-    assert load.between(snap(0, 0, 0, 0), snap(1, 100, 200, 20)).other_share == 0.4
+    assert host_busy.between(snap(0, 0, 0, 0), snap(1, 100, 200, 20)).other_share == 0.4
 
 
-def window_of(monkeypatch, snaps: list) -> load.Window:
+def window_of(monkeypatch, snaps: list) -> host_busy.Window:
     """A case's window over fake snapshots: first call, warmup and timed marks, then end."""
     feed = iter(snaps)
-    monkeypatch.delenv(load.FAKE_ENV, raising=False)
-    w = load.Window(probe=lambda: next(feed))
+    monkeypatch.delenv(host_busy.FAKE_ENV, raising=False)
+    w = host_busy.Window(probe=lambda: next(feed))
     w.mark(), w.mark(), w.mark()
     w.end()
     return w
@@ -87,7 +87,7 @@ def test_the_fake_replaces_the_measurement(monkeypatch):
     w = window_of(monkeypatch, [snap(0.0, 0, 0, 0), snap(0.1, 0, 40, 0),
                                 snap(0.2, 0, 80, 0), snap(0.3, 0, 120, 0)])
     assert w.load().other_share == 0
-    monkeypatch.setenv(load.FAKE_ENV, "0.65")
+    monkeypatch.setenv(host_busy.FAKE_ENV, "0.65")
     assert w.load().other_share == 0.65 and w.load().source.startswith("fake")
 
 
@@ -108,7 +108,7 @@ def test_the_tree_counts_threads_and_children_and_not_other_processes():
                                 " end = __import__('time').process_time() + 0.6\n"
                                 " while __import__('time').process_time() < end: pass\n"],
                                start_new_session=True)  # its child is reparented: outside
-    before = load.tree_ticks(root)
+    before = host_busy.tree_ticks(root)
     threads = [threading.Thread(target=burn_cpu_seconds, args=(0.3,)) for _ in range(2)]
     for t in threads:
         t.start()
@@ -118,7 +118,7 @@ def test_the_tree_counts_threads_and_children_and_not_other_processes():
     for t in threads:
         t.join()
     outside.wait()
-    grew = (load.tree_ticks(root) - before) / HZ
+    grew = (host_busy.tree_ticks(root) - before) / HZ
     assert grew >= 0.8  # 2 x 0.3 s of threads + 0.3 s of the child (reaped: cutime)
     assert grew < 1.35  # + the child's start-up, never the outsider's 0.6 s
 
@@ -130,12 +130,12 @@ def quiet_machine(monkeypatch):
     """The machine as /proc would show it if nothing but mibench ran: busy = this
     process's CPU time (getrusage: every thread, another count than /proc's tree walk),
     total = wall time x 2 CPUs. Other load can then come only from miscounting our own."""
-    def ticks(proc=load.PROC):
+    def ticks(proc=host_busy.PROC):
         r = resource.getrusage(resource.RUSAGE_SELF)
         return int((r.ru_utime + r.ru_stime) * HZ), int(time.monotonic() * HZ * 2)
 
-    monkeypatch.delenv(load.FAKE_ENV, raising=False)
-    monkeypatch.setattr(load, "machine_ticks", ticks)
+    monkeypatch.delenv(host_busy.FAKE_ENV, raising=False)
+    monkeypatch.setattr(host_busy, "machine_ticks", ticks)
 
 
 def threads_burn(engine):  # a commit that makes each call use two more busy threads
@@ -187,7 +187,7 @@ def test_control_without_subtracting_our_own_time_the_slower_mibench_reads_busy(
     call the slower commit's extra threads 'other load' (and, past the busy level, excuse
     it)."""
     quiet_machine(monkeypatch)
-    monkeypatch.setattr(load, "tree_ticks", lambda root, proc=load.PROC: 0)
+    monkeypatch.setattr(host_busy, "tree_ticks", lambda root, proc=host_busy.PROC: 0)
     base = measured(tmp_path)
     new = measured(tmp_path, {"packed": threads_burn})
     # CPU seconds, not shares: the same on a loaded machine, where the calls only last
@@ -211,7 +211,8 @@ TIMES = [0.0100, 0.0104, 0.0098, 0.0102, 0.0101]  # fixed: no verdict below hang
 
 
 def slower_by(rec, factor: float):
-    from mibench.harness.stats.describe import per_unit_ms, rates, summarize
+    from mibench.harness.records.summaries import summarize
+    from mibench.harness.stats.describe import per_unit_ms, rates
 
     out = rec.model_copy(deep=True)
     for c in out.cases:
@@ -263,7 +264,7 @@ def test_busy_excuses_only_what_load_can_explain(quiet_pair):
     assert "at most 3.57x" in comp.cases[0].reason
     fast = slower_by(loaded(base, 0.02), 1 / 16)
     # faster beyond what the base's load explains: an improvement, and at 16x with no parity
-    # behind it a suspicious one (harness/stats/suspicious.py)
+    # behind it a suspicious one (harness/judge/suspicious.py)
     assert compare(loaded(base, 0.65), fast).cases[0].verdict == "suspicious improvement"
     assert compare(loaded(base, 0.99), fast).cases[0].verdict == "inconclusive"  # 25x
     assert compare(base, loaded(fast, 0.65)).cases[0].verdict == "suspicious improvement"
@@ -283,7 +284,7 @@ def test_a_case_cut_short_by_its_deadline_records_the_load(monkeypatch):
     from mibench.harness.records import RunsRecord
     from mibench.harness.run.measure import Timings, measure
 
-    monkeypatch.delenv(load.FAKE_ENV, raising=False)
+    monkeypatch.delenv(host_busy.FAKE_ENV, raising=False)
     ticks = iter(range(100))
 
     def probe():
@@ -294,7 +295,7 @@ def test_a_case_cut_short_by_its_deadline_records_the_load(monkeypatch):
     with pytest.raises(CaseTimeout):
         measure(lambda: calls.append(time.sleep(0.3 if calls else 0)),
                 RunsRecord(warmup=5, timed=3, timeout_s=0.5), timings,
-                window=load.Window(probe=probe))
+                window=host_busy.Window(probe=probe))
     assert timings.compile_s is not None and len(timings.timed_s) == 0
     assert timings.load is not None and timings.load.other_share == pytest.approx(0.75)
 
@@ -335,22 +336,22 @@ def test_the_proc_reader_counts_steal_and_subtracts_mibench_s_tree(tmp_path):
                       {100: ("mibench", 1, 30, 5, 0, 0),  # +20
                        101: ("python (w) x", 100, 45, 10, 0, 0),  # +30
                        300: ("other", 1, 67, 0, 0, 0)})
-    a = load.snapshot(root=100, proc=before)
-    b = load.snapshot(root=100, proc=after)
+    a = host_busy.snapshot(root=100, proc=before)
+    b = host_busy.snapshot(root=100, proc=after)
     assert a.own == 40 and b.own == 90  # the tree: 100 and its child 101, not 300
     assert b.total - a.total == 2 * HZ and b.busy - a.busy == 150
-    got = load.between(a, b)
+    got = host_busy.between(a, b)
     assert got.other_share == pytest.approx(100 / (2 * HZ))
     assert got.own_cpu_s == pytest.approx(50 / HZ) and got.source == "/proc"
     # the control: without steal among the busy fields, the neighbours' 40 ticks vanish
-    no_steal = tuple(i for i in load.BUSY_FIELDS if i != 7)
+    no_steal = tuple(i for i in host_busy.BUSY_FIELDS if i != 7)
     fields_a = [int(x) for x in (tmp_path / "a" / "stat").read_text().split()[1:9]]
     fields_b = [int(x) for x in (tmp_path / "b" / "stat").read_text().split()[1:9]]
     assert sum(fields_b[i] - fields_a[i] for i in no_steal) - 50 == 60  # 100 - 40
 
 
 def test_the_proc_reader_says_nothing_when_proc_cannot(tmp_path):
-    assert load.machine_ticks(str(tmp_path / "nothing")) is None
+    assert host_busy.machine_ticks(str(tmp_path / "nothing")) is None
     bare = proc_tree(tmp_path / "p", {"user": 1, "idle": 1}, {})
-    assert load.tree_ticks(100, bare) is None  # the root is gone
-    assert load.snapshot(root=100, proc=bare) is None
+    assert host_busy.tree_ticks(100, bare) is None  # the root is gone
+    assert host_busy.snapshot(root=100, proc=bare) is None

@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 
 from mibench.harness.cli import app
 from mibench.harness.commands.common import parse_threshold
+from mibench.harness.judge.compare import compare
+from mibench.harness.judge.noise import aa_noise
 from mibench.harness.records import (
     CaseLoad,
     ErrorInfo,
@@ -24,8 +26,6 @@ from mibench.harness.records import (
     write_artifact,
 )
 from mibench.harness.report.fmt import verdict_line
-from mibench.harness.stats.compare import compare
-from mibench.harness.stats.noise import aa_noise
 from mibench.harness.stats.significance import METHOD, NoiseFloor, between_runs
 from mibench.harness.testing import error_line
 
@@ -570,7 +570,7 @@ def test_real_artifact_with_a_newly_failed_case_exits_1(tmp_path, real):
     (1.20, 0.90, 1.60, False, "inconclusive"),  # beyond 5%, within the noise
 ])
 def test_timing_verdict_words(ratio, low, high, significant, verdict):
-    from mibench.harness.stats.compare import DECIDE, timing_verdict
+    from mibench.harness.judge.compare import DECIDE, timing_verdict
 
     word, why = timing_verdict(ratio, low, high, significant, 0.05, "99%")
     assert word == verdict
@@ -617,7 +617,7 @@ def test_between_runs_interval_is_scipys_and_unchanged(processes, quantile):
 def test_paired_interval_is_scipys_and_unchanged():
     from scipy.stats import t as student
 
-    from mibench.harness.stats.paired import paired_test
+    from mibench.harness.judge.paired import paired_test
 
     d = [0.1, 0.25, 0.05, 0.3, 0.12]
     v = paired_test(d)

@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from mibench.errors import MibenchError
 from mibench.harness.cli import app
+from mibench.harness.judge.history import build_history, load_dir
+from mibench.harness.judge.noise import aa_noise
 from mibench.harness.records import read_artifact, write_artifact
-from mibench.harness.stats.history import build_history, load_dir
-from mibench.harness.stats.noise import aa_noise
 
 DATA = Path(__file__).parent / "data" / "reports"
 _spec = importlib.util.spec_from_file_location("make_artifacts", DATA / "make_artifacts.py")

@@ -36,7 +36,7 @@ from typer.testing import CliRunner
 
 from mibench.harness.cli import app
 from mibench.harness.config import load_config
-from mibench.harness.host import load, memory, provenance
+from mibench.harness.host import busy, memory, provenance
 from mibench.harness.records import Devices, GitInfo
 from mibench.harness.records import run as run_records
 from mibench.harness.run import case as case_module
@@ -152,8 +152,8 @@ def pin_clock(m: pytest.MonkeyPatch, started: dt.datetime, factors: dict) -> Non
     m.setattr(measure, "PeakRss", FixedRss)
     m.setattr(memory, "PeakRss", FixedRss)
     # the fake load (quiet), its window 0.1 s per reading of the clock, on 2 CPUs
-    m.setenv(load.FAKE_ENV, "0")
-    m.setattr(load, "time", types.SimpleNamespace(monotonic=lambda: next(ticks) / 10))
+    m.setenv(busy.FAKE_ENV, "0")
+    m.setattr(busy, "time", types.SimpleNamespace(monotonic=lambda: next(ticks) / 10))
     m.setattr(os, "cpu_count", lambda: 2)
     m.setattr(runner, "now", now)
     m.setattr(run_records, "now", now)

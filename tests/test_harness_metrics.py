@@ -10,8 +10,8 @@ import pytest
 
 from mibench.harness.host.peak import vendor_peak
 from mibench.harness.records import SCHEMA, SCHEMA_FILE, RunRecord, json_schema, read_artifact
-from mibench.harness.stats.describe import summarize
-from mibench.harness.stats.metrics import case_metrics, score_digest, useful_flops
+from mibench.harness.records.metrics import case_metrics, score_digest, useful_flops
+from mibench.harness.records.summaries import summarize
 from mibench.harness.testing import TINY
 from mibench.workloads import Request
 

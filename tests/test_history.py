@@ -13,10 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from mibench.harness.cli import app
+from mibench.harness.judge.history import build_history, load_dir
 from mibench.harness.records import write_artifact
 from mibench.harness.report.exporters.changes import history_json
 from mibench.harness.stats.changepoint import Params, binary_segmentation
-from mibench.harness.stats.history import build_history, load_dir
 
 DATA = Path(__file__).parent / "data" / "reports"
 _spec = importlib.util.spec_from_file_location("make_artifacts", DATA / "make_artifacts.py")
@@ -160,7 +160,7 @@ def test_git_asked_twice_per_checkout_per_build_never_across_builds(monkeypatch)
             return "\n".join(f"{sha} commit 200" for sha in asked)
         return "\n".join(f"{sha} {times[sha]}" for sha in asked) if args[0] == "log" else None
 
-    monkeypatch.setattr("mibench.harness.stats.commits.git_output", fake_git)
+    monkeypatch.setattr("mibench.harness.judge.commits.git_output", fake_git)
     records = []
     for i, commit in enumerate(shas * 3):
         rec = make.build("demo.yaml", "x", i, make.demo_time, f"2026-04-{20 - i:02d}T03:00:00Z")

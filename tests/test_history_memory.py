@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from mibench.harness.judge.history import build_history
 from mibench.harness.records import read_artifact
 from mibench.harness.report.exporters.changes import history_json, history_tables
-from mibench.harness.stats.history import build_history
 
 DATA = Path(__file__).parent / "data" / "reports"
 CASE = "jax/packed/mask=segment/tp=1"

@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mibench.harness.cli import app
+from mibench.harness.judge.history import build_history, load_dir
 from mibench.harness.records import CaseLoad, read_artifact, write_artifact
-from mibench.harness.stats.history import build_history, load_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "reports"
@@ -192,7 +192,7 @@ def test_a_floor_without_a_pair_is_the_floor_learnt_without_those_two_runs(tmp_p
     run on a busy machine)."""
     import itertools
 
-    from mibench.harness.stats.noise import AAGroups, aa_noise
+    from mibench.harness.judge.noise import AAGroups, aa_noise
 
     for i in range(9):
         rec = make.build("demo.yaml", "abc"[i % 3] * 4, i, make.demo_time,
@@ -214,9 +214,9 @@ def test_a_floor_without_a_pair_is_the_floor_learnt_without_those_two_runs(tmp_p
 
 
 def test_a_window_keeps_each_series_last_points_and_their_steps(tmp_path):
-    """What a night shows of a long history (harness/stats/history.py `window`): the last
+    """What a night shows of a long history (harness/judge/history.py `window`): the last
     points of each series, a step among them re-indexed, one before them gone."""
-    from mibench.harness.stats.history import window
+    from mibench.harness.judge.history import window
 
     timeline(tmp_path, [1.0] * 8 + [2.0] * 8 + [1.0] * 8)  # up at 8, down at 16
     hist = build_history(load_dir(tmp_path).records, CASE)

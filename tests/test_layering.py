@@ -183,8 +183,9 @@ def test_every_package_folder_is_installed():
 
 # the harness's own layers, lowest first: a module imports only its own layer and those
 # below it (a lazy import inside a function counts), so the folders show the flow
-HARNESS_LAYERS = ("util", "verdicts", "records", "stats", "host", "config", "servers", "compile",
-                  "run", "serve", "report", "ab", "nightly", "jobs", "testing", "commands", "cli")
+HARNESS_LAYERS = ("util", "stats", "verdicts", "records", "judge", "host", "config",
+                  "servers", "compile", "run", "serve", "report", "ab", "nightly", "jobs",
+                  "testing", "commands", "cli")
 
 
 def harness_layer(module: str) -> int | None:
@@ -210,14 +211,57 @@ def upward_imports(graph: dict[str, set[str]]) -> dict[str, list[str]]:
     return out
 
 
+# stats/server_compare.py judges the servers under test (verdict words, the busy rule): it
+# leaves stats/ with the servers' wing (issue 46); until it does, the one exception to the
+# layers and to the purity of stats/. Drop it from here when it moves.
+AWAITING_THE_WING = frozenset({"mibench.harness.stats.server_compare"})
+
+
 def test_harness_packages_import_only_layers_below():
     graph = modules("harness")
     layers = {harness_layer(name) for name in graph}
     assert len(HARNESS_LAYERS) not in layers, "a harness module outside HARNESS_LAYERS: " + \
         str(sorted(n for n in graph if harness_layer(n) == len(HARNESS_LAYERS)))
-    assert upward_imports(graph) == {}
+    assert {m: up for m, up in upward_imports(graph).items() if m not in AWAITING_THE_WING} == {}
     # control: the old back-edges are found
     for a, b in (("mibench.harness.report.repro", "mibench.harness.cli"),
-                 ("mibench.harness.stats.history", "mibench.harness.host.provenance"),
+                 ("mibench.harness.judge.history", "mibench.harness.host.provenance"),
                  ("mibench.harness.compile.runner", "mibench.harness.commands.common")):
         assert upward_imports({a: {b}}) == {a: [b]}
+
+
+def impure_imports(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Module of harness/stats/ -> what it imports of mibench outside harness/stats/ (the
+    records, the config, the reports, the judgement, the verdict words, the engines...)."""
+    out = {}
+    for name, imports in graph.items():
+        if name != "mibench.harness.stats" and not name.startswith("mibench.harness.stats."):
+            continue
+        bad = sorted(m for m in imports if m.split(".")[0] in ("mibench", "harness")
+                     and m != "mibench.harness.stats"
+                     and not m.startswith("mibench.harness.stats."))
+        if bad:
+            out[name] = bad
+    return out
+
+
+def test_stats_holds_maths_only():
+    """harness/stats/ is pure functions on numbers: it imports nothing of mibench but itself
+    (numpy and scipy are fine; records, config, report, judge and verdicts are not)."""
+    graph = modules("harness")
+    assert {"mibench.harness.stats.significance", "mibench.harness.stats.changepoint"} <= \
+        graph.keys()  # the walk sees stats/
+    impure = impure_imports(graph)
+    assert {m: bad for m, bad in impure.items() if m not in AWAITING_THE_WING} == {}
+    # control: each spelling of a reach out of stats/ is caught, maths imports are not
+    for source in ("from ..records import CaseRecord", "from ..verdicts import REGRESSION",
+                   "def f():\n    from ..judge.busy import busy",
+                   "from mibench.harness.config.spec import Config",
+                   "from ..report import fmt", "import mibench.harness.records",
+                   "from mibench.errors import MibenchError"):
+        found = impure_imports({"mibench.harness.stats.x": imported_modules(
+            source, "mibench.harness.stats")})
+        assert found, source
+    assert not impure_imports({"mibench.harness.stats.x": imported_modules(
+        "import math\nfrom scipy.stats import t\nfrom .describe import rates\n"
+        "from . import changepoint", "mibench.harness.stats")})

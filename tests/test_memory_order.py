@@ -25,11 +25,11 @@ import os
 import pytest
 
 from mibench.harness.config import load_config
+from mibench.harness.judge.compare import compare
 from mibench.harness.run import case as case_module
 from mibench.harness.run import pool as pool_module
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import run
-from mibench.harness.stats.compare import compare
 from mibench.harness.testing import FakeEngine, fixed_peak, write_config
 
 MIB = 2**20

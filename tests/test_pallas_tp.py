@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from conftest import example_id, mode_examples
 
-from mibench.harness.stats.tolerances import TOL
+from mibench.harness.judge.tolerances import TOL
 
 pytestmark = pytest.mark.slow  # Pallas in interpret mode on 8 simulated devices, subprocesses
 

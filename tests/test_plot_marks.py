@@ -165,7 +165,7 @@ def test_latency_cdf_and_capacity_name_a_busy_case(drawn, monkeypatch):
     from types import SimpleNamespace
 
     from mibench.harness.records import SloStep
-    from mibench.harness.records.load import CaseLoad
+    from mibench.harness.records.busy import CaseLoad
     from mibench.harness.report import latency, servers
 
     monkeypatch.setattr(latency, "_save", lambda fig, path: drawn.append(fig) or path)
@@ -194,7 +194,7 @@ def test_latency_cdf_and_capacity_name_a_busy_case(drawn, monkeypatch):
 
 def test_the_scaling_plot_names_a_tp_measured_busy(drawn):
     from mibench.harness.records import read_artifact
-    from mibench.harness.records.load import CaseLoad
+    from mibench.harness.records.busy import CaseLoad
     from mibench.harness.report.groups import topology_lines
     from mibench.harness.report.tables import rows_of
 

@@ -1,4 +1,4 @@
-"""Every reader of run artifacts applies the one validation (harness/stats/comparable.py
+"""Every reader of run artifacts applies the one validation (harness/judge/comparable.py
 `defect`, through harness/commands/common.py `load`): `report`, `history`, `compare`,
 `compare --noise-from` and `run --resume` refuse a duplicated case, tripled or empty
 `timed_s`, summaries that disagree with the samples, and an ok case with no timed runs or
@@ -87,7 +87,8 @@ def test_every_reader_refuses_what_compare_refuses(tmp_path, kind):
 def test_one_or_two_timed_runs_stay_untested(tmp_path, runs):
     data = json.loads(REAL.read_text())
     from mibench.harness.records import RunRecord
-    from mibench.harness.stats.describe import per_unit_ms, rates, summarize
+    from mibench.harness.records.summaries import summarize
+    from mibench.harness.stats.describe import per_unit_ms, rates
 
     for c in data["cases"]:
         c["timed_s"] = c["timed_s"][:runs]

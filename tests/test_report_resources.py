@@ -98,7 +98,7 @@ def test_estimate_on_the_same_hardware_gives_the_ratio(run):
     assert row[6] == "16.0 KiB" and host == 128 * 128
     assert cells(text, "jax/packed/mask=segment/tp=1")[6] == "-"
     # with a roofline, the median run's share of it
-    from mibench.harness.stats.roofline import bound
+    from mibench.harness.compile.roofline import bound
 
     target = compiled.target.model_copy(update={"peak_flops_per_chip": 918e12,
                                                 "hbm_bandwidth_per_chip": 1638e9})

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from mibench.harness.judge.compare import compare
+from mibench.harness.judge.history import build_history
+from mibench.harness.judge.paired import paired_test
 from mibench.harness.records import read_artifact
 from mibench.harness.records.ab import ABCase, ABRecord, RoundSample, Side, Timing
 from mibench.harness.report import SUMMARY_LINES, build_context, plots, render_summary, trends
@@ -21,9 +24,6 @@ from mibench.harness.report.fmt import CONVENTION, Table
 from mibench.harness.report.groups import speedups
 from mibench.harness.report.marks import StepMark
 from mibench.harness.report.tables import rows_of
-from mibench.harness.stats.compare import compare
-from mibench.harness.stats.history import build_history
-from mibench.harness.stats.paired import paired_test
 from mibench.harness.verdicts import legacy_verdict
 
 DATA = Path(__file__).parent / "data" / "reports"

@@ -12,10 +12,10 @@ import pytest
 
 from mibench.engines import MODES, Shape, model_facts
 from mibench.engines.modes.work import extend_batches
+from mibench.harness.compile.roofline import bound
 from mibench.harness.compile.runner import resolve_target
+from mibench.harness.judge.compile_compare import compare_compile
 from mibench.harness.records.compile import COMPILE_SCHEMA, CompileRecord, CompileTarget
-from mibench.harness.stats.compile_compare import compare_compile
-from mibench.harness.stats.roofline import bound
 
 DATA = Path(__file__).parent / "data"
 STORED = DATA / "compile-tiny-v6e-1.json"

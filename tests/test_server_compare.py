@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mibench.harness.judge.compare import compare
 from mibench.harness.records import (
     CaseLoad,
     ColdStartLaunch,
@@ -17,7 +18,6 @@ from mibench.harness.records import (
     SloStep,
     read_artifact,
 )
-from mibench.harness.stats.compare import compare
 
 REAL = Path(__file__).parent / "data" / "reports" / "real-smoke.json"
 CASE = "jax/chunked/chunk_size=4/tp=1"

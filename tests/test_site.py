@@ -15,11 +15,11 @@ from site_world import CULPRIT, NIGHTS, RUNS, SECOND, WHO, WHY, make_history
 from typer.testing import CliRunner
 
 from mibench.harness.cli import app
+from mibench.harness.judge.environment import environment_changes
 from mibench.harness.records import read_artifact
 from mibench.harness.records.nightly import read_index
 from mibench.harness.report.site import build_site
 from mibench.harness.report.site.issue import newly_confirmed
-from mibench.harness.stats.environment import environment_changes
 
 
 @pytest.fixture(scope="module")
@@ -151,9 +151,9 @@ def test_the_site_replaces_an_earlier_site_and_nothing_else(history, tmp_path):
 
 
 def test_a_change_point_gets_the_between_run_interval_of_its_segments():
-    from mibench.harness.stats.history import Point
+    from mibench.harness.judge.history import Point
+    from mibench.harness.judge.steps import judge_steps, step_interval
     from mibench.harness.stats.significance import NoiseFloor
-    from mibench.harness.stats.steps import judge_steps, step_interval
 
     def point(i, seconds):
         runs = ((seconds * (1 + 0.01 * ((i * 7) % 5 - 2)),) * 3,)

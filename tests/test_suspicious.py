@@ -1,4 +1,4 @@
-"""A speedup too large to trust alone (harness/stats/suspicious.py, docs/verdicts.md): 2x or
+"""A speedup too large to trust alone (harness/judge/suspicious.py, docs/verdicts.md): 2x or
 more faster without the new side's `modes`/`engines` parity against the reference having
 run and passed is a `suspicious improvement` in `compare` (screen, Markdown, JSON), in `ab`
 and in the nightly, one word and one rule; exit 0, named first. With that parity passed it
@@ -11,11 +11,11 @@ import json
 from nightly_fakes import PACKED, FakeSteps
 
 from mibench.harness.ab import vouch
+from mibench.harness.judge import suspicious as rule
+from mibench.harness.judge.compare import compare
 from mibench.harness.records import ABCase, ParityCheck
 from mibench.harness.records.ab import Timing
 from mibench.harness.report import fmt
-from mibench.harness.stats import suspicious as rule
-from mibench.harness.stats.compare import compare
 from mibench.harness.verdicts import IMPROVEMENT, SUSPICIOUS_IMPROVEMENT, WORDS
 
 

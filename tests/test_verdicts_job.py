@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mibench.harness.cli import app
-from mibench.harness.host import load
+from mibench.harness.host import busy
 from mibench.harness.jobs import verdicts as job
 from mibench.harness.jobs.verdicts_report import write
 
@@ -39,7 +39,7 @@ def test_busy_loops_are_other_processes_and_stop(monkeypatch):
                 and "duty = 0.5" in _cmdline(int(p))]
         assert len(pids) == 2
         assert all(_parent(p) != os.getpid() for p in pids)  # re-parented: not ours
-        before = load.tree_ticks(os.getpid())
+        before = busy.tree_ticks(os.getpid())
     assert sorted(started) == sorted(pids)
     assert before is not None
 

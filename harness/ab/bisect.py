@@ -32,7 +32,7 @@ from pathlib import Path
 from mibench.errors import MibenchError
 
 from ..config import Config
-from ..stats.paired import MIN_EFFECT
+from ..judge.paired import MIN_EFFECT
 from ..util import git, git_output
 from .revisions import first_parent
 from .rounds import run_ab

@@ -2,7 +2,7 @@
 `topology.target`), the JAX cases are compiled for that target by the real TPU compiler
 once per revision, each in compile workers that import that revision's engines
 (harness/compile/worker.py, bootstrapped from the revision's worktree), and the two sides are
-compared exactly as `compare` compares two compile artifacts (stats/compile_compare.py):
+compared exactly as `compare` compares two compile artifacts (judge/compile_compare.py):
 a case that stops compiling or fitting, or whose peak HBM, bytes accessed or FLOPs per pass
 grow by more than the threshold, is a regression. Compiled costs have no noise, so one
 compile per revision is the whole measurement.
@@ -14,9 +14,9 @@ from collections.abc import Callable
 
 from ..compile.runner import compile_cases, row
 from ..config.matrix import CaseSpec
+from ..judge.compile_compare import diff_case
 from ..records.ab import CostCheck
 from ..records.compile import CompileCase
-from ..stats.compile_compare import diff_case
 from .revisions import Revision
 
 

@@ -7,7 +7,7 @@ stepping: `start_case`, `next_event`, `go`; harness/run/worker.py).
 The parent lets one side make one call, then the other, in the order A B, B A, A B, ...
 (so neither side is always first). A load that comes and goes on a scale of seconds (a
 neighbour's job, a frequency change) then falls on both calls of a pair, and the paired
-log ratio of the k-th calls cancels it (stats/paired.py). Only one side runs at a time;
+log ratio of the k-th calls cancels it (judge/paired.py). Only one side runs at a time;
 the other waits in a blocking read, using no CPU.
 
 Interleaving needs both engines in memory at once and two processes on the device: it is

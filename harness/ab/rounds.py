@@ -6,7 +6,7 @@ fresh worker whose `mibench.engines` comes from that revision's worktree
 Where JAX runs on the CPU both workers are alive at once and their calls alternate
 (ab/interleave.py, pacing `calls`); on a GPU or TPU the sides run one after the other, base
 first in even rounds and new first in odd ones (pacing `sides`). A drift of the machine
-falls on both sides of a round; the verdict (stats/paired.py) works on the rounds' paired
+falls on both sides of a round; the verdict (judge/paired.py) works on the rounds' paired
 log ratios. Scores of the first round are compared as log scores.
 """
 
@@ -29,6 +29,8 @@ from ..config import CaseSpec, Config, expand
 from ..config.bounds import check_flag
 from ..config.matrix import select_cases
 from ..host.provenance import collect, device_info
+from ..judge.paired import paired_test
+from ..judge.scores import SCORE_TOL, max_log_diff
 from ..records import CaseRecord, Checkpoints
 from ..records.ab import (
     ABCase,
@@ -43,8 +45,7 @@ from ..records.compile import LibTpu
 from ..run.heartbeat import still
 from ..run.runner import run_in_worker
 from ..run.worker import WorkerPool, probe_env
-from ..stats.paired import paired_test, round_log_ratio
-from ..stats.scores import SCORE_TOL, max_log_diff
+from ..stats.describe import round_log_ratio
 from ..util import now
 from ..verdicts import (
     COLD_START_REGRESSION,
@@ -102,7 +103,7 @@ def judge(case: ABCase, first_scores: dict, alpha: float, min_effect: float,
 class ABOptions:
     """How an A/B run measures and judges: `rounds`; `case_glob` (globs on case ids, a
     union); `out` (the artifact's folder; None: not written); `argv` (for the provenance);
-    the paired test's `alpha` and `min_effect` (None: stats/paired.py's); `interleave`
+    the paired test's `alpha` and `min_effect` (None: judge/paired.py's); `interleave`
     (the sides' calls alternate within a round; None: where JAX runs on the CPU); `target`
     (a CompileTarget: also compile the JAX cases at both revisions for that TPU slice and
     gate their compiled cost, ab/costs.py, at `cost_threshold`)."""
@@ -125,7 +126,7 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
     """Measure the selected cases of `config` at both revisions; returns the record and
     its artifact path (written after every engine group, atomically). `options`: an
     ABOptions, or its fields as keywords."""
-    from ..stats import paired
+    from ..judge import paired
 
     o = options or ABOptions(**kw)
     rounds, case_glob, out, argv, interleave = o.rounds, o.case_glob, o.out, o.argv, \

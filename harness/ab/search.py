@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 from mibench.errors import MibenchError
 
+from ..judge.paired import ALPHA, MIN_EFFECT
 from ..stats import sequential as seq
-from ..stats.paired import ALPHA, MIN_EFFECT
 from ..verdicts import INCONCLUSIVE, REGRESSION
 
 BAD, GOOD, PARTIAL, UNDECIDED = REGRESSION, "no regression", "partial", INCONCLUSIVE

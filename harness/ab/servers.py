@@ -13,7 +13,7 @@ alternating between them (base then new for even requests of even rounds, the ot
 round otherwise), so a load that comes and goes falls on both. On a GPU or TPU a server
 owns the device: each round starts one side's server, sends its requests, stops it, then
 the other's. A round's log ratio is the median over requests of ln(new / base) latency;
-the verdict is the paired test of the rounds (stats/paired.py), as for the engines. The
+the verdict is the paired test of the rounds (judge/paired.py), as for the engines. The
 first round's scores of every request are compared as log scores: scores that move are a
 regression. The case's `clients`/`rate` load shape is not used: a paired comparison needs
 each request sent to both sides under the same conditions.
@@ -99,8 +99,8 @@ def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int =
                   ) -> tuple[ABRecord, Path | None]:
     """Measure the launched http cases with both sides' servers; the record and its
     artifact path (written after every case). `min_effect`: the paired test's (None:
-    stats/paired.py's), the threshold of a nightly or bisect that runs it."""
-    from ..stats import paired
+    judge/paired.py's), the threshold of a nightly or bisect that runs it."""
+    from ..judge import paired
 
     effect = paired.MIN_EFFECT if min_effect is None else min_effect
 
@@ -195,7 +195,7 @@ def _capacity(case: CaseSpec, pools: dict[str, ServerPool], order: list[list[str
               ab_case: ABCase, effect: float, note: Note) -> None:
     """Both sides' servers up; their capacities measured in rounds (servers/metrics.py).
     A side whose server does not start fails its rounds (judged as in `_measure`)."""
-    from ..stats import paired
+    from ..judge import paired
 
     failed: dict[str, str] = {}
     sides = {name: _side(case, pool, failed, name) for name, pool in pools.items()}

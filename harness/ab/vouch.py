@@ -1,4 +1,4 @@
-"""`ab`'s suspicious improvements (harness/stats/suspicious.py, the rule `compare` and the
+"""`ab`'s suspicious improvements (harness/judge/suspicious.py, the rule `compare` and the
 nightly apply): a case the rounds call an improvement of 2x or more has the config's
 parity checks against the reference, `modes` and `engines`, run for it at the new revision
 (a worker from the new side's worktree, on the parity workload); it stays an `improvement`
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..config import CaseSpec, Config
+from ..judge.suspicious import REASON, VOUCHING, suspicious, vouched
 from ..records import ABCase, ParityCheck
-from ..stats.suspicious import REASON, VOUCHING, suspicious, vouched
 from ..verdicts import SUSPICIOUS_IMPROVEMENT
 
 

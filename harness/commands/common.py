@@ -348,8 +348,8 @@ def load(path: Path):
     """A run artifact as every reader takes it (report, history, compare --noise-from):
     readable, and `defect` finds nothing no run writes (a duplicate case, tripled or empty
     timed_s, summaries that disagree with the samples); the error names file and case."""
+    from ..judge.comparable import defect
     from ..records import read_artifact
-    from ..stats.comparable import defect
 
     record = read_artifact(path)
     why = defect(record)
@@ -376,7 +376,7 @@ def select_records(records: list, globs: list[str] | None) -> list:
 def load_checked(path: Path):
     """An artifact fit for a comparison: `load`, and `invalid` finds nothing either (it
     has cases)."""
-    from ..stats.comparable import invalid
+    from ..judge.comparable import invalid
 
     record = load(path)
     why = invalid(record)

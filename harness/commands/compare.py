@@ -2,7 +2,7 @@
 cases (timings, scores, own peak memory, compiles during timed runs; compile artifacts:
 compiled cost); exit 0 no regression, 1 a regression or untested cases, 2 nothing
 comparable or bad input. BASE and NEW are files, or git revisions whose runs are looked up
-in `--dir`; without them, the newest two comparable runs there (harness/stats/pick.py)."""
+in `--dir`; without them, the newest two comparable runs there (harness/judge/pick.py)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,6 @@ from .common import (
     select_records,
     threshold_option,
 )
-
-COMPILE = ("mibench.compile/1", "mibench.compile/2")
 
 
 @guarded
@@ -64,8 +62,10 @@ def compare(base: Annotated[str | None, typer.Argument(
             case: CaseGlobs = None):
     """Regression verdict of NEW against BASE: exit 0 none, 1 regression or untested cases,
     2 nothing comparable or bad input."""
-    from ..report.exporters.changes import compare_json, compare_markdown
-    from ..stats.compare import compare as compare_records
+    from ..judge.compare import compare as compare_records
+    from ..records import COMPILE_SCHEMAS as COMPILE
+    from ..report.exporters.changes import compare_json
+    from ..report.renderers import RENDERERS
 
     limits = parse_thresholds(threshold, ("time", "memory", "cost"),
                               memory=memory_threshold, cost=cost_threshold)
@@ -84,8 +84,8 @@ def compare(base: Annotated[str | None, typer.Argument(
                                field=str(new))
         note = (f"rebaselined: {new} replaces {base} as the baseline (the gate said: "
                 f"{result.outcome}, exit {result.exit_code})")
-    print(compare_json(result, note) if kind == "json" else compare_markdown(result, note),
-          end="")
+    print(compare_json(result, note) if kind == "json"
+          else RENDERERS.lookup("compare")(result, note), end="")
     if rebaseline:
         print(note)
         return
@@ -100,7 +100,7 @@ def parse_floor(text: str | None, folder: Path | None,
     """The noise floor of `--noise-floor` or `--noise-from` (not both), or None (the
     device platform's default). `--noise-from` learns it from the folder's A/A runs,
     leaving out the artifacts `judged` (by run id) and runs on a busy machine, and says
-    what it used (harness.stats.noise); other kinds of artifact there are skipped, one
+    what it used (harness.judge.noise); other kinds of artifact there are skipped, one
     line each on stderr."""
     from ..stats.significance import NoiseFloor
 
@@ -109,8 +109,8 @@ def parse_floor(text: str | None, folder: Path | None,
     if text is not None:
         return NoiseFloor(parse_threshold(text, "--noise-floor"), "--noise-floor")
     if folder is not None:
-        from ..stats.history import load_dir
-        from ..stats.noise import aa_noise
+        from ..judge.history import load_dir
+        from ..judge.noise import aa_noise
 
         found = load_dir(folder, load)
         for line in found.skipped:
@@ -122,14 +122,11 @@ def parse_floor(text: str | None, folder: Path | None,
 def compare_compile(base: Path, new: Path, limit: float, kind: str,
                     case: list[str] | None = None) -> int:
     """`compare` on two compile artifacts: exact costs, a threshold gate; the exit code."""
+    from ..judge.compile_compare import compare_compile as compare_costs
+    from ..records import COMPILE_SCHEMAS as COMPILE
     from ..records import read_compile_artifact
-    from ..stats.compile_compare import (
-        compare_compile as compare_costs,
-    )
-    from ..stats.compile_compare import (
-        compile_compare_json,
-        compile_compare_markdown,
-    )
+    from ..report.compile_changes import compile_compare_json
+    from ..report.renderers import RENDERERS
 
     if not (schema_of(base) in COMPILE and schema_of(new) in COMPILE):
         odd = new if schema_of(base) in COMPILE else base
@@ -137,8 +134,8 @@ def compare_compile(base: Path, new: Path, limit: float, kind: str,
                            "another", field=str(odd))
     old, fresh = select_records([read_compile_artifact(base), read_compile_artifact(new)], case)
     result = compare_costs(old, fresh, limit)
-    print(compile_compare_json(result) if kind == "json" else compile_compare_markdown(result),
-          end="")
+    print(compile_compare_json(result) if kind == "json"
+          else RENDERERS.lookup("compile-compare")(result), end="")
     return result.exit_code
 
 
@@ -169,7 +166,7 @@ def pick_artifacts(base: str | None, new: str | None, folder: Path,
 
 
 def _choose(bases, news):
-    from ..stats.pick import choose
+    from ..judge.pick import choose
 
     base, new = choose(bases, news)
     if base.record.run_id == new.record.run_id:
@@ -182,8 +179,8 @@ def _choose(bases, news):
 def folder_runs(folder: Path, case: list[str] | None):
     """(runs, why none): the comparable runs of `folder` (oldest first), their cases
     selected by `--case`; `why none` says what the folder holds when it holds no run."""
-    from ..stats.history import load_dir
-    from ..stats.pick import runs_of
+    from ..judge.history import load_dir
+    from ..judge.pick import runs_of
 
     if not folder.is_dir():
         return [], "no such folder (where `mibench run` writes by default; give --dir DIR)"
@@ -198,7 +195,7 @@ def folder_runs(folder: Path, case: list[str] | None):
 
 def newest_two(runs, folder: Path, empty: str | None) -> tuple[Path, Path]:
     """The newest two comparable runs of `folder`, said on stderr."""
-    from ..stats.pick import newest_pair
+    from ..judge.pick import newest_pair
 
     pair = newest_pair(runs)
     if pair is None:
@@ -229,7 +226,7 @@ def side(arg: str, runs, folder: Path, empty: str | None):
     from mibench.files import nearby
 
     from ..ab.revisions import commit_of, refs, repository
-    from ..stats.pick import Run, nearest_commits, of_commit
+    from ..judge.pick import Run, nearest_commits, of_commit
 
     if _named(arg):
         return [Run(Path(arg), load_checked(Path(arg)), "")], ""

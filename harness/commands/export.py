@@ -1,7 +1,7 @@
 """`mibench export ARTIFACT... --format csv|bmf|json`: the cases of run artifacts for other
 tools (a spreadsheet, Bencher, a notebook): one exporter per format
 (harness/report/exporters/). One run is one point: a second artifact of a run (a copy) is
-left out, one line on stderr (harness.stats.duplicates)."""
+left out, one line on stderr (harness.judge.duplicates)."""
 
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ def export(artifacts: Annotated[list[Path], typer.Argument(help="Run artifacts (
                     "(default: stdout).")] = None,
            case: CaseGlobs = None):
     """Export the cases of ARTIFACTS as CSV, JSON rows or Bencher Metric Format."""
+    from ..judge.duplicates import unique_runs
     from ..report.exporters import EXPORTERS
-    from ..stats.duplicates import unique_runs
 
     out = out_file(out, f"cases{EXPORTERS.lookup(format).SUFFIX}")
     records, again = unique_runs([load(p) for p in artifacts], artifacts)
@@ -47,8 +47,8 @@ def export(artifacts: Annotated[list[Path], typer.Argument(help="Run artifacts (
 
 def export_artifacts(paths: list[Path], format: str, globs: list[str] | None = None) -> str:
     """The text of `format` for the artifacts' (selected) cases, each run once
-    (harness.stats.duplicates: a copy of an artifact adds no rows)."""
-    from ..stats.duplicates import unique_runs
+    (harness.judge.duplicates: a copy of an artifact adds no rows)."""
+    from ..judge.duplicates import unique_runs
 
     return export_records(unique_runs([load(p) for p in paths], paths)[0], format, globs)
 

@@ -28,12 +28,9 @@ def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (se
                      "plots beside it.")] = None,
             format: Format = "md"):
     """Per-case trend over commits: medians, change points, peak vs current."""
-    from ..report.exporters.changes import (
-        history_json,
-        history_markdown,
-        history_plots,
-    )
-    from ..stats.history import build_history, load_dir
+    from ..judge.history import build_history, load_dir
+    from ..report.exporters.changes import history_json, history_plots
+    from ..report.renderers import RENDERERS
 
     kind = parse_format(format)
     out = out_file(out, "history.md")
@@ -45,5 +42,5 @@ def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (se
     if kind == "json":
         print(history_json(hist), end="")
         return
-    write_text(out, history_markdown(hist, history_plots(hist, out) if out is not None
-                                     else None))
+    plots = history_plots(hist, out) if out is not None else None
+    write_text(out, RENDERERS.lookup("history")(hist, plots))

@@ -23,14 +23,10 @@ from .common import (
     write_text,
 )
 
-# the schema names (harness/records: not imported here, so `--help` stays light)
-COMPILE = ("mibench.compile/1", "mibench.compile/2")
-AB = ("mibench.ab/1", "mibench.ab/2", "mibench.ab/3", "mibench.ab/4")
-RUN = ("mibench.run/1", "mibench.run/2", "mibench.run/3", "mibench.run/4")
-
 
 def compile_artifacts(paths: list[Path]) -> list:
     """The `--compile` artifacts, each checked to be one (else an error naming the file)."""
+    from ..records import COMPILE_SCHEMAS as COMPILE
     from ..records import read_compile_artifact
 
     for p in paths:
@@ -61,6 +57,10 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
                     "artifacts' own.")] = None,
            case: CaseGlobs = None):
     """Markdown report of ARTIFACTS: results, speedups, A/B, parity, commits, topology."""
+    from ..records import AB_SCHEMAS as AB
+    from ..records import COMPILE_SCHEMAS as COMPILE
+    from ..records import RUN_SCHEMAS as RUN
+
     limit = parse_thresholds(threshold, ("time",))["time"]
     out = out_file(out, "report.md")
     kinds = {schema_of(p) for p in artifacts}

@@ -35,8 +35,8 @@ def compile_one(case: CaseSpec, target: CompileTarget) -> CompileCase:
     from mibench.engines import MODES, TextBound, abstract_engine, compile_case
     from mibench.workloads import materialize
 
-    from ..stats.metrics import useful_flops
-    from ..stats.roofline import case_bound
+    from ..records.metrics import useful_flops
+    from .roofline import case_bound
 
     rec = case_base(case)
     start = time.perf_counter()

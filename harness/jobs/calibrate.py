@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from ..ab.scratch import append, commit, copy_project, slower
-from ..stats.paired import timing_line
+from ..judge.paired import timing_line
 
 EXTEND = "engines/modes/extend.py"
 SCENARIOS = ("aa", "slow20", "slow50")
@@ -125,9 +125,9 @@ def main(out: Path, trials: int = 20, rounds: int = 5, load: bool = True) -> dic
 
 def separate_runs(config, folder: Path, trials: int) -> dict:
     """`trials` + 1 runs, each compared with the previous one: regressions flagged."""
+    from ..judge.compare import compare
     from ..run.plan import plan_of
     from ..run.runner import run
-    from ..stats.compare import compare
 
     records = []
     for k in range(trials + 1):

@@ -41,7 +41,7 @@ import numpy as np
 
 from mibench.engines import MODES
 
-from ..stats.tolerances import TOL as TOLERANCES
+from ..judge.tolerances import TOL as TOLERANCES
 from .outputs import save
 
 TOL = TOLERANCES["modes"]["float32"]  # the float32 `modes` tolerance on log scores

@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 
 from ..ab.scratch import append, commit, copy_project, git, same_scores, slower
-from ..host.load import FAKE_ENV
+from ..host.busy import FAKE_ENV
 
 PROJECT = Path(__file__).resolve().parents[2]
 EXTEND = "engines/modes/extend.py"

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from ..ab.scratch import commit, copy_project, git
-from ..host.load import FAKE_ENV
+from ..host.busy import FAKE_ENV
 from .nightly_scenario import (
     CONFIG,
     EXTEND_CASE,

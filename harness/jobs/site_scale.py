@@ -36,7 +36,8 @@ from ..records.nightly import (
     regression_id,
 )
 from ..records.run import RunsRecord
-from ..stats.describe import per_unit_ms, rates, summarize
+from ..records.summaries import summarize
+from ..stats.describe import per_unit_ms, rates
 from ..verdicts import CONFIRMED_REGRESSION, INCONCLUSIVE, KNOWN_REGRESSION, PASS
 
 SEEDS, TIMED, ITEMS = 5, 5, 64
@@ -111,8 +112,8 @@ def synthetic_history(out: Path, measurements: int, nights: int, seed: int = 0) 
             exit_code=0))
     index.baseline = Baseline(commit=sha(0), subject="commit 0", run_id="site-scale-00000",
                               artifact="runs/site-scale-00000.json", since="", reason="seed")
+    from ..judge.comparable import measurement_id
     from ..records import read_artifact
-    from ..stats.comparable import measurement_id
 
     first = read_artifact(out / "runs" / "site-scale-00000.json")
     mids = [measurement_id(first, c) for c in first.cases]

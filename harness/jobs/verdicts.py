@@ -4,7 +4,7 @@ OUT/verdicts.md and every number in OUT/verdicts.json:
 
 - `level`: how busy is busy. prefill_extend of configs/cpu-smoke.yaml (10 timed runs) beside
   0 to 4 busy loops (some busy half the time): the other load each run recorded and its
-  median time against the quiet runs'. The busy level (harness/stats/load.py) is where that
+  median time against the quiet runs'. The busy level (harness/judge/busy.py) is where that
   slowdown leaves the CPU noise floor.
 - `aa`: the A/A matrix. `aa_runs` runs of configs/cpu-smoke.yaml at this commit, every
   second one with a busy loop on each core; every pair through `mibench compare` and
@@ -248,8 +248,8 @@ def memory(out: Path, repo: Path, roots: dict, cache: Path) -> dict:
 
 def memory_verdict(a: Path, b: Path, case_id: str) -> str:
     """The memory part of `compare`'s verdict of one case: `memory regression` or `none`."""
+    from ..judge.compare import compare
     from ..records import read_artifact
-    from ..stats.compare import compare
 
     (c,) = [x for x in compare(read_artifact(a), read_artifact(b)).cases
             if x.case_id == case_id]

@@ -77,7 +77,7 @@ def memory_table(mem: dict) -> Table:
 
 
 def write(result: dict, path: Path) -> None:
-    from ..stats.load import BUSY_LEVEL
+    from ..judge.busy import BUSY_LEVEL
 
     parts = [f"# mibench job verdicts on {result['cpu']} ({result['cores']} cores)",
              "Seconds per part: " + ", ".join(f"{k} {v:.0f}" for k, v in

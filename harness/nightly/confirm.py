@@ -28,11 +28,12 @@ from collections.abc import Callable
 
 from mibench.errors import MibenchError
 
+from ..judge.nightly import CONFIRM, FIX, Judgement
+from ..judge.paired import ALPHA, MIN_EFFECT, paired_test
 from ..records import ABCase, ABRecord
 from ..records.ab import Timing
 from ..records.nightly import CulpritCommit, Event, Regression, regression_id
 from ..stats import sequential as seq
-from ..stats.paired import ALPHA, MIN_EFFECT, paired_test
 from ..util import now
 from ..verdicts import (
     CONFIRMED_REGRESSION,
@@ -44,7 +45,6 @@ from ..verdicts import (
     SUSPICIOUS_IMPROVEMENT,
     UNCHANGED,
 )
-from .judge import CONFIRM, FIX, Judgement
 
 FASTER = (IMPROVEMENT, SUSPICIOUS_IMPROVEMENT)  # `ab`'s words of a confirmed speedup
 

@@ -5,13 +5,13 @@ and the report's section of `ab` evidence beside the unpaired figures."""
 
 from __future__ import annotations
 
+from ..judge.nightly import FIX, Judgement
+from ..judge.noise import AAGroups
 from ..records import RunRecord
 from ..records.nightly import Culprit, NightlyIndex
 from ..stats import sequential as seq
-from ..stats.noise import AAGroups
 from ..verdicts import KNOWN_REGRESSION, UNDECIDED_WORDS
 from .confirm import Measured
-from .judge import FIX, Judgement
 
 
 def _rounds_to_decide(found: Measured, case_id: str, threshold: float, fallback: int) -> int:

@@ -6,11 +6,11 @@ decisions can be tested on made-up artifacts.
    file is left out with a line).
 2. No baseline yet (or `reseed`): seed (nightly/seed.py: `seed_runs` runs at HEAD to learn
    its noise; the quietest becomes the baseline, none when a case failed: exit 1).
-3. Else run it once at HEAD and judge the run against the history (nightly/judge.py):
+3. Else run it once at HEAD and judge the run against the history (judge/nightly.py):
    every case `compare` does not show within the threshold goes to `ab`.
 4. Confirm with `ab` and bisect (nightly/confirm.py), the budget going where the answer
    is: suspicions, then bisecting the confirmed, then the undecided cases.
-5. Record the night (nightly/lifecycle.py), merge it into the index as it stands
+5. Record the night (judge/lifecycle.py), merge it into the index as it stands
    (nightly/store.py), then write the summary (<= 40 lines), its JSON twin, the report
    and the history: nothing the summary says is missing from the saved index.
 
@@ -35,9 +35,11 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 
+from ..judge.lifecycle import apply_night
+from ..judge.nightly import FIX, Evidence, Judgement, judge_night
+from ..judge.suspicious import flagged, run_vouched
 from ..records import RunRecord, read_artifact
 from ..records.nightly import Baseline, Night, NightlyIndex, NightSummary
-from ..stats.suspicious import flagged, run_vouched
 from ..util import now
 from ..verdicts import (
     CONFIRMED_REGRESSION,
@@ -51,8 +53,6 @@ from ..verdicts import (
 from . import store
 from .confirm import Budget, Measured, culprits, measure, settle
 from .index import Folder, baseline_run
-from .judge import FIX, Evidence, Judgement, judge_night
-from .lifecycle import apply_night
 from .lines import blind_note, culprit_lines, evidence_section, left_open, noise_note
 from .night import (
     NightlyOptions,
@@ -157,7 +157,7 @@ def confirm(n: Tonight, js: list[Judgement], found: Measured, budget: Budget, wh
 
 def suspicious(js: list[Judgement], new: RunRecord) -> list[Judgement]:
     """A confirmed improvement of 2x or more that the new run's parity does not vouch for
-    is a `suspicious improvement` (the one rule: harness/stats/suspicious.py)."""
+    is a `suspicious improvement` (the one rule: harness/judge/suspicious.py)."""
     return [flagged(j, run_vouched(new, j.case_id)) for j in js]
 
 

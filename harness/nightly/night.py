@@ -11,10 +11,11 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 
+from ..judge.nightly import SEED_RUNS, UNTIMED_FAILS, Judgement
+from ..judge.noise import AAGroups
 from ..records import RunRecord
 from ..records.io import write_artifact, write_output
 from ..records.nightly import Night, NightlyIndex, NightSummary, SummaryCase
-from ..stats.noise import AAGroups
 from ..verdicts import (
     CONFIRMED_REGRESSION,
     KNOWN_REGRESSION,
@@ -25,7 +26,6 @@ from ..verdicts import (
 )
 from . import store
 from .index import Folder
-from .judge import SEED_RUNS, UNTIMED_FAILS, Judgement
 from .summary import rank, render
 
 FAILS = (CONFIRMED_REGRESSION, KNOWN_REGRESSION, *UNTIMED_FAILS)

@@ -6,15 +6,15 @@ again). A case with fewer than NEED_QUIET runs on a machine that was not busy is
 
 from __future__ import annotations
 
+from ..judge.busy import share
+from ..judge.comparable import measurement_id
+from ..judge.nightly import NEED_QUIET, Judgement, quiet_runs
+from ..judge.noise import AAGroups
 from ..records import RunRecord, read_artifact
 from ..records.nightly import Baseline, Night, NightSummary
-from ..stats.comparable import measurement_id
-from ..stats.load import share
-from ..stats.noise import AAGroups
 from ..util import now
 from ..verdicts import FAILED, INSUFFICIENT_DATA, PASS
 from .confirm import Measured
-from .judge import NEED_QUIET, Judgement, quiet_runs
 from .lines import noise_note
 from .night import NightResult, Tonight, night_word, noise_floor, summary_case, write_night
 

@@ -8,7 +8,7 @@ run through the same per-revision bootstrap `ab` uses, from a cached worktree, s
 scratch clone's commits can be run without installing them), or a server's repository
 (`server`: `--server-repo`; the config's launched servers run it, as `ab --server-repo`
 does). The run records that checkout as its `engine_repo`, which history and the noise
-floor take as the run's commit (harness.stats.comparable.code_git).
+floor take as the run's commit (harness.judge.comparable.code_git).
 """
 
 from __future__ import annotations
@@ -139,11 +139,11 @@ class RealSteps:
         evidence beside it) and `history.md` (the folder's runs: `history`, the night's
         own, or read from `runs`) with their plots in `night`; name -> path (or `not
         written: why`)."""
+        from ..judge.history import build_history, load_dir, window
         from ..records import read_artifact
         from ..records.io import write_output
         from ..report import write_report
         from ..report.exporters.changes import history_markdown, history_plots
-        from ..stats.history import build_history, load_dir, window
 
         links: dict[str, str] = {}
         try:

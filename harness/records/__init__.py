@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from mibench.workloads.spec import ItemRange
 
-from .ab import AB_SCHEMA, ABCase, ABRecord, read_ab
+from .ab import AB_OLDER, AB_SCHEMA, ABCase, ABRecord, read_ab
 from .base import (
     Artifact,
     Devices,
@@ -32,6 +32,7 @@ from .case import (
     WorkloadRecord,
 )
 from .compile import (
+    COMPILE_OLDER,
     COMPILE_SCHEMA,
     CaseCompile,
     CompileCase,
@@ -55,8 +56,10 @@ from .nightly import (
     NightlyIndex,
     NightSummary,
 )
+from .outputs import COMPARE_SCHEMA, COMPILE_COMPARE_SCHEMA, EXPORT_SCHEMA, HISTORY_SCHEMA
 from .references import ReferenceFigure, ReferenceSet
 from .run import (
+    OLDER,
     PASSING,
     SCHEMA,
     SCHEMA_FILE,
@@ -82,6 +85,11 @@ from .servers import (
     SloStep,
 )
 
+# every version a reader accepts, oldest first, by kind (the CLI tells kinds apart by these)
+RUN_SCHEMAS = (*OLDER, SCHEMA)
+AB_SCHEMAS = (*AB_OLDER, AB_SCHEMA)
+COMPILE_SCHEMAS = (*COMPILE_OLDER, COMPILE_SCHEMA)
+
 KINDS = {SCHEMA: RunRecord, AB_SCHEMA: ABRecord, COMPILE_SCHEMA: CompileRecord,
          NIGHTLY_SCHEMA: NightlyIndex, SUMMARY_SCHEMA: NightSummary}
 
@@ -91,7 +99,9 @@ def schemas() -> dict[str, dict]:
     return {name: json_schema(model, name) for name, model in KINDS.items()}
 
 
-__all__ = ["ABCase", "ABRecord", "AB_SCHEMA", "Artifact", "COMPILE_SCHEMA", "CaseCompile",
+__all__ = ["ABCase", "ABRecord", "AB_SCHEMA", "AB_SCHEMAS", "Artifact", "COMPARE_SCHEMA",
+           "COMPILE_COMPARE_SCHEMA", "COMPILE_SCHEMA", "COMPILE_SCHEMAS", "EXPORT_SCHEMA",
+           "HISTORY_SCHEMA", "RUN_SCHEMAS", "CaseCompile",
            "CaseLoad", "ColdStartLaunch", "ColdStartRecord", "ConcurrencyTrial", "SloRecord",
            "SloStep", "CaseHead", "CaseRecord", "Checkpoints", "CompileCase", "CompileRecord",
            "CompileTarget",

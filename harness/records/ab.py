@@ -22,7 +22,7 @@ from .servers import ColdStartRecord, SloRecord
 # harness/verdicts.py (`unchanged` or `inconclusive` where ab/2 stored `no change`; the
 # run's `pass` and `not compared` where it stored `no regression` and `nothing compared`)
 # and each round sample's `load`; ab/4 adds the case verdict `suspicious improvement` (2x
-# or more faster without the new side's modes/engines parity: harness/stats/suspicious.py);
+# or more faster without the new side's modes/engines parity: harness/judge/suspicious.py);
 # ab/1 to ab/3 artifacts read as ab/4, the words of ab/1 and ab/2 translated (`legacy`)
 AB_SCHEMA = "mibench.ab/4"
 AB_OLDER = ("mibench.ab/1", "mibench.ab/2", "mibench.ab/3")
@@ -62,7 +62,7 @@ class RoundSample(Record):
 
 
 class Timing(Record):
-    """`mibench.harness.stats.paired.PairedVerdict` of the rounds' log ratios, which it
+    """`mibench.harness.judge.paired.PairedVerdict` of the rounds' log ratios, which it
     keeps (`round_log_ratios`, positive: new slower)."""
 
     method: str

@@ -106,7 +106,7 @@ class CaseCompile(Record):
     fits: bool | None = None  # peak <= HBM per chip; false when the compiler ran out of HBM
     flops_per_pass: Measured = None  # sum of calls_per_pass x flops (loops once)
     bytes_accessed_per_pass: Measured = None
-    useful_flops_per_pass: Measured = None  # the analytic minimum (stats/metrics.py)
+    useful_flops_per_pass: Measured = None  # the analytic minimum (records/metrics.py)
     flops_unrolled_per_pass: Measured = None  # sum of calls_per_pass x flops_unrolled
     # chips x flops_unrolled_per_pass / useful_flops_per_pass: far above 1 is wasted work
     # (padding, masked-out attention, full-vocabulary heads, work replicated over chips)

@@ -91,7 +91,7 @@ class Regression(Record):
     id: str
     kind: Literal["regression", "improvement"] = "regression"
     case_id: str
-    measurement: str  # harness.stats.comparable.measurement_id
+    measurement: str  # harness.judge.comparable.measurement_id
     status: Status
     good: str
     bad: str

@@ -14,9 +14,9 @@ from mibench.errors import MibenchError
 
 from ..util import now
 from .base import ErrorInfo, Header, Measured, Record
+from .busy import CaseLoad
 from .case import CaseHead, RunsRecord
 from .io import read_json, schema_file
-from .load import CaseLoad
 from .references import ReferenceSet
 from .servers import ColdStartRecord, ConcurrencyTrial, SloRecord
 
@@ -69,7 +69,7 @@ class Metrics(Record):
     latency_per_item_ms: Summary | None = None
     total_s: Summary | None = None  # wall time of one run (all items)
     tokens_per_s: Measured = None  # workload tokens (query once + items) / median time
-    useful_flops: Measured = None  # minimal work of one run (harness/stats/metrics.py)
+    useful_flops: Measured = None  # minimal work of one run (harness/records/metrics.py)
     peak_flops: Measured = None  # the peak `mfu` divides by (per chip x tp)
     mfu: Measured = None  # useful_flops / (median time x peak_flops)
     # the case's own peak (harness/host/memory.py): on a GPU or TPU the device's peak bytes
@@ -80,7 +80,7 @@ class Metrics(Record):
     # peak cannot be reset); "rss-rise": the resident set's rise during the case (CPU);
     # "rss": the process's resident set peak during the case (artifacts before the rise)
     peak_memory_source: str | None = None
-    score_digest: str | None = None  # sha256 of the first call's scores (stats/metrics.py)
+    score_digest: str | None = None  # sha256 of the first call's scores (records/metrics.py)
     # the largest rise of the resident set during one timed call, above its level just
     # before the call (what the call itself allocates on the host)
     peak_rss_rise_bytes: int | None = None

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Literal
 
 from .base import Measured, Record
-from .load import CaseLoad
+from .busy import CaseLoad
 
 
 class SloStep(Record):

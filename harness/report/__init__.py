@@ -12,18 +12,11 @@ import re
 from pathlib import Path
 
 from .. import verdicts as v
+from ..judge.busy import busy
+from ..judge.comparable import label
+from ..judge.compare import DEFAULT_THRESHOLD, MIN_RUNS, CaseChange, Comparison, compare, speed_test
+from ..judge.scores import SCORE_TOL
 from ..records import ReferenceSet, RunRecord
-from ..stats.comparable import label
-from ..stats.compare import (
-    DEFAULT_THRESHOLD,
-    MIN_RUNS,
-    CaseChange,
-    Comparison,
-    compare,
-    speed_test,
-)
-from ..stats.load import busy
-from ..stats.scores import SCORE_TOL
 from ..stats.significance import default_floor
 from . import (
     figures,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import math
 
+from ..judge.busy import BUSY_LEVEL
+from ..judge.paired import timing_line
 from ..records.ab import ABRecord
-from ..stats.load import BUSY_LEVEL
-from ..stats.paired import timing_line
 from ..verdicts import REGRESSION
 from .console import table
 from .fmt import Table, share
@@ -42,7 +42,7 @@ def _median(samples) -> float | None:
 def figure_line(case, pacing: str) -> str | None:
     """How a case's change was computed, with the numbers: `+145.2% = the geometric mean
     of the 5 per-round ratios new/base (x1.90, ..., x3.10) - 1 (a round's ratio: ...); the
-    ratio of the medians, 161.07 / 41.43 ms, would be +288.8%` (stats/paired.py), None
+    ratio of the medians, 161.07 / 41.43 ms, would be +288.8%` (judge/paired.py), None
     without a change or its rounds' ratios."""
     t = case.timing
     if t is None or t.change is None or not t.round_log_ratios:
@@ -145,7 +145,7 @@ def headline(record: ABRecord) -> str:
 
 
 def _pair(a, b, get, unit: str = "") -> str:
-    from ..stats.compile_compare import fmt_num
+    from ..judge.compile_compare import fmt_num
 
     return (f"{fmt_num(get(a) if a else None, unit)} -> "
             f"{fmt_num(get(b) if b else None, unit)}")

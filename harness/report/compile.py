@@ -4,8 +4,8 @@ per chip over the chip's HBM, and its status; then each artifact's per-case cost
 
 from __future__ import annotations
 
+from ..judge.compile_compare import fmt_num
 from ..records.compile import CompileCase, CompileRecord
-from ..stats.compile_compare import fmt_num
 from ..util import GIB
 from .roofline import mask_bytes
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from mibench.engines import MODES
 
 from ..config.matrix import short
-from ..stats.describe import median
+from ..records.summaries import median
 from .fmt import mfu
 
 
@@ -58,7 +58,7 @@ def options(case) -> str:
 def untested_line(cases) -> str | None:
     """One line when `runs.timed` leaves cases without a timing verdict in `compare`
     (fewer than 3 timed runs: `untested`), else None."""
-    from ..stats.compare import MIN_RUNS
+    from ..judge.compare import MIN_RUNS
 
     short_ = [c for c in cases if c.runs.processes * c.runs.timed < MIN_RUNS]
     if not short_:

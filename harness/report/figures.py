@@ -7,11 +7,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from ..judge.busy import BUSY_LEVEL, busy
+from ..judge.comparable import label
+from ..judge.compare import Comparison
 from ..records import CaseRecord, RunRecord
-from ..stats.comparable import label
-from ..stats.compare import Comparison
-from ..stats.describe import items_of
-from ..stats.load import BUSY_LEVEL, busy
+from ..records.summaries import items_of
 from . import plots
 from .marks import subject
 from .plots import Bars, Change
@@ -49,7 +49,7 @@ def _count(case: CaseRecord | None) -> int | None:
 
 
 def _busy(record: RunRecord, case_id: str, level: float) -> bool:
-    """The case measured while other processes held the CPU past `level` (stats.load)."""
+    """The case measured while other processes held the CPU past `level` (judge.busy)."""
     c = next((c for c in record.cases if c.case_id == case_id), None)
     return c is not None and busy(c.load, level)
 

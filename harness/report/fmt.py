@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 
 from ..config.matrix import model_name, short
+from ..judge.busy import DECIDER
+from ..judge.compare import DECIDE, MIN_RUNS
 from ..records import CaseRecord, RunRecord
-from ..stats.compare import DECIDE, MIN_RUNS
-from ..stats.load import DECIDER
 from ..stats.significance import Test
 from ..util import REPORTS, byte_size
 from ..verdicts import (
@@ -251,7 +251,7 @@ def tally(comp) -> str:
 
 def cut_short(comp) -> str:
     """`; 1 case cut short by its deadline on a busy machine (inconclusive: ...)`: newly
-    failed cases that compare calls no evidence (stats/load.timeout_busy_reason)."""
+    failed cases that compare calls no evidence (judge/busy.timeout_busy_reason)."""
     compared = comp.compared
     cut = [c for c in comp.cases if c.verdict == INCONCLUSIVE and c not in compared]
     if not cut:

@@ -9,11 +9,11 @@ from collections import defaultdict
 from mibench.engines import MODES
 
 from ..config.matrix import short
+from ..judge.busy import busy
+from ..judge.comparable import label
+from ..judge.compare import Comparison
 from ..records import RunRecord
-from ..stats.comparable import label
-from ..stats.compare import Comparison
-from ..stats.describe import median
-from ..stats.load import busy
+from ..records.summaries import median
 from . import fmt
 from .fmt import Table
 from .tables import Row

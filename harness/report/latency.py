@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..stats.load import busy
+from ..judge.busy import busy
 from . import fmt
 from .fmt import Table
 from .marks import axis_label, log_scale

@@ -7,7 +7,7 @@ out; plots.py draws them).
 - **Title** (`subject`): every plot names its config(s) and the short commit(s) measured.
 - **Commits, not runs** (`commit_groups`): a history's neighbouring runs of one commit are
   one position on the axis, drawn with their spread: the code did not change between them.
-- **Steps** (`drawn_steps`): a history plot draws a step only where harness.stats.steps
+- **Steps** (`drawn_steps`): a history plot draws a step only where harness.judge.steps
   found one with a verdict (a change point, or a suspected step judged a `regression` or
   an `improvement`), and never between two runs of one commit; an `inconclusive` suspected
   step stays in the history's tables, not on the plot.
@@ -36,7 +36,7 @@ def axis_label(text: str, log: bool) -> str:
 
 
 def subject(configs: list[str], commits: list[str]) -> str:
-    """`demo @ 11111111 vs 22222222`: the configs and short commits (harness.stats.comparable
+    """`demo @ 11111111 vs 22222222`: the configs and short commits (harness.judge.comparable
     `label`) of a plot, each once, in order."""
     names = ", ".join(dict.fromkeys(c for c in configs if c)) or "?"
     shas = " vs ".join(dict.fromkeys(c for c in commits if c)) or "?"
@@ -62,7 +62,7 @@ def commit_groups(commits: list[str]) -> list[int]:
 
 @dataclasses.dataclass(frozen=True)
 class StepMark:
-    """A step as harness.stats.steps found it: before point `index`, its kind (change point
+    """A step as harness.judge.steps found it: before point `index`, its kind (change point
     or suspected step), verdict and change of time (+ = slower)."""
 
     index: int

@@ -19,7 +19,7 @@ from mibench.engines import MODES
 from ..config.matrix import model_name, short
 from ..records import ReferenceFigure
 from ..records.references import RefSide, SpeedupFigure
-from ..stats.describe import median
+from ..records.summaries import median
 from . import fmt
 from .tables import Row
 

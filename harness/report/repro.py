@@ -44,7 +44,7 @@ def decide_command(base: RunRecord, new: RunRecord, case_ids: list[str]
     cases by interleaved rounds of the two commits the runs measured, with the new run's
     config and overrides; (None, what is missing) when the commits or the config path are
     not recorded, or both runs measured one commit (nothing for `ab` to compare)."""
-    from ..stats.comparable import code_git, label
+    from ..judge.comparable import code_git, label
 
     b, n = code_git(base), code_git(new)
     inv = new.provenance.invocation

@@ -11,9 +11,9 @@ its target is not the run's hardware or it compiled another workload or model.
 
 from __future__ import annotations
 
+from ..judge.compile_counts import count
 from ..records import CaseRecord, RunRecord
 from ..records.compile import CompileCase, CompileRecord
-from ..stats.compile_counts import count
 from . import fmt
 from .fmt import Table
 

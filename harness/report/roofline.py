@@ -1,6 +1,6 @@
 """The roofline section of a compile report (`mibench report COMPILE.json...`): per case and
 target the bound a pass's FLOPs and HBM bytes allow at the chips' public peaks
-(`CaseCompile.roofline`, harness/stats/roofline.py), the resource that sets it, and the
+(`CaseCompile.roofline`, harness/compile/roofline.py), the resource that sets it, and the
 host->device bytes of a host-built mask; then each seed figure beside the bound of the
 case that matches it (report/ref_match.py) on that target, as a share of the bound.
 
@@ -10,9 +10,9 @@ table, report/resources.py)."""
 from __future__ import annotations
 
 from ..config.matrix import model_name
+from ..judge.compile_compare import fmt_num
 from ..records import ReferenceSet
 from ..records.compile import CompileCase, CompileRecord
-from ..stats.compile_compare import fmt_num
 from . import fmt
 from .fmt import Table
 from .ref_match import Seen, mismatches, pick

@@ -8,8 +8,8 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from ..judge.busy import busy
 from ..records import RunRecord
-from ..stats.load import busy
 from . import fmt
 from .fmt import Table
 from .plots import _plt, _save

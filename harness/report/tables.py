@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
+from ..judge.comparable import label
 from ..records import CaseRecord, ParityCheck, RunRecord
-from ..stats.comparable import label
-from ..stats.describe import median
+from ..records.summaries import median
 from . import fmt
 from .fmt import Table
 from .repro import command, config_args

@@ -23,7 +23,7 @@ RUN_OFFSET = 0.09  # x offset between the dots of one commit's runs, in commit p
 @dataclasses.dataclass(frozen=True)
 class Trend:
     """One measurement's series: per point (one run) its commit label, median items/s
-    (None: not ok, or missing: a gap) and whisker; the steps harness.stats.steps found
+    (None: not ok, or missing: a gap) and whisker; the steps harness.judge.steps found
     (marks.StepMark, index into the points); the points that failed and those measured on
     a busy machine; each point's commit (default: its label) and timed runs (n)."""
 

@@ -17,8 +17,8 @@ from ..records import (
     ErrorInfo,
     Metrics,
 )
-from ..stats.describe import latency_of
-from ..stats.metrics import case_metrics, score_digest, useful_flops
+from ..records.metrics import case_metrics, score_digest, useful_flops
+from ..records.summaries import latency_of
 from .measure import Timings, frozen_heap, measure
 from .pool import (
     EnginePool,

@@ -15,7 +15,7 @@ modes benchmark (`configs/bench-modes.yaml`) and both sides of the overhead job
 far the resident set peaked above its level just before the call (`memory.PeakRss`, read
 outside the `perf_counter` bracket): `Timings.peak_rise_bytes`, the largest over the timed
 calls. Around the calls (never inside a bracket) it notes how busy the machine was:
-`Timings.load`, the CPU time other processes held (harness/host/load.py).
+`Timings.load`, the CPU time other processes held (harness/host/busy.py).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import gc
 import time
 from collections.abc import Callable
 
+from ..host.busy import Window
 from ..host.deadline import deadline
-from ..host.load import Window
 from ..host.memory import PeakRss
 from ..records import CaseLoad, RunsRecord
 

@@ -24,6 +24,7 @@ from ..config.spec import Config
 from ..host.children import WorkerDied
 from ..host.peak import PeakTable
 from ..host.provenance import collect, device_info, git_info
+from ..judge.comparable import defect
 from ..records import (
     CaseRecord,
     ErrorInfo,
@@ -35,7 +36,6 @@ from ..records import (
     write_failed,
 )
 from ..servers.pool import ServerPool
-from ..stats.comparable import defect
 from ..util import now
 from . import parity, stopped
 from .case import failed_record, metrics_of, skipped_record

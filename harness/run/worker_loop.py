@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable
 
 from ..config.keys import EngineKey
-from ..host import load
+from ..host import busy
 from ..host.children import Interrupted
 from ..records import ErrorInfo
 from .kinds import run_case
@@ -39,7 +39,7 @@ def serve(conn, key: EngineKey, factory: Callable | None) -> None:
     revision never sends the parent a class it does not have."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and closes us
     signal.signal(signal.SIGTERM, _interrupted)  # the parent was interrupted mid-case
-    load.root_pid = os.getppid()  # the parent's process tree is mibench's own
+    busy.root_pid = os.getppid()  # the parent's process tree is mibench's own
     pool = EnginePool(factory)
     handlers = {
         "info": lambda: _info(pool.get(key)),

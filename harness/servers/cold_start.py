@@ -18,7 +18,7 @@ import statistics
 import time
 
 from ..config.cases import CaseSpec
-from ..host.load import Window
+from ..host.busy import Window
 from ..records import ColdStartLaunch, ColdStartRecord
 from .feed import Bodies
 

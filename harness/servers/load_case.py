@@ -44,8 +44,8 @@ from mibench.engines import MibenchError, fact_problem
 
 from ..config.cases import CaseSpec, HttpPlan
 from ..config.spec import HTTP_FIELDS
+from ..host.busy import Window
 from ..host.deadline import deadline
-from ..host.load import Window
 from ..records import (
     CaseRecord,
     ErrorInfo,
@@ -53,8 +53,8 @@ from ..records import (
     HttpRequest,
     Metrics,
 )
-from ..stats.describe import latency_of, summarize
-from ..stats.metrics import score_digest
+from ..records.metrics import score_digest
+from ..records.summaries import latency_of, summarize
 from . import cold_start, slo
 from .feed import Bodies
 from .send import INVALID, Load, closed_loop, open_loop, warm_up

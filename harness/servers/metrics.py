@@ -21,9 +21,9 @@ import math
 from collections.abc import Callable
 
 from ..config.cases import CaseSpec
+from ..judge.paired import paired_test
 from ..records import ColdStartRecord
 from ..records.ab import ABCase, RoundSample, Timing
-from ..stats.paired import paired_test
 from ..verdicts import (
     COLD_START_REGRESSION,
     INCONCLUSIVE,

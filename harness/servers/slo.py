@@ -32,8 +32,8 @@ from collections.abc import Callable
 
 from ..config.cases import CaseSpec, HttpPlan
 from ..records import CaseRecord, HttpRequest, SloRecord, SloStep
+from ..records.summaries import latency_of, summarize
 from ..stats import capacity
-from ..stats.describe import latency_of, summarize
 from .feed import Bodies
 from .send import Load, open_loop
 

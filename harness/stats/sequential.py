@@ -3,7 +3,7 @@
 Bisect knows the change it is looking for: GOOD sits at level 0 and BAD at level D, both
 as log ratios of time per call against GOOD (D from the confirmation's rounds). A step's
 rounds d_1..d_n (`ab` of the commit against GOOD, the paired log ratios of
-harness/stats/paired.py) are judged by where their mean sits between two levels `low` and
+harness/judge/paired.py) are judged by where their mean sits between two levels `low` and
 `high` (0 and D, or the levels of a narrower range once a partial step split it):
 
 - `low`: surely below the midpoint (low + high) / 2: the interval's high end is under it;

@@ -23,9 +23,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from ..judge.busy import busy_reason
 from ..records import CaseRecord
 from ..verdicts import INCONCLUSIVE, UNTESTED
-from .load import busy_reason
 from .significance import Test, between_runs
 
 MIN_REPEATS = 3  # repeats at the rate found, a side, for a capacity verdict

@@ -21,13 +21,13 @@ scale, with m the process medians and k their count on a side:
   1 - alpha: q the normal quantile, or Student's t with k_base + k_new - 2 degrees of
   freedom where a measured spread s2 set a side's variance;
 - the change is significant when the interval excludes 0 (the gate adds the threshold on
-  the change itself, harness.stats.compare).
+  the change itself, harness.judge.compare).
 
 **Noise floor** (the relative standard deviation of one run's median between runs): 10% on
 a CPU (`DEFAULT_FLOOR`; the measurement above: pairs of runs differing by up to 30% are
 within 10% x sqrt(2) x 2.58), 3% on a GPU or TPU (assumed, not measured), or given
 (`mibench compare --noise-floor`), or learnt from artifacts of one commit
-(`--noise-from FOLDER`, harness.stats.history.aa_noise). With alpha 0.01 and one process
+(`--noise-from FOLDER`, harness.judge.history.aa_noise). With alpha 0.01 and one process
 per run, a CPU case must slow down by about 42% (items/s -29%) to be a significant
 regression; with 3 processes per run, by about 22%. No default covers an oversubscribed
 machine: three runs of configs/cpu-smoke.yaml at one commit under a load average of 10 on

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from ...stats.comparable import measurement_id
+from ...judge.comparable import measurement_id
 
 NAME, SUFFIX = "bmf", ".json"
 

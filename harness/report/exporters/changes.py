@@ -1,7 +1,7 @@
 """Exporters of `mibench compare` and `mibench history`: Markdown (Jinja2 templates) and JSON.
 
-Each takes the computed record (`Comparison`, harness/stats/comparison.py; `History`,
-harness/stats/history.py) and only formats it.
+Each takes the computed record (`Comparison`, harness/judge/comparison.py; `History`,
+harness/judge/history.py) and only formats it.
 """
 
 from __future__ import annotations
@@ -11,26 +11,16 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from ...judge.compare import MIN_RUNS, Comparison
+from ...judge.compile_counts import count
+from ...judge.history import History, Series
 from ...records import PASSING
-from ...stats.compare import MIN_RUNS, Comparison
-from ...stats.compile_counts import count
-from ...stats.history import History, Series
+from ...records.outputs import COMPARE_SCHEMA, HISTORY_SCHEMA
 from .. import fmt, render
 from ..fmt import Table
 from ..marks import StepMark
 from ..trends import Trend, history_chart
 
-# /2: the timing verdicts are regression, improvement, unchanged (the whole interval within
-# the threshold) and inconclusive (was `noise`, and part of `unchanged`); the cases carry
-# latency_low/high and the per-side ms/item. /3: the items/s change `change`, `low`, `high`
-# is renamed `items_per_s_change`, `items_per_s_low`, `items_per_s_high` (the primary change
-# is latency_change: time per item, + = slower); each case carries `base_other_load`,
-# `new_other_load`; the top level `busy_level` and `busy` (the busy sides, or null)
-COMPARE_SCHEMA = "mibench.compare/3"
-# /2: series are measurements (`identity`, `label`); points carry `other_load`; change
-# points carry `latency_change` (time, + = slower) and `items_per_s_change`; suspected
-# steps (`steps`); `skipped` artifacts of other kinds; `noise` says what the floor came from
-HISTORY_SCHEMA = "mibench.history/2"
 CONVENTION_JSON = ("latency_change, latency_low, latency_high: time per item new / base - 1 "
                    "(+ = slower), the primary change; items_per_s_change, items_per_s_low, "
                    "items_per_s_high: items/s new / base - 1 (+ = faster); "

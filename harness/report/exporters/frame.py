@@ -28,10 +28,10 @@ def cases_frame(artifacts):
 
 
 def _records(artifacts) -> list:
-    """The run records of `artifacts`, each run once (harness.stats.duplicates)."""
+    """The run records of `artifacts`, each run once (harness.judge.duplicates)."""
+    from ...judge.duplicates import unique_runs
+    from ...judge.history import load_dir
     from ...records import RunRecord, read_artifact
-    from ...stats.duplicates import unique_runs
-    from ...stats.history import load_dir
 
     if isinstance(artifacts, str | Path):
         artifacts = [artifacts]

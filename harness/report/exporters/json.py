@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
+from ...records.outputs import EXPORT_SCHEMA
 from .rows import COLUMNS, case_rows
 
 NAME, SUFFIX = "json", ".json"
-SCHEMA = "mibench.export/2"
 
 
 def export(records) -> str:
-    data = {"schema": SCHEMA, "columns": COLUMNS, "rows": case_rows(records)}
+    data = {"schema": EXPORT_SCHEMA, "columns": COLUMNS, "rows": case_rows(records)}
     return json.dumps(data, indent=1) + "\n"

@@ -2,7 +2,7 @@
 did not run ok: one row, its run fields empty), with the artifact's commit, config,
 workload, hardware and the case's metrics. Plain dicts of plain values, in `COLUMNS`
 order. `measurement_id` keys the measurement as `compare` and `history` do (case id,
-workload, model, dtype, topology, hardware: harness.stats.comparable.measurement_id): rows
+workload, model, dtype, topology, hardware: harness.judge.comparable.measurement_id): rows
 of one id are one series; `other_load` is the share of the CPU other processes held while
 the case was measured."""
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 
+from ...judge.comparable import measurement_id
 from ...records import CaseRecord, RunRecord
-from ...stats.comparable import measurement_id
-from ...stats.describe import items_of, median, process_runs
+from ...records.summaries import items_of, median, process_runs
 
 WORKLOAD = ("query_tokens", "num_items", "item_tokens", "tokens", "semantics",
             "apply_softmax", "seed", "requests")

@@ -49,7 +49,7 @@ class Built:
 def build_site(histories: list[Path], out: Path, site_url: str = "",
                built: str | None = None) -> Built:
     """The site of the history folders at `out` (the module docstring)."""
-    from ...stats.history import build_history
+    from ...judge.history import build_history
 
     built = built or dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     taken: set[str] = set()

@@ -3,7 +3,7 @@ its `mibench history` series in, plain records out; no statistics of its own bey
 harness.stats).
 
 A **measurement** is one series of `history` (case id + what makes it one:
-harness.stats.comparable) of one history folder: its runs (each with the night that ran it
+harness.judge.comparable) of one history folder: its runs (each with the night that ran it
 and that night's word for the case, how busy the machine was, what changed in the
 environment since the run before), its steps with their intervals, the regressions the
 index records for it, the `ab` runs that measured its case, and flags for the plot (the
@@ -19,12 +19,12 @@ import hashlib
 import math
 import re
 
+from ...judge.comparable import measurement_id
+from ...judge.environment import environment_changes
+from ...judge.history import Series
+from ...judge.steps import step_interval
 from ...records import RunRecord
 from ...records.nightly import Night, Regression
-from ...stats.comparable import measurement_id
-from ...stats.environment import environment_changes
-from ...stats.history import Series
-from ...stats.steps import step_interval
 from ...verdicts import NIGHT_ORDER
 from .read import Job
 
@@ -61,7 +61,7 @@ class RunView:
 
 @dataclasses.dataclass(frozen=True)
 class StepView:
-    """A change point or suspected step (harness.stats.steps), with its interval."""
+    """A change point or suspected step (harness.judge.steps), with its interval."""
 
     index: int
     kind: str
@@ -135,7 +135,7 @@ class Measurement:
     slug: str  # the history folder's name in the site
     config: str
     case_id: str
-    measurement: str  # harness.stats.comparable.measurement_id
+    measurement: str  # harness.judge.comparable.measurement_id
     label: str  # what tells it from other measurements of its case id ("" if none)
     identity: dict
     runs: list[RunView]

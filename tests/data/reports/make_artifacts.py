@@ -32,7 +32,8 @@ from mibench.harness.records import (
     RunsRecord,
     write_artifact,
 )
-from mibench.harness.stats.describe import per_unit_ms, rates, summarize
+from mibench.harness.records.summaries import summarize
+from mibench.harness.stats.describe import per_unit_ms, rates
 
 HERE = Path(__file__).parent
 REL = "tests/data/reports"

@@ -1,7 +1,7 @@
 """A night's run judged against its history folder (records and the index in, one
 `Judgement` per case out; no process is started, nothing is measured).
 
-Each case of the new run is compared with the baseline run (harness.stats.compare, like
+Each case of the new run is compared with the baseline run (harness.judge.compare, like
 with like, at the noise floor learnt from the folder's repeated runs of one commit,
 leaving out the pair judged and runs on a busy machine), then lands in one word of
 harness/verdicts.py, in this order. Undecided is never good news: every case `compare`
@@ -22,7 +22,7 @@ does not show within the threshold goes to `ab` (`confirm` set), whatever the re
 5. fewer than `NEED_QUIET` quiet runs of one commit of the measurement in the folder:
    `insufficient data` (the noise cannot be learnt), saying how many there are; `ab`;
 6. slower beyond the threshold and the noise (`compare`'s `regression`), or a change
-   point of the series (harness.stats.steps, among quiet points) after the baseline's
+   point of the series (harness.judge.steps, among quiet points) after the baseline's
    point: `suspected regression`;
 7. the whole interval within the threshold (`compare`'s `unchanged`): `pass`;
 8. anything else (an interval that reaches beyond the threshold, however wide the noise
@@ -42,11 +42,6 @@ from collections import Counter
 
 from ..records import CaseRecord, RunRecord
 from ..records.nightly import NightlyIndex, Regression
-from ..stats.comparable import code_git, measurement_id
-from ..stats.compare import CaseChange, Comparison, Gate, case_change, compare
-from ..stats.history import History, build_history
-from ..stats.load import BUSY_LEVEL, busy
-from ..stats.noise import AAGroups
 from ..stats.significance import NoiseFloor
 from ..verdicts import (
     ADDED,
@@ -70,6 +65,11 @@ from ..verdicts import (
     UNCHANGED,
     UNTESTED,
 )
+from .busy import BUSY_LEVEL, busy
+from .comparable import code_git, measurement_id
+from .compare import CaseChange, Comparison, Gate, case_change, compare
+from .history import History, build_history
+from .noise import AAGroups
 
 # quiet ok runs of one commit a measurement needs before the night judges its timing (the
 # pair judged left out): two degrees of freedom of its own (the floor pools every case's).
@@ -287,7 +287,7 @@ def change_points(e: Evidence) -> dict[tuple[str, str], str]:
     """Per case id and measurement id of the new run, the reason of a change point (`regression`)
     among the series' quiet points after the baseline's point, the new point among the
     slower ones; points of a case whose suspicion `ab` disproved are left out."""
-    from ..stats.steps import judge_steps
+    from .steps import judge_steps
 
     name = str(e.new.config.get("name", "?"))
     hist = e.history

@@ -1,7 +1,7 @@
 """The steps of one history series and their verdicts (pure: points in, steps out).
 
 - **Change points** (harness.stats.changepoint) are searched among the points measured on
-  a machine that was not busy (harness.stats.load): a busy point is shown, never evidence.
+  a machine that was not busy (harness.judge.busy): a busy point is shown, never evidence.
   A change point is a `regression` (slower) or an `improvement`.
 - **Suspected steps**: a step of `STEP` (2x) or more in time per item between two
   neighbouring points measured on a machine that was not busy (busy points between them
@@ -9,7 +9,7 @@
   few for one); and between neighbouring points with a busy side, where no such step
   spans them. Judged by the between-run test of `compare`
   (harness.stats.significance) at the noise floor learnt from the folder's A/A runs,
-  leaving out the two points' artifacts (harness.stats.noise): beyond the noise it is a
+  leaving out the two points' artifacts (harness.judge.noise): beyond the noise it is a
   `regression` or `improvement`, else `inconclusive`; with a busy side it is
   `inconclusive`, naming the side and the share.
 
@@ -21,16 +21,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from ..verdicts import (
-    CHANGE_POINT,
-    IMPROVEMENT,
-    INCONCLUSIVE,
-    REGRESSION,
-    SUSPECTED_STEP,
-)
-from .changepoint import DEFAULT, Params, binary_segmentation
-from .load import BUSY_LEVEL, busy, busy_reason
-from .significance import DEFAULT_ALPHA, NoiseFloor, between_runs
+from ..stats.changepoint import DEFAULT, Params, binary_segmentation
+from ..stats.significance import DEFAULT_ALPHA, NoiseFloor, between_runs
+from ..verdicts import CHANGE_POINT, IMPROVEMENT, INCONCLUSIVE, REGRESSION, SUSPECTED_STEP
+from .busy import BUSY_LEVEL, busy, busy_reason
 
 STEP = 2.0  # a neighbouring ratio of time per item this large (either way) is looked at
 

@@ -1,4 +1,4 @@
-"""The order of runs by the commit they measured (harness.stats.comparable.code_git): by
+"""The order of runs by the commit they measured (harness.judge.comparable.code_git): by
 commit time from git in the recorded checkout, else in the current folder; the run's
 `started_at` where git knows neither; commits made within the same second by how many
 commits lead to them; then by start.

@@ -31,12 +31,7 @@ import dataclasses
 import math
 import statistics
 
-from ..verdicts import (
-    IMPROVEMENT,
-    REGRESSION,
-    UNTESTED,
-    within,
-)
+from ..verdicts import IMPROVEMENT, REGRESSION, UNTESTED, within
 
 METHOD = "paired t-test on per-round log ratios"
 ALPHA = 0.01
@@ -75,21 +70,6 @@ class PairedVerdict:
 def timing_line(timing) -> str:
     """`PairedVerdict.line` of a stored verdict (an A/B artifact's `Timing` record)."""
     return PairedVerdict(**timing.model_dump(exclude={"round_log_ratios"})).line()
-
-
-def round_log_ratio(base_s: list[float], new_s: list[float], interleaved: bool
-                    ) -> float | None:
-    """One round's d from both sides' timed calls (seconds), None without a positive
-    pair: the median of the k-th calls' log ratios when the calls were interleaved, else
-    the log ratio of the medians."""
-    if interleaved:
-        logs = [math.log(n / b) for b, n in zip(base_s, new_s, strict=False)
-                if b > 0 and n > 0]
-        return statistics.median(logs) if logs else None
-    base_pos, new_pos = [b for b in base_s if b > 0], [n for n in new_s if n > 0]
-    if not base_pos or not new_pos:
-        return None
-    return math.log(statistics.median(new_pos) / statistics.median(base_pos))
 
 
 def paired_test(d: list[float], alpha: float = ALPHA,

@@ -1,6 +1,6 @@
 """The tolerances on log scores, by check and dtype: the one table that parity's score
 checks (harness/run/tolerances.py adds a server's own `tolerance`), the verdicts' `scores
-moved` (stats/scores.py) and the invariance job judge against (docs/parity.md,
+moved` (judge/scores.py) and the invariance job judge against (docs/parity.md,
 "Tolerances")."""
 
 from __future__ import annotations

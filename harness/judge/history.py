@@ -1,25 +1,25 @@
 """`mibench history`: artifacts of one folder ordered by commit time; per measurement the
 series of median throughputs, its steps (change points and suspected steps, with their
-verdicts: harness.stats.steps), and the peak vs the current; beside them the case's own
-peak memory (harness.stats.memory), the current against the lowest of its kind (+ =
+verdicts: harness.judge.steps), and the peak vs the current; beside them the case's own
+peak memory (harness.judge.memory), the current against the lowest of its kind (+ =
 larger).
 
 **Like with like.** A series is one measurement in `compare`'s sense (case id, workload,
-model, dtype, topology, hardware: harness.stats.comparable): runs of one case id that are
+model, dtype, topology, hardware: harness.judge.comparable): runs of one case id that are
 not the same measurement are separate series, labelled by the fields that differ. Within a
 config, an artifact without the case is a gap in its series (`missing`), never a zero.
 Artifacts of other kinds in the folder (`ab`, `compile`, ...), files that are no mibench
-artifact and a second artifact of one run (harness.stats.duplicates: one run is one point)
+artifact and a second artifact of one run (harness.judge.duplicates: one run is one point)
 are skipped, one line each (`Folder.skipped`, `History.skipped`); a damaged mibench
 artifact is an error naming it.
 
 **Noise.** The floor of the step test is learnt from the folder's repeated runs of one
-commit (harness.stats.noise: leaving out the step's two artifacts and runs on a busy
+commit (harness.judge.noise: leaving out the step's two artifacts and runs on a busy
 machine), else the platform's default; `History.noise` says which.
 
 Commit time comes from git in the recorded checkout (or the current one) when the commit
 is known there; otherwise the artifact's `started_at` stands in for it
-(harness.stats.commits).
+(harness.judge.commits).
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ from mibench.errors import MibenchError
 
 from ..records import CaseRecord, RunRecord, read_artifact
 from ..records.run import KINDS as RUN_KINDS
-from .changepoint import DEFAULT, METHOD, Params
+from ..records.summaries import items_of, median, process_runs
+from ..stats.changepoint import DEFAULT, METHOD, Params
+from .busy import BUSY_LEVEL, busy, share
 from .commits import commit_depth, commit_time, ordered
 from .comparable import code_git, differences, label, measurement
-from .describe import items_of, median, process_runs
 from .duplicates import unique_runs
-from .load import BUSY_LEVEL, busy, share
 from .memory import own
 from .noise import AAGroups, aa_noise
 from .steps import Step, judge_steps
@@ -81,7 +81,7 @@ class Series:
     config: str  # the config's name
     case_id: str
     label: str  # what tells it from the other series of its case id ("": the only one)
-    identity: dict  # the measurement (harness.stats.comparable.measurement)
+    identity: dict  # the measurement (harness.judge.comparable.measurement)
     points: list[Point]
     steps: list[Step]  # change points and suspected steps; index: into `points`
 
@@ -143,7 +143,7 @@ class Folder:
 
 def load_dir(folder: str | Path, load=read_artifact) -> Folder:
     """Every `*.json` run artifact under `folder` (recursively), read with `load`, each run
-    once (harness.stats.duplicates); a line for each file skipped: a mibench artifact of
+    once (harness.judge.duplicates); a line for each file skipped: a mibench artifact of
     another kind (`ab`, `compile`, a command's JSON output), a file that is no mibench
     artifact (no mibench `schema`), a duplicate run. A file that claims a mibench run
     schema and cannot be read (or a broken file that claims any mibench schema) is an

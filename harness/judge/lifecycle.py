@@ -24,14 +24,8 @@ from __future__ import annotations
 
 from ..records.nightly import Event, NightlyIndex, Regression, regression_id
 from ..util import now
-from ..verdicts import (
-    DISPROVED,
-    IMPROVEMENT,
-    PASS,
-    SUSPECTED_REGRESSION,
-    SUSPICIOUS_IMPROVEMENT,
-)
-from .judge import FIX, Judgement
+from ..verdicts import DISPROVED, IMPROVEMENT, PASS, SUSPECTED_REGRESSION, SUSPICIOUS_IMPROVEMENT
+from .nightly import FIX, Judgement
 
 
 def open_suspicion(index: NightlyIndex, case_id: str, measurement: str) -> Regression | None:

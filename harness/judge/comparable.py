@@ -1,5 +1,5 @@
 """Whether two artifacts' cases are the same measurement, and whether an artifact can be
-compared at all (pure functions on records; the gate is harness/stats/compare.py).
+compared at all (pure functions on records; the gate is harness/judge/compare.py).
 
 A case's `measurement` is everything that must agree for a comparison to mean anything:
 the workload (every field), model, dtype, topology and hardware (on a CPU also the machine,
@@ -17,7 +17,8 @@ import json
 import math
 
 from ..records import CaseRecord, RunRecord
-from .describe import per_unit_ms, rates, summarize
+from ..records.summaries import summarize
+from ..stats.describe import per_unit_ms, rates
 
 SUMMARY_RTOL = 1e-6  # how closely stored summaries must match the recomputed ones
 

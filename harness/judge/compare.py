@@ -15,9 +15,9 @@ case ids, a run time that is not finite and > 0, summaries that disagree with th
 
 - `regression`: the time per item grew by more than `threshold` AND the between-run
   interval of the change excludes 0 (harness.stats.significance) AND neither side was
-  measured on a busy machine (harness.stats.load: other processes held more than
+  measured on a busy machine (harness.judge.busy: other processes held more than
   `busy_level` of the CPU), or the interval's low end is slower than the new side's load
-  can explain (harness.stats.load `beyond_load`: 1.25 / (1 - share));
+  can explain (harness.judge.busy `beyond_load`: 1.25 / (1 - share));
 - `scores moved`: its scores moved beyond the modes tolerance as log scores (float32 1e-5,
   bfloat16 1e-1), a regression whatever the times;
 - `improvement`: the time per item fell by more than `threshold`, the interval below 0,
@@ -31,13 +31,13 @@ case ids, a run time that is not finite and > 0, summaries that disagree with th
   Exit 0, not a regression; the reason says what would decide it;
 - `untested`: fewer than `MIN_RUNS` timed runs on a side; fails the gate unless allowed;
 - `memory regression`: the case's own peak memory grew by more than `memory_threshold`
-  (harness.stats.memory: only peaks of one own kind are compared, else the check says
+  (harness.judge.memory: only peaks of one own kind are compared, else the check says
   why), a regression whatever the times;
 - `timed compiles`: XLA compiled during the new side's timed runs
-  (harness.stats.compile_counts), a regression of any case that ran ok, compared or not;
+  (harness.judge.compile_counts), a regression of any case that ran ok, compared or not;
 - `suspicious improvement`: an improvement of 2x or more (time per item at half the base or
   less) for which the new artifact's `modes`/`engines` parity against the reference did
-  not run and pass (harness.stats.suspicious: the nightly's rule too); exit 0, named first.
+  not run and pass (harness.judge.suspicious: the nightly's rule too); exit 0, named first.
 
 **One convention** for every change (`mibench compare`, `ab`, `report`, `history`): time
 new / base - 1, `+` = slower (`CaseChange.latency_change`, `latency_low`,
@@ -60,6 +60,9 @@ import dataclasses
 import statistics
 
 from ..records import CaseRecord, RunRecord
+from ..records.summaries import items_of, items_per_s, ms_per_item, process_runs
+from ..stats.server_compare import capacity_change, capacity_timing, cold_start_changes
+from ..stats.significance import DEFAULT_ALPHA, NoiseFloor, Test, between_runs, default_floor
 from ..verdicts import (
     ADDED,
     COLD_START_REGRESSION,
@@ -80,40 +83,13 @@ from ..verdicts import (
     UNCHANGED,
     UNTESTED,
 )
+from .busy import BUSY_LEVEL, beyond_load, busy_reason, share, timeout_busy_reason
 from .comparable import differences, label, measurement
 from .comparison import CaseChange, Comparison
 from .compile_counts import timed_compile_fault
-from .describe import (
-    items_of,
-    items_per_s,
-    ms_per_item,
-    process_runs,
-)
-from .environment import (
-    compare_parity,
-    environment_warnings,
-)
-from .load import (
-    BUSY_LEVEL,
-    beyond_load,
-    busy_reason,
-    share,
-    timeout_busy_reason,
-)
+from .environment import compare_parity, environment_warnings
 from .memory import DEFAULT_MEMORY_THRESHOLD, memory_check
 from .scores import score_check
-from .server_compare import (
-    capacity_change,
-    capacity_timing,
-    cold_start_changes,
-)
-from .significance import (
-    DEFAULT_ALPHA,
-    NoiseFloor,
-    Test,
-    between_runs,
-    default_floor,
-)
 from .suspicious import flagged, run_vouched
 
 DEFAULT_THRESHOLD = 0.05

@@ -7,8 +7,9 @@ import json
 
 from mibench.workloads import Request, total_items, total_tokens
 
-from ..records import Metrics
-from .describe import per_unit_ms, rates, summarize
+from ..stats.describe import per_unit_ms, rates
+from .run import Metrics
+from .summaries import summarize
 
 
 def useful_flops(cfg, requests: list[Request], delimiter: int | None, num_labels: int,

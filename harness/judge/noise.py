@@ -3,7 +3,7 @@
 commit in a folder, instead of assuming the platform's default.
 
 Artifacts of one commit that measured the same case as the same measurement
-(harness.stats.comparable.measurement; dirty checkouts too: what they changed can only
+(harness.judge.comparable.measurement; dirty checkouts too: what they changed can only
 widen the spread, never narrow it) form a group. Each artifact's median run time of a case
 is one value; s2 = the sum of squared deviations of their logs from their group's mean over
 df = the sum of (group size - 1); the floor is exp(s) - 1 with s the 90% upper confidence
@@ -12,9 +12,9 @@ wide floor and many a tight one.
 
 Left out, and said so in `NoiseFloor.source`: the artifacts being judged (`leave_out`: the
 pair a comparison or a step is about, so its own difference never widens the floor that
-judges it), and case runs measured on a busy machine (harness.stats.load: other processes
+judges it), and case runs measured on a busy machine (harness.judge.busy: other processes
 held more than the busy level of the CPU), whose spread is the neighbours', not the code's;
-and a second artifact of one run (harness.stats.duplicates: a run and its copy would be an
+and a second artifact of one run (harness.judge.duplicates: a run and its copy would be an
 A/A pair of no spread).
 """
 
@@ -28,10 +28,10 @@ from collections import Counter, defaultdict
 from mibench.errors import MibenchError
 
 from ..records import RunRecord
+from ..stats.significance import NoiseFloor, default_floor
+from .busy import BUSY_LEVEL, busy
 from .comparable import code_git, measurement_id
 from .duplicates import unique_runs
-from .load import BUSY_LEVEL, busy
-from .significance import NoiseFloor, default_floor
 
 AA_CONFIDENCE = 0.90  # the learnt floor is this one-sided upper confidence limit
 

@@ -1,6 +1,6 @@
 """`mibench compare BASE.json NEW.json` on two compile artifacts (`mibench.compile/2`, or /1):
 compiled costs are deterministic, so there are no noise statistics; every change is reported
-exactly and the gate is a plain threshold.
+exactly and the gate is a plain threshold (rendered: harness/report/compile_changes.py).
 
 Cases are matched by case_id. The artifacts must come from the same compiler: the same
 target, libtpu version and jax version, else nothing is compared (exit 2). A case regresses
@@ -21,7 +21,7 @@ from mibench.errors import MibenchError
 from ..records.compile import CompileCase, CompileRecord
 
 
-def _bound(c: CompileCase) -> float | None:
+def roofline_bound(c: CompileCase) -> float | None:
     r = c.compile.roofline
     return r.items_per_s if r is not None else None
 
@@ -32,7 +32,7 @@ GATED = (
     ("peak HBM", lambda c: c.compile.hbm_peak_bytes, "B", 1),
     ("bytes accessed", lambda c: c.compile.bytes_accessed_per_pass, "B", 1),
     ("FLOPs", lambda c: c.compile.flops_per_pass, "", 1),
-    ("roofline items/s", _bound, "", -1),
+    ("roofline items/s", roofline_bound, "", -1),
 )
 
 
@@ -72,7 +72,7 @@ def same_compiler(base: CompileRecord, new: CompileRecord) -> str | None:
     return None
 
 
-def _rel(a: float | None, b: float | None) -> float | None:
+def relative_change(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or a == 0:
         return None
     return b / a - 1
@@ -112,7 +112,7 @@ def diff_case(case_id: str, a: CompileCase | None, b: CompileCase | None,
         va, vb = get(a), get(b)
         if va == vb:
             continue
-        rel = _rel(va, vb)
+        rel = relative_change(va, vb)
         text = f"{label} {fmt_num(va, unit)} -> {fmt_num(vb, unit)}" + \
             (f" ({rel:+.2%})" if rel is not None else "")
         d.changes.append(text)
@@ -136,54 +136,3 @@ def compare_compile(base: CompileRecord, new: CompileRecord,
     ids = list(a) + [k for k in b if k not in a]
     return CompileComparison(base, new, threshold,
                              [diff_case(k, a.get(k), b.get(k), threshold) for k in ids])
-
-
-def _pair(d: CaseDiff, get, unit: str) -> str:
-    va = get(d.base) if d.base and d.base.compile else None
-    vb = get(d.new) if d.new and d.new.compile else None
-    if va == vb:
-        return fmt_num(vb, unit)
-    rel = _rel(va, vb)
-    return f"{fmt_num(va, unit)} -> {fmt_num(vb, unit)}" + \
-        (f" ({rel:+.1%})" if rel is not None else "")
-
-
-def compile_compare_markdown(r: CompileComparison) -> str:
-    t = r.base.target
-    lines = [f"# Compile comparison: {r.new.run_id} vs {r.base.run_id}", "",
-             f"Target {t.name} ({t.topology}), libtpu {r.base.libtpu.version}, jax "
-             f"{r.base.provenance.packages.get('jax')}; gate: stops compiling, stops fitting, "
-             f"peak HBM / bytes accessed / FLOPs up more than {r.threshold:.0%}, or the "
-             f"roofline bound down more than {r.threshold:.0%} (exact compiled costs and "
-             "bound, no noise statistics; compile time informational).", "",
-             "| case | status | peak HBM/chip | FLOPs/pass | bytes/pass | roofline items/s | "
-             "programs | compile s | verdict |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for d in r.cases:
-        def pair(get, unit="", d=d):
-            return _pair(d, get, unit)
-        status = " -> ".join(dict.fromkeys(x.status for x in (d.base, d.new) if x))
-        verdict = "REGRESSION: " + "; ".join(d.regressions) if d.regressions else \
-            ("; ".join(d.changes) if d.changes else "same")
-        lines.append(
-            f"| {d.case_id} | {status} | {pair(lambda c: c.compile.hbm_peak_bytes, 'B')} | "
-            f"{pair(lambda c: c.compile.flops_per_pass)} | "
-            f"{pair(lambda c: c.compile.bytes_accessed_per_pass, 'B')} | {pair(_bound)} | "
-            f"{pair(lambda c: len(c.compile.programs))} | "
-            f"{pair(lambda c: round(c.compile.compile_s, 1))} | {verdict} |")
-    lines.append("")
-    if r.regressions:
-        lines.append("**Regression** in " + ", ".join(d.case_id for d in r.regressions) + ".")
-    else:
-        lines.append("No regression.")
-    return "\n".join(lines) + "\n"
-
-
-def compile_compare_json(r: CompileComparison) -> str:
-    import json
-
-    return json.dumps({
-        "schema": "mibench.compile-compare/1", "base": r.base.run_id, "new": r.new.run_id,
-        "target": r.base.target.name, "threshold": r.threshold, "exit_code": r.exit_code,
-        "cases": [{"case_id": d.case_id, "changes": d.changes, "regressions": d.regressions}
-                  for d in r.cases]}, indent=1) + "\n"

@@ -1,4 +1,4 @@
-"""How busy the machine was while something was measured (harness/host/load.py)."""
+"""How busy the machine was while something was measured (harness/host/busy.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from .base import Record
 
 
 class CaseLoad(Record):
-    """How busy the machine was while the case was measured (harness/host/load.py): the CPU
+    """How busy the machine was while the case was measured (harness/host/busy.py): the CPU
     time of processes outside mibench's own process tree."""
 
     window_s: float  # from the timed runs', warmup's or first call's start to their end

@@ -1,7 +1,7 @@
 """When a side of a comparison was measured on a busy machine (pure: recorded loads in,
 reasons out).
 
-A case's `load` (harness/host/load.py) is the share of the machine's CPU time that processes
+A case's `load` (harness/host/busy.py) is the share of the machine's CPU time that processes
 outside mibench held while it was measured. Past `BUSY_LEVEL` the timing of that side is
 not evidence of the code: between runs taken at different times (`compare`, `history`) a
 timing change with a busy side is `inconclusive`, never a regression, an improvement or

@@ -1,11 +1,13 @@
 """A comparison as data: each case id's change with its verdict (`CaseChange`), and the
 whole (`Comparison`): its outcome and exit code, the busy sides, why nothing was compared.
-Made by harness/stats/compare.py, written by harness/report/exporters/changes.py."""
+Made by harness/judge/compare.py, written by harness/report/exporters/changes.py."""
 
 from __future__ import annotations
 
 import dataclasses
 
+from ..stats.server_compare import MetricChange
+from ..stats.significance import METHOD, NoiseFloor, Test
 from ..verdicts import EXIT_CODES as OUTCOME_EXIT
 from ..verdicts import (
     INCONCLUSIVE,
@@ -16,24 +18,10 @@ from ..verdicts import (
     UNCHANGED,
     UNTESTED,
 )
-from .environment import (
-    ParityChange,
-)
-from .load import (
-    BUSY_LEVEL,
-    DECIDER,
-    busy_line,
-)
+from .busy import BUSY_LEVEL, DECIDER, busy_line
+from .environment import ParityChange
 from .memory import DEFAULT_MEMORY_THRESHOLD, MemoryCheck
 from .scores import ScoreCheck
-from .server_compare import (
-    MetricChange,
-)
-from .significance import (
-    METHOD,
-    NoiseFloor,
-    Test,
-)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,7 +2,7 @@
 the parity checks of the new run against the baseline's (a check that passed, or did not
 exist, and does not pass now is a regression), and the warnings the case verdicts do not
 show (another host, packages or config, a dirty tree, a partial run, a CPU model or a
-machine's load that was not recorded). harness/stats/compare.py gathers them."""
+machine's load that was not recorded). harness/judge/compare.py gathers them."""
 
 from __future__ import annotations
 

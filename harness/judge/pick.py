@@ -2,11 +2,11 @@
 two comparable runs of a folder (pytest-benchmark's compare-with-last), or the newest run of
 a commit comparable with the other side (asv's `compare REV REV`).
 
-"Newest" is the order of `history` (harness.stats.commits `ordered`: by the commit the run
+"Newest" is the order of `history` (harness.judge.commits `ordered`: by the commit the run
 measured, then by the run's start), so the run of a later commit is the new side even when
 an older commit was run after it, and runs of one commit (a dirty tree, a rerun) go by their
 start. "Comparable" is `compare`'s own notion: a case that is the same measurement in both
-(harness.stats.comparable `same_measurements`).
+(harness.judge.comparable `same_measurements`).
 """
 
 from __future__ import annotations
