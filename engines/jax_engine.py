@@ -14,6 +14,7 @@ from .checkpoint import (
     special_ids,
 )
 from .jax_model import Decoder
+from .model_cache import cached_special_ids
 from .modes.options import ATTENTIONS, choice
 from .modes.registry import MODES, engine_mode
 from .request import make_request
@@ -67,6 +68,8 @@ class JaxEngine:
 
     @property
     def special_ids(self) -> frozenset[int]:
+        if self._tokenizer is None:  # not loaded: remembered ids, no transformers import
+            return cached_special_ids(self.folder, lambda f: special_ids(load_tokenizer(f)))
         return special_ids(self.tokenizer)
 
     def encode(self, text: str) -> list[int]:

@@ -20,10 +20,11 @@ import stat
 import sys
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from mibench.errors import ModelError
-from mibench.files import read_bounded
+from mibench.files import Unreadable, read_bounded
 
 from .config import MAX_JSON_BYTES
 from .embedded import GENERATOR_VERSION, _preset, fingerprint, make_model
@@ -59,7 +60,7 @@ def _entries(folder: Path) -> list[str]:
                   if p.name != MANIFEST and not p.name.startswith(_SCRATCH))
 
 
-def _write_json_atomic(path: Path, data: dict) -> None:
+def _write_json_atomic(path: Path, data: dict | list) -> None:
     fd, tmp = tempfile.mkstemp(prefix=_SCRATCH, suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:
@@ -70,6 +71,48 @@ def _write_json_atomic(path: Path, data: dict) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+# a folder's tokenizer facts, remembered by content: $MIBENCH_CACHE/special-ids/<key>.json
+SPECIAL_IDS = "special-ids"
+_WEIGHTS = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".gguf", ".onnx")
+
+
+def cached_special_ids(folder: Path, compute: Callable[[Path], frozenset[int]]
+                       ) -> frozenset[int]:
+    """The special token ids `compute(folder)` gives (the engines': checkpoint.special_ids of
+    checkpoint.load_tokenizer), remembered under the hash of the folder's files but its
+    weights and of transformers' and tokenizers' versions: loading a tokenizer imports
+    transformers and torch (3 to 5 s on a 2-core CPU), which a JAX worker otherwise never
+    needs. A cache that cannot be read or written is passed by (the ids computed as before)."""
+    cached = _special_ids_file(Path(folder))
+    if cached is not None and cached.is_file():
+        with contextlib.suppress(OSError, ValueError, Unreadable):
+            ids = json.loads(read_bounded(cached, MAX_JSON_BYTES))
+            if isinstance(ids, list) and all(type(i) is int for i in ids):
+                return frozenset(ids)
+    ids = frozenset(compute(folder))
+    if cached is not None:
+        with contextlib.suppress(OSError):
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            _write_json_atomic(cached, sorted(ids))
+    return ids
+
+
+def _special_ids_file(folder: Path) -> Path | None:
+    """Where the folder's special ids are remembered; None when its files cannot be read
+    or transformers is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        digest = hashlib.sha256(f"{version('transformers')} {version('tokenizers')}".encode())
+        for path in sorted(folder.iterdir()):
+            if path.is_file() and path.name != MANIFEST and not path.name.endswith(_WEIGHTS):
+                digest.update(f"\0{path.name}\0{path.stat().st_size}\0".encode())
+                digest.update(path.read_bytes())
+    except (OSError, PackageNotFoundError):
+        return None
+    return cache_dir() / SPECIAL_IDS / f"{digest.hexdigest()}.json"
 
 
 def write_manifest(folder: Path, preset: str) -> dict:

@@ -10,6 +10,7 @@ compile-only devices of libtpu (nothing runs). Each prints one JSON object as it
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -34,8 +35,9 @@ def brute(q_btnh, k_bskh, v_bskh, mask_bts, kv_of_head=None):
 
 
 def _kernel_cases(rng, n: int, kh: int, sharding):
-    """(name, call(paths) -> o, mask, q, k, v, rows) for causal, segment and extend; the
-    [B, T, heads, H] inputs placed with `sharding` (by head, as the engine's are)."""
+    """(name, call(paths) -> (kernel, arguments, static keywords), mask, q, k, v, rows) for
+    causal, segment and extend; the [B, T, heads, H] inputs placed with `sharding` (by head,
+    as the engine's are)."""
     import jax
     import jax.numpy as jnp
 
@@ -50,7 +52,7 @@ def _kernel_cases(rng, n: int, kh: int, sharding):
     t, key_len = 150, np.array([97, 150], np.int32)
     q, k, v = normal(2, t, n, h), normal(2, t, kh, h), normal(2, t, kh, h)
     i, j = np.arange(t)[:, None], np.arange(t)[None]
-    causal = ("causal", lambda p: p.causal(q, k, v, jnp.asarray(key_len)),
+    causal = ("causal", lambda p: (p.causal, (q, k, v, jnp.asarray(key_len)), {}),
               (j <= i)[None] & (j[None] < key_len[:, None, None]), q, k, v, key_len)
     query = rng.integers(0, 1000, 37).tolist()
     items = [rng.integers(0, 1000, int(m)).tolist() for m in rng.integers(1, 9, 11)]
@@ -58,9 +60,9 @@ def _kernel_cases(rng, n: int, kh: int, sharding):
     batch = pack(req, [list(range(0, 6)), list(range(6, 11))])
     b, t = batch.tokens_bt.shape
     qs, ks, vs = normal(b, t, n, h), normal(b, t, kh, h), normal(b, t, kh, h)
-    segment = ("segment", lambda p: p.segment(
-        qs, ks, vs, jnp.asarray(batch.prefix_end_b), jnp.asarray(batch.seg_start_bi),
-        prefix_pad=batch.prefix_pad, band=batch.band), batch.dense_mask(), qs, ks, vs,
+    segment = ("segment", lambda p: (p.segment, (
+        qs, ks, vs, jnp.asarray(batch.prefix_end_b), jnp.asarray(batch.seg_start_bi)),
+        {"prefix_pad": batch.prefix_pad, "band": batch.band}), batch.dense_mask(), qs, ks, vs,
         np.full(b, t))
     b, l, s, prefix_len = 3, 6, 64, 41
     qe, ke, ve = normal(b, l, n, h), normal(b, l, kh, h), normal(b, l, kh, h)
@@ -69,7 +71,7 @@ def _kernel_cases(rng, n: int, kh: int, sharding):
     vals = jnp.concatenate([jnp.broadcast_to(vp, (b, s, kh, h)), ve], axis=1)
     j, i = np.arange(s + l)[None], np.arange(l)[:, None]
     mask = np.broadcast_to((j < prefix_len) | ((j >= s) & (j - s <= i)), (b, l, s + l))
-    extend = ("extend", lambda p: p.extend(qe, ke, ve, kp, vp, jnp.int32(prefix_len)),
+    extend = ("extend", lambda p: (p.extend, (qe, ke, ve, kp, vp, jnp.int32(prefix_len)), {}),
               mask, qe, keys, vals, np.full(b, l))
     return [causal, segment, extend]
 
@@ -95,12 +97,14 @@ def kernels(tp: int) -> dict:
         split = ap.heads_split(mesh, n, kh)
         sharding = NamedSharding(mesh, ACT_BTNH if split else PartitionSpec())
         for name, call, mask, q, k, v, rows in _kernel_cases(rng, n, kh, sharding):
-            got = call(paths)
+            kernel, args, static = call(paths)
+            # under jit, as the engine's programs call it (op by op took about 3x as long)
+            got = jax.jit(kernel, static_argnames=tuple(static))(*args, **static)
             o = np.asarray(got)
             want = brute(q, k, v, mask)
             wrong = brute(q, k, v, mask, kv_of_head=np.arange(n) % kh)  # not n // G
             keep = np.arange(o.shape[1])[None] < np.asarray(rows)[:, None]  # padding rows
-            text = str(jax.make_jaxpr(lambda call=call: call(paths))())
+            text = str(jax.make_jaxpr(functools.partial(kernel, **static))(*args))
             out[f"{name}/{n}x{kh}"] = {
                 "diff": float(np.abs(o - want)[keep].max()),
                 "control": float(np.abs(o - wrong)[keep].max()),

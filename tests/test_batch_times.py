@@ -7,24 +7,26 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
 from mibench.engines import MODES, load_engine
-from mibench.harness.cli import app
+from mibench.harness.config import load_config
 from mibench.harness.records import read_artifact
 from mibench.harness.records.summaries import latency_of
 from mibench.harness.report import build_context, render
 from mibench.harness.report.tables import batch_table, rows_of
-from mibench.harness.testing import write_config
+from mibench.harness.run.plan import plan_of
+from mibench.harness.run.runner import exit_code, run
+from mibench.harness.testing import fixed_peak, write_config
 
+# the shapes of the engine test above (query 32, 10 items of 3 tokens, batches of 4)
 CONFIG = """
 name: batches
 model: {path: "embedded:tiny", dtype: float32}
-workload: {query_tokens: 16, num_items: 10, item_tokens: 3, label_token_ids: [198],
+workload: {query_tokens: 32, num_items: 10, item_tokens: 3, label_token_ids: [198],
            delimiter: 151643}
 runs: {warmup: 0, timed: 2}
 cases:
-  - {engine: jax, mode: prefill_extend, mask: [dense, segment], extend_batch_size: 4}
+  - {engine: jax, mode: prefill_extend, mask: segment, extend_batch_size: 4}
   - {engine: jax, mode: packed, mask: segment}
 """
 
@@ -48,19 +50,20 @@ def test_each_extend_batch_is_timed_in_order(engine):
     assert [m for m in MODES["jax"].values() if m.batch_timer] == [MODES["jax"]["prefill_extend"]]
 
 
-def test_a_run_records_the_batch_pass_apart_from_the_timed_runs(tmp_path):
-    out = CliRunner().invoke(app, ["run", str(write_config(tmp_path, CONFIG)), "--out",
-                                   str(tmp_path / "out")])
-    assert out.exit_code == 0, out.output
+def test_a_run_records_the_batch_pass_apart_from_the_timed_runs(engine, tmp_path):
+    # the runner's own path (the one a worker runs) with the real engine, in process: the
+    # module's engine, so the shapes the test above compiled are not compiled again
+    plan = plan_of(load_config(write_config(tmp_path, CONFIG)), out=tmp_path / "out",
+                   progress=False, engine_factory=lambda *key: engine, peak=fixed_peak())
+    assert exit_code(run(plan)) == 0
     (path,) = (tmp_path / "out").glob("*.json")
     rec = read_artifact(path)
     by = {c.case_id: c for c in rec.cases}
-    for cid in ("jax/prefill_extend/mask=dense/extend_batch_size=4/tp=1",
-                "jax/prefill_extend/mask=segment/extend_batch_size=4/tp=1"):
-        case = by[cid]
-        assert len(case.batch_s) == 3 and len(case.timed_s) == 2
-        assert case.metrics.batch_ms.n == 3
-        assert case.metrics.batch_ms.max_ms == pytest.approx(1000 * max(case.batch_s))
+    # the runner passes the case's options through (both masks' batches: the test above)
+    case = by["jax/prefill_extend/mask=segment/extend_batch_size=4/tp=1"]
+    assert len(case.batch_s) == 3 and len(case.timed_s) == 2
+    assert case.metrics.batch_ms.n == 3
+    assert case.metrics.batch_ms.max_ms == pytest.approx(1000 * max(case.batch_s))
     packed = by["jax/packed/mask=segment/tp=1"]
     assert packed.batch_s is None and packed.metrics.batch_ms is None
     assert "batch_s" in json.loads(path.read_text())["cases"][0]

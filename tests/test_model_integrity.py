@@ -382,3 +382,34 @@ def test_install_keeps_a_good_folder_another_process_installed(cache, tmp_path):
     model_cache._install(tmp, cache, "tiny")
     assert sorted(os.listdir(cache)) == ["config.json"]
     assert [n for n in os.listdir(cache.parent) if ".old-" in n] == []
+
+
+def test_special_ids_are_remembered_by_the_tokenizers_files(tmp_path, monkeypatch, pristine):
+    """A JAX engine's special ids (the random workload leaves them out) without loading the
+    tokenizer again, which imports transformers and torch in every worker: the ids
+    load_tokenizer gives, remembered under the folder's files but its weights."""
+    from mibench.engines import checkpoint
+
+    monkeypatch.setenv("MIBENCH_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(pristine[0] / name, folder / name)
+    loads = []
+
+    def ids(f):
+        loads.append(f)
+        return checkpoint.special_ids(checkpoint.load_tokenizer(f))
+
+    assert model_cache.cached_special_ids(folder, ids) == {151643}  # eos and pad
+    (folder / WEIGHTS).write_bytes(b"weights: never read for the key")
+    assert model_cache.cached_special_ids(folder, ids) == {151643} and len(loads) == 1
+    # another special token in the tokenizer's config: other files, other ids
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps({**config, "bos_token": "<|im_start|>"}))
+    assert model_cache.cached_special_ids(folder, ids) == {151643, 151644} and len(loads) == 2
+    # an unreadable cache entry is passed by: loaded again
+    for entry in (tmp_path / "cache" / model_cache.SPECIAL_IDS).iterdir():
+        entry.write_text("not json")
+    assert model_cache.cached_special_ids(folder, ids) == {151643, 151644} and len(loads) == 3
