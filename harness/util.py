@@ -1,6 +1,6 @@
 """Small helpers every layer of the harness may use (they import nothing of it): git, the
-time stamp of records, a duration from the command line, byte sizes for people, the tail
-of a log, SIGTERM as Ctrl-C."""
+time stamp of records and its parsing, a duration from the command line, byte sizes and
+compiled costs for people, the tail of a log, SIGTERM as Ctrl-C."""
 
 from __future__ import annotations
 
@@ -52,6 +52,16 @@ def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
+def parse_time(iso: str) -> dt.datetime | None:
+    """A record's ISO 8601 time stamp (`Z` or an offset; none read as UTC) as an aware
+    datetime; None when it is not one."""
+    try:
+        t = dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except (ValueError, AttributeError, TypeError):
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
+
+
 KIB, MIB, GIB, TIB = 1024, 1024**2, 1024**3, 1024**4
 # The scales of byte sizes for people, one a context: (unit, its bytes, format, from how
 # many bytes on it is used), largest first; the last unit takes whatever is left.
@@ -72,6 +82,19 @@ def byte_size(n: float | None, scale=MESSAGES) -> str:
             return f"{n / size:{spec}} {unit}"
     unit, size, spec, _ = scale[-1]
     return f"{n / size:{spec}} {unit}"
+
+
+def short_number(v: float | int | None, unit: str = "") -> str:
+    """A compiled cost for people: `1.234G` (FLOPs, counts), `12.50 MiB` (unit "B"); `-`
+    for None."""
+    if v is None:
+        return "-"
+    if unit == "B":
+        return f"{v / 2**20:,.2f} MiB"
+    for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:.3f}{suffix}"
+    return f"{v:g}"
 
 
 def gib(n: float | None) -> str:

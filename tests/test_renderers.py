@@ -31,9 +31,9 @@ def misshapen(registry) -> dict[str, str]:
 def test_every_renderer_lives_in_report_with_one_shape():
     assert set(RENDERERS) == {"report", "compare", "history", "compile-compare"}
     assert misshapen(RENDERERS) == {}
-    # control: a formatter of the judgement, and one needing a second argument, are flagged
+    # control: a function of the judgement, and one needing a second argument, are flagged
     odd = Registry("renderer")
-    odd.add("judged", "mibench.harness.judge.compile_compare:fmt_num")
+    odd.add("judged", "mibench.harness.judge.compile_compare:relative_change")
     odd.add("bare", "mibench.harness.report:draw_plots")
     assert set(misshapen(odd)) == {"judged", "bare"}
 

@@ -16,7 +16,7 @@ import datetime as dt
 from collections import defaultdict
 
 from ..records import RunRecord
-from ..util import git_output
+from ..util import git_output, parse_time
 from .comparable import code_git
 
 Where = tuple[str, str]  # (checkout path, commit) as recorded
@@ -101,8 +101,5 @@ def ordered(records: list[RunRecord]) -> list[tuple[str, RunRecord]]:
 
 def _sortable(iso: str) -> str:
     """ISO times with offsets compare as UTC strings (`Z` and `+00:00` alike)."""
-    try:
-        return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone(
-            dt.UTC).isoformat()
-    except ValueError:
-        return iso
+    t = parse_time(iso)
+    return iso if t is None else t.astimezone(dt.UTC).isoformat()

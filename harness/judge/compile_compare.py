@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from mibench.errors import MibenchError
 
 from ..records.compile import CompileCase, CompileRecord
+from ..util import short_number
 
 
 def roofline_bound(c: CompileCase) -> float | None:
@@ -78,17 +79,6 @@ def relative_change(a: float | None, b: float | None) -> float | None:
     return b / a - 1
 
 
-def fmt_num(v: float | int | None, unit: str = "") -> str:
-    if v is None:
-        return "-"
-    if unit == "B":
-        return f"{v / 2**20:,.2f} MiB"
-    for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= div:
-            return f"{v / div:.3f}{suffix}"
-    return f"{v:g}"
-
-
 def diff_case(case_id: str, a: CompileCase | None, b: CompileCase | None,
               threshold: float) -> CaseDiff:
     d = CaseDiff(case_id, a, b)
@@ -113,7 +103,7 @@ def diff_case(case_id: str, a: CompileCase | None, b: CompileCase | None,
         if va == vb:
             continue
         rel = relative_change(va, vb)
-        text = f"{label} {fmt_num(va, unit)} -> {fmt_num(vb, unit)}" + \
+        text = f"{label} {short_number(va, unit)} -> {short_number(vb, unit)}" + \
             (f" ({rel:+.2%})" if rel is not None else "")
         d.changes.append(text)
         if rel is not None and direction * rel > threshold:

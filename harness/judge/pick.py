@@ -12,10 +12,10 @@ start. "Comparable" is `compare`'s own notion: a case that is the same measureme
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from pathlib import Path
 
 from ..records import RunRecord
+from ..util import parse_time
 from .commits import commit_times, ordered
 from .comparable import code_git, invalid, label, same_measurements
 
@@ -101,7 +101,5 @@ def nearest_commits(runs: list[Run], repo: Path, commit: str, n: int = 5
 
 
 def _seconds(iso: str) -> float:
-    try:
-        return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
+    t = parse_time(iso)
+    return 0.0 if t is None else t.timestamp()

@@ -145,10 +145,10 @@ def headline(record: ABRecord) -> str:
 
 
 def _pair(a, b, get, unit: str = "") -> str:
-    from ..judge.compile_compare import fmt_num
+    from ..util import short_number
 
-    return (f"{fmt_num(get(a) if a else None, unit)} -> "
-            f"{fmt_num(get(b) if b else None, unit)}")
+    return (f"{short_number(get(a) if a else None, unit)} -> "
+            f"{short_number(get(b) if b else None, unit)}")
 
 
 def cost_rows(record: ABRecord) -> list[list[str]]:

@@ -4,9 +4,8 @@ per chip over the chip's HBM, and its status; then each artifact's per-case cost
 
 from __future__ import annotations
 
-from ..judge.compile_compare import fmt_num
 from ..records.compile import CompileCase, CompileRecord
-from ..util import GIB
+from ..util import GIB, short_number
 from .roofline import mask_bytes
 
 
@@ -20,7 +19,7 @@ def fit_cell(case: CompileCase | None) -> str:
     share = c.hbm_peak_bytes / c.hbm_per_chip_bytes
     mark = {True: "fits", False: "DOES NOT FIT", None: "?"}[c.fits]
     tail = mark if case.status == "ok" else f"{case.status}, {mark}"
-    return (f"{fmt_num(c.hbm_peak_bytes, 'B')} / {c.hbm_per_chip_bytes / GIB:.0f} GiB "
+    return (f"{short_number(c.hbm_peak_bytes, 'B')} / {c.hbm_per_chip_bytes / GIB:.0f} GiB "
             f"({share:.1%}) {tail}")
 
 
@@ -72,11 +71,12 @@ def _fit(records: list[CompileRecord]) -> str:
                 continue
             ratio = c.flops_ratio
             out.append(
-                f"| {case.case_id} | {case.status} | {fmt_num(c.hbm_peak_bytes, 'B')} | "
+                f"| {case.case_id} | {case.status} | {short_number(c.hbm_peak_bytes, 'B')} | "
                 f"{ {True: 'yes', False: 'NO', None: '-'}[c.fits]} | "
-                f"{fmt_num(c.flops_per_pass)} | {fmt_num(c.bytes_accessed_per_pass, 'B')} | "
+                f"{short_number(c.flops_per_pass)} | "
+                f"{short_number(c.bytes_accessed_per_pass, 'B')} | "
                 f"{'-' if ratio is None else f'{ratio:.2f}'} | "
-                f"{fmt_num(mask_bytes(case), 'B')} | {len(c.programs)} | {c.compile_s:.1f} |")
+                f"{short_number(mask_bytes(case), 'B')} | {len(c.programs)} | {c.compile_s:.1f} |")
         out += ["", f"FLOPs and bytes: {r.cost_loops}. Mask host->device/pass: the bytes of "
                     "the host-built mask (a dense mode's) copied to the chips every pass."]
     return "\n".join(out) + "\n"

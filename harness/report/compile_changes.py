@@ -8,20 +8,20 @@ import json
 from ..judge.compile_compare import (
     CaseDiff,
     CompileComparison,
-    fmt_num,
     relative_change,
     roofline_bound,
 )
 from ..records.outputs import COMPILE_COMPARE_SCHEMA
+from ..util import short_number
 
 
 def _pair(d: CaseDiff, get, unit: str) -> str:
     va = get(d.base) if d.base and d.base.compile else None
     vb = get(d.new) if d.new and d.new.compile else None
     if va == vb:
-        return fmt_num(vb, unit)
+        return short_number(vb, unit)
     rel = relative_change(va, vb)
-    return f"{fmt_num(va, unit)} -> {fmt_num(vb, unit)}" + \
+    return f"{short_number(va, unit)} -> {short_number(vb, unit)}" + \
         (f" ({rel:+.1%})" if rel is not None else "")
 
 

@@ -10,9 +10,9 @@ table, report/resources.py)."""
 from __future__ import annotations
 
 from ..config.matrix import model_name
-from ..judge.compile_compare import fmt_num
 from ..records import ReferenceSet
 from ..records.compile import CompileCase, CompileRecord
+from ..util import short_number
 from . import fmt
 from .fmt import Table
 from .ref_match import Seen, mismatches, pick
@@ -47,8 +47,9 @@ def roofline_table(records: list[CompileRecord]) -> Table | None:
             b = case.compile.roofline if case.compile else None
             if b is None:
                 continue
-            body.append([case.case_id, r.target.name, fmt_num(b.flops_per_pass),
-                         fmt_num(b.hbm_bytes_per_pass, "B"), fmt_num(mask_bytes(case), "B"),
+            body.append([case.case_id, r.target.name, short_number(b.flops_per_pass),
+                         short_number(b.hbm_bytes_per_pass, "B"),
+                         short_number(mask_bytes(case), "B"),
                          fmt.num(1e3 * b.compute_s, 3), fmt.num(1e3 * b.memory_s, 3),
                          str(b.items), fmt.num(b.items_per_s), b.bound])
     if not body:

@@ -11,6 +11,7 @@ import datetime as dt
 import shlex
 
 from ...records.nightly import NightlyIndex, Regression
+from ...util import parse_time
 from .model import interval
 
 
@@ -26,8 +27,10 @@ def newly_confirmed(index: NightlyIndex) -> list[Regression]:
 
 
 def _time(iso: str) -> dt.datetime:
-    t = dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
+    t = parse_time(iso)
+    if t is None:
+        raise ValueError(f"not an ISO time: {iso!r}")
+    return t
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,6 +25,7 @@ from ...judge.history import Series
 from ...judge.steps import step_interval
 from ...records import RunRecord
 from ...records.nightly import Night, Regression
+from ...util import parse_time
 from ...verdicts import NIGHT_ORDER
 from .read import Job
 
@@ -302,11 +303,7 @@ def flags(regs: list[Regression], runs: list[RunView]) -> list[Flag]:
 
 
 def _time(iso: str) -> dt.datetime:
-    try:
-        t = dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    except ValueError:
-        return dt.datetime.min.replace(tzinfo=dt.UTC)
-    return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
+    return parse_time(iso) or dt.datetime.min.replace(tzinfo=dt.UTC)
 
 
 def ab_views(job: Job, case_id: str, regs: list[Regression]) -> list[AbView]:
