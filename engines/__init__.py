@@ -43,6 +43,11 @@ ENGINES: Registry[type[Engine]] = Registry("engine", field="engine")
 ENGINES.add("jax", "mibench.engines.jax_engine:JaxEngine")
 ENGINES.add("torch", "mibench.engines.torch_engine:TorchEngine")
 ENGINES.add("http", "mibench.engines.http_engine:HttpEngine")
+# engine name -> the distributions it runs on, beside its registry line as plain data (no
+# engine imported to read them): the versions a record keeps (engines/env.py) and the
+# packages `mibench job gpu` checks are installed; the same names as ENGINES
+ENGINE_PACKAGES = {"jax": ("jax", "jaxlib", "flax"), "torch": ("torch", "transformers"),
+                   "http": ()}
 DTYPES = ("float32", "bfloat16")
 
 
@@ -89,8 +94,9 @@ _LAZY.add("tpu_target", "mibench.engines.tpu:tpu_target")
 _LAZY.add("abstract_engine", "mibench.engines.tpu:abstract_engine")
 _LAZY.add("compile_case", "mibench.engines.compile:compile_case")
 
-__all__ = ["AUTO_DENSE_MAX_T", "DTYPES", "ENGINES", "MODES", "OPTIONS", "PART_OPTION", "Engine",
-           "InputError", "InvalidScores", "MibenchError", "Mode", "ModelError", "Option",
+__all__ = ["AUTO_DENSE_MAX_T", "DTYPES", "ENGINES", "ENGINE_PACKAGES", "MODES", "OPTIONS",
+           "PART_OPTION", "Engine", "InputError", "InvalidScores", "MibenchError", "Mode",
+           "ModelError", "Option",
            "SEMANTICS", "ScoreResult", "Shape", "ServerUnavailable", "TextTooLong",
            "TopologyUnavailable", "Unavailable", "engine_mode", "engine_modes", "load_engine",
            *_LAZY]

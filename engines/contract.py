@@ -13,7 +13,12 @@ from .result import ScoreResult
 
 @runtime_checkable
 class Engine(Protocol):
-    """A scoring engine bound to one model, dtype and topology."""
+    """A scoring engine bound to one model, dtype and topology.
+
+    Optional members, asked for with `getattr` where a backend has them: `backend_info()`
+    (a staticmethod: the backend's version and devices, `mibench job gpu`),
+    `memory_stats()`, `device_peak()` and `reset_device_peak()` (a case's own device
+    peak: harness/host/memory.py)."""
 
     name: str  # "jax", "torch", ...
     model: str  # the model spec it was loaded from

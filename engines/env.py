@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import importlib.metadata
 
-PACKAGES = ("mibench", "jax", "jaxlib", "flax", "torch", "transformers", "safetensors", "numpy",
-            "pydantic")
+# what every engine reads checkpoints and scores with (each engine's own: ENGINE_PACKAGES)
+COMMON = ("safetensors", "numpy", "pydantic")
+
+
+def packages() -> tuple[str, ...]:
+    """The distributions whose versions a record keeps: mibench, every engine's, the common
+    ones."""
+    from . import ENGINE_PACKAGES
+
+    own = (p for names in ENGINE_PACKAGES.values() for p in names)
+    return tuple(dict.fromkeys(("mibench", *own, *COMMON)))
 
 
 def package_versions() -> dict[str, str | None]:
     out = {}
-    for name in PACKAGES:
+    for name in packages():
         try:
             out[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:

@@ -41,6 +41,12 @@ class JaxEngine:
         self.platform = jax.devices()[0].platform  # cpu, gpu or tpu
         self._tokenizer = None
 
+    @staticmethod
+    def backend_info() -> dict:
+        """JAX's version and devices (`mibench job gpu`'s machine check)."""
+        return {"jax": jax.__version__,
+                "devices": [f"{d.platform}:{d.device_kind}" for d in jax.devices()]}
+
     @property
     def topology(self) -> dict:
         """tp, mesh shape and the devices used (ids, kinds, processes)."""

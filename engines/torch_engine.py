@@ -96,6 +96,33 @@ class TorchEngine:
     def encode(self, text: str) -> list[int]:
         return encode(self.tokenizer, text)
 
+    @staticmethod
+    def backend_info() -> dict:
+        """PyTorch's version and CUDA device (`mibench job gpu`'s machine check); nothing
+        without PyTorch."""
+        try:
+            import torch
+        except ImportError:
+            return {}
+        return {"torch": torch.__version__,
+                "torch_cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
+
+    def reset_device_peak(self) -> bool:
+        """Start CUDA's peak over (a case's own peak, harness/host/memory.py); False without
+        CUDA."""
+        import torch
+
+        if self.device != "cuda":
+            return False
+        torch.cuda.reset_peak_memory_stats()
+        return True
+
+    def device_peak(self) -> int | None:
+        """CUDA's peak allocated bytes since `reset_device_peak` (None without CUDA)."""
+        import torch
+
+        return int(torch.cuda.max_memory_allocated()) if self.device == "cuda" else None
+
     def close(self) -> None:
         """Drop the model (and, on a GPU, the allocator's cached blocks)."""
         import torch

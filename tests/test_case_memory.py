@@ -92,6 +92,29 @@ def test_a_later_case_that_raises_the_peak_owns_it(tmp_path, fresh_process):
     assert (second.peak_memory_bytes, second.peak_memory_source) == (10 * GIB, "device")
 
 
+class ResettingEngine(FakeEngine):
+    """A fake whose backend keeps a peak it can start over, as the torch engine's CUDA
+    peak: `device_peak()` and `reset_device_peak()` (engines/contract.py)."""
+
+    def reset_device_peak(self) -> bool:
+        testing.DEVICE.peak = testing.DEVICE.in_use
+        return True
+
+    def device_peak(self) -> int:
+        return testing.DEVICE.peak
+
+
+def test_an_engine_that_resets_its_device_peak_gives_each_case_its_own_in_one_process(
+        tmp_path, fresh_process):
+    """Beside the control above: the same two cases in one process, on an engine that
+    starts its peak over before each case, each record their own peak."""
+    big, small = cases(tmp_path)
+    pool = EnginePool(functools.partial(ResettingEngine, device_bytes=BYTES))
+    first, second = measure(big, pool), measure(small, pool)
+    assert (first.peak_memory_bytes, first.peak_memory_source) == (10 * GIB, "device")
+    assert (second.peak_memory_bytes, second.peak_memory_source) == (3 * GIB, "device")
+
+
 def test_on_a_cpu_a_case_records_what_it_adds_to_the_resident_set(tmp_path, fresh_process):
     import numpy as np
 

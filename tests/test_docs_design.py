@@ -210,7 +210,9 @@ def test_every_command_has_its_module_and_its_docs_section():
 
 
 def test_control_a_moved_path_fails():
-    moved = DESIGN.replace("`harness/jobs/score_checks.py`", "`harness/checks/score.py`", 1)
+    moved = DESIGN.replace("- `docs/parity.md`: its batch invariance", "- `docs/checks.md`: its "
+                           "batch invariance", 1)
+    assert moved != DESIGN
     assert path_problems(moved) != []
     assert recipe_problems(moved, "mode")  # and the recipe no longer names the file
 
@@ -221,11 +223,11 @@ def test_control_an_entry_the_registry_lacks_fails():
 
 
 def test_control_a_file_missing_from_a_recipe_fails():
-    line = "- `harness/jobs/invariance_serve.py`: its name in `SERVE_MODES`.\n"
+    line = "- `docs/cli.md`: the programs `mibench compile` builds for it.\n"
     assert line in DESIGN
     problems = recipe_problems(DESIGN.replace(line, "", 1), "mode")
-    assert any("does not name ['harness/jobs/invariance_serve.py']" in p for p in problems)
-    assert any("'Files touched: 13' but 12 listed" in p for p in problems)
+    assert any("does not name ['docs/cli.md']" in p for p in problems)
+    assert any("'Files touched: 10' but 9 listed" in p for p in problems)
 
 
 def test_control_a_file_that_names_no_such_extension_fails():

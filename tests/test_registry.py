@@ -60,6 +60,20 @@ def test_where_says_what_the_names_belong_to():
     assert str(e.value) == "mode: unknown mode 'packed' for engine torch (known: single)"
 
 
+def test_each_engine_declares_its_packages_once_for_every_reader():
+    """An engine's packages are declared beside its registry line: the versions a record
+    keeps and the modules the GPU job checks are read from there, in that order."""
+    from mibench.engines import ENGINE_PACKAGES, ENGINES
+    from mibench.engines.env import packages
+    from mibench.harness.jobs.gpu_job import NEEDED
+
+    assert list(ENGINE_PACKAGES) == list(ENGINES)
+    own = [p for names in ENGINE_PACKAGES.values() for p in names]
+    assert "jax" in own and "torch" in own
+    assert [p for p in packages() if p in own] == own == [p for p in NEEDED if p in own]
+    assert packages()[0] == "mibench"
+
+
 def test_the_registries_name_what_their_readers_know():
     """Engines: the same names in the same order as their modes; parity checks: exactly the
     names a config and a record may hold (records/run.py CHECKS, the schema's)."""

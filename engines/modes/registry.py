@@ -27,6 +27,20 @@ from . import work as costs
 from .options import OPTIONS, _short_sizes, batch_sizes
 
 
+@dataclasses.dataclass(frozen=True)
+class Invariance:
+    """One measurement of a mode's `batch_invariance` by the invariance job
+    (harness/jobs/invariance.py, which score-checks runs too): the mode's options, the
+    placements of the target item (items, position of it) that vary the mode's batching,
+    that batching in words, and the deliberate leak (engines/leaks.py) whose control must
+    be caught."""
+
+    options: dict
+    placements: tuple[tuple[int, int], ...]
+    batching: str
+    leak: str
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Mode:
     """One mode of one engine, everything about it in one place: its options with their
@@ -199,6 +213,9 @@ class Mode:
     # `modes` tolerance (measured: docs/parity.md, "Batch invariance"). Parity's `order`
     # and `duplicates` checks judge each mode by it.
     batch_invariance: str = "tolerance"
+    # how the invariance and score-checks jobs measure `batch_invariance`: one row each
+    # (none: the mode is not measured there, as the http engine's)
+    invariance: tuple[Invariance, ...] = ()
     # `"module:function"` under `mibench.engines`, or the function: what a call with the
     # options runs on an engine (`resolves(engine, options) -> dict`, the case record's
     # `resolved`: an attention path); None: nothing to say
@@ -231,6 +248,11 @@ EXTEND_BATCH_SIZE = 12  # the seeds' extend batch size on a TPU v6e-1
 # modes/packed.py)
 AUTO_DENSE_MAX_T = 256
 TORCH_EXTEND_BATCH_SIZE = 64
+# the target item's placements (items, position) the invariance job varies batching by
+NEIGHBOURS = ((5, 0), (5, 4))
+PACKED = ((4, 0), (4, 3), (9, 4))
+CHUNKS = ((4, 0), (4, 3), (9, 5), (9, 8))
+EXTEND = ((4, 0), (4, 3), (9, 4), (9, 8), (13, 12))
 
 
 # engine -> its modes: a registry of registries, so an unknown engine and an unknown mode
@@ -250,7 +272,8 @@ _modes(
     Mode(name="single", doc="one forward per item, batch 1, in order: the baseline",
          defaults={"attention": "auto"}, scorer="modes.single:score_single",
          memory=accounting.memory_single, work=costs.work_single,
-         batch_invariance="bitwise", resolves="jax_engine:resolved_attention"),
+         batch_invariance="bitwise", resolves="jax_engine:resolved_attention",
+         invariance=(Invariance({}, NEIGHBOURS, "other items in the request", "scores"),)),
     Mode(name="packed", doc="every item in one sequence after the query, items kept "
          "apart by the mask", defaults={"mask": "auto", "attention": "auto"},
          scorer="modes.packed:score_packed", tokens=accounting.tokens_packed,
@@ -259,7 +282,10 @@ _modes(
          needs_delimiter=True,
          examples=({"mask": "dense"}, {"mask": "segment"}, {"mask": "auto"}),
          speedup_baseline=("jax", "single"), speedup_gated=True,
-         resolves="jax_engine:resolved_attention"),
+         resolves="jax_engine:resolved_attention",
+         invariance=tuple(Invariance({"mask": m}, PACKED, "packed with 3 or 8 neighbours, "
+                                     "first, middle, last", f"{m} mask")
+                          for m in ("dense", "segment"))),
     Mode(name="chunked", doc="items in chunks of chunk_size, each chunk a packed sequence "
          "with its own copy of the query",
          defaults={"chunk_size": CHUNK_SIZE, "mask": "segment", "schedule": "parallel",
@@ -272,7 +298,13 @@ _modes(
          examples=({"chunk_size": 3}, {"chunk_size": 4, "mask": "dense"},
                    {"chunk_size": 3, "schedule": "sequential"},
                    {"chunk_size": 2, "mask": "dense", "schedule": "sequential"}),
-         speedup_baseline=("jax", "single"), resolves="jax_engine:resolved_attention"),
+         speedup_baseline=("jax", "single"), resolves="jax_engine:resolved_attention",
+         invariance=(Invariance({"chunk_size": 4, "mask": "segment"}, CHUNKS, "chunks of 4 "
+                                "in one batch: first and last in the first chunk, inside a "
+                                "middle one, a last chunk alone", "segment mask"),
+                     Invariance({"chunk_size": 4, "mask": "dense", "schedule": "sequential"},
+                                CHUNKS, "chunks of 4 one after another (padded alike), as "
+                                "above", "dense mask"))),
     Mode(name="prefill_extend", doc="the query prefilled once, items extended in batches "
          "against its cached KV (shared, never copied per item)",
          defaults={"extend_batch_size": EXTEND_BATCH_SIZE, "precompile_bs": None,
@@ -283,20 +315,30 @@ _modes(
          examples=({"extend_batch_size": 3},
                    {"extend_batch_size": 4, "precompile_bs": [4]},
                    {"extend_batch_size": 3, "mask": "dense"}),
-         speedup_baseline=("jax", "single"), resolves="jax_engine:resolved_attention"),
+         speedup_baseline=("jax", "single"), resolves="jax_engine:resolved_attention",
+         invariance=(Invariance({"extend_batch_size": 4, "precompile_bs": [1, 2, 4]}, EXTEND,
+                                "extend batches of 4: positions 0 and 3, a later batch, a "
+                                "last batch padded to bucket 1", "LM head rows"),
+                     Invariance({"extend_batch_size": 4, "mask": "dense"}, EXTEND,
+                                "as above, the dense extend mask", "LM head rows"),
+                     Invariance({"extend_batch_size": 1}, ((4, 0), (9, 8)),
+                                "one item per extend batch", "LM head rows"))),
 )
 _modes(
     "torch",
     Mode(name="single", doc="one transformers forward per item (eager attention): the "
          "oracle", defaults={}, scorer="torch_engine:score_single",
          memory=accounting.memory_single, batch_invariance="bitwise",
-         resolves=resolves_to(attention="eager")),
+         resolves=resolves_to(attention="eager"),
+         invariance=(Invariance({}, NEIGHBOURS, "other items in the request", "scores"),)),
     Mode(name="prefill_extend", doc="the query prefilled once, items extended in batches "
          "with a 4D mask over the cached KV (SDPA)",
          defaults={"extend_batch_size": TORCH_EXTEND_BATCH_SIZE},
          scorer="torch_engine:score_prefill_extend", tokens=accounting.tokens_prefix_once,
          memory=accounting.memory_extend, examples=({"extend_batch_size": 3},),
-         speedup_baseline=("jax", "single"), resolves=resolves_to(attention="sdpa")),
+         speedup_baseline=("jax", "single"), resolves=resolves_to(attention="sdpa"),
+         invariance=(Invariance({"extend_batch_size": 4}, EXTEND, "extend batches of 4 (the "
+                                "reference's prefix-cached batches)", "scores"),)),
 )
 # a server speaking SGLang's /v1/score (engines/http_engine.py): one request per call;
 # how the server scores is its own (mibench serve --mode); `single` so that parity's

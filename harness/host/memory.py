@@ -1,20 +1,21 @@
 """Peak memory of a case, its own: device memory stats where the backend has them (JAX's
 `peak_bytes_in_use`, the largest over the chips; torch's `max_memory_allocated`, reset
-before each case), else how far the resident set rose while the case ran (`PeakRss`:
-what the case itself adds on the host, over the engine already loaded and its runtime
-warmed by one tiny untimed call before the process's first case, harness/run/pool.py
-`warm_runtime`: otherwise the first case measured in a worker carries the runtime's
-one-time ~100 MiB; and with the C heap's free memory given back first,
-`release_free_memory`: otherwise a case reuses the pages earlier cases freed and rises by
-less. Both keep a case's figure from depending on the cases before it).
+before each case by the engine's `reset_device_peak`), else how far the resident set rose
+while the case ran (`PeakRss`: what the case itself adds on the host, over the engine
+already loaded and its runtime warmed by one tiny untimed call before the process's first
+case, harness/run/pool.py `warm_runtime`: otherwise the first case measured in a worker
+carries the runtime's one-time ~100 MiB; and with the C heap's free memory given back
+first, `release_free_memory`: otherwise a case reuses the pages earlier cases freed and
+rises by less. Both keep a case's figure from depending on the cases before it).
 
 JAX's device peak cannot be reset: it only grows over a process. So on a GPU or TPU each
 case is measured in a fresh worker (harness/run/runner.py), and `case_peak` calls a
 device peak the case's own (`device`) only when the process was fresh or the case raised
 the peak; otherwise it is an upper bound (`device-bound`: an earlier case of the process
 peaked higher). An engine may expose `memory_stats()` (a list of per-device stats, as
-`jax.Device.memory_stats` gives): the test fake's device does, the real engines leave it
-to JAX.
+`jax.Device.memory_stats` gives): the test fake's device does, the JAX engine leaves it to
+JAX; an engine whose backend keeps a peak of its own that it can reset exposes
+`device_peak()` and `reset_device_peak()` instead (the torch engine: CUDA's).
 
 `PeakRss` is the one resident-set peak: on Linux the kernel's own high-water mark (VmHWM),
 reset at the block's entry (5 to /proc/self/clear_refs, Linux >= 4.0), so the peak is
@@ -166,42 +167,33 @@ def jax_device_peak(engine=None) -> int | None:
     return max(peaks) if peaks else None
 
 
-def _torch_device_peak() -> int | None:
-    if "torch" not in sys.modules:
-        return None
-    import torch
-
-    if not torch.cuda.is_available():
-        return None
-    return int(torch.cuda.max_memory_allocated())
+def reset_device_peak(engine) -> bool:
+    """Start the engine's device peak over where its backend can (its own
+    `reset_device_peak()`: the torch engine's CUDA peak); whether it did."""
+    reset = getattr(engine, "reset_device_peak", None)
+    return bool(reset()) if callable(reset) else False
 
 
-def reset_torch_peak() -> None:
-    if "torch" in sys.modules:
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.reset_peak_memory_stats()
-
-
-def device_peak(engine_name: str, engine=None) -> int | None:
-    """The device peak of the engine's backend now (None on a CPU)."""
-    return _torch_device_peak() if engine_name == "torch" else jax_device_peak(engine)
+def device_peak(engine) -> int | None:
+    """The device peak of the engine's backend now (None on a CPU): its own
+    `device_peak()` where it has one (the torch engine's CUDA peak), else JAX's."""
+    own = getattr(engine, "device_peak", None)
+    return own() if callable(own) else jax_device_peak(engine)
 
 
 # what `peak_memory_source` says (docs/artifacts.md); the artifact's vocabulary, so in records
 OWN_SOURCES = OWN_MEMORY_SOURCES  # a case's own peak: `compare` and `history` judge them
 
 
-def case_peak(engine_name: str, before: int | None, after: int | None, fresh: bool,
+def case_peak(reset: bool, before: int | None, after: int | None, fresh: bool,
               rss: PeakRss | None) -> tuple[int | None, str | None]:
     """(bytes, source) of one case. A device peak (`after`, read when the case ended) is
-    the case's own (`device`) when torch reset it before the case, when the process had
+    the case's own (`device`) when it was `reset` before the case, when the process had
     measured nothing before (`fresh`), or when the case raised it above `before` (read as
     the case started); else `device-bound`, an upper bound. Without device stats: the
     resident set's rise during the case (`rss-rise`)."""
     if after is not None:
-        own = engine_name == "torch" or fresh or before is None or after > before
+        own = reset or fresh or before is None or after > before
         return after, "device" if own else "device-bound"
     if rss is not None and getattr(rss, "base", None) is not None:
         return rss.extra, "rss-rise"

@@ -28,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+from mibench.engines import ENGINE_PACKAGES, ENGINES
 from mibench.errors import MibenchError
 
 from ..records.io import write_output
@@ -36,8 +37,9 @@ from ..records.io import write_output
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "gpu.yaml"
-NEEDED = ("jax", "flax", "torch", "transformers", "pydantic", "typer", "rich", "jinja2",
-          "matplotlib", "scipy", "safetensors", "yaml")
+# the modules the job imports: every engine's packages, then the harness's
+NEEDED = (*(p for names in ENGINE_PACKAGES.values() for p in names), "pydantic", "typer",
+          "rich", "jinja2", "matplotlib", "scipy", "safetensors", "yaml")
 # the dry run: the same config on the tiny preset, small enough for a CPU test
 DRY_SETS = ("model.path=embedded:tiny", "model.dtype=float32", "workload.query_tokens=64",
             "workload.num_items=12", "runs.warmup=0", "runs.timed=1")
@@ -46,17 +48,11 @@ DRY_SETS = ("model.path=embedded:tiny", "model.dtype=float32", "workload.query_t
 def machine() -> dict:
     """Devices, versions and missing packages, printed and returned."""
     info = {"missing": [m for m in NEEDED if importlib.util.find_spec(m) is None]}
-    import jax
-
-    info["jax"] = jax.__version__
-    info["devices"] = [f"{d.platform}:{d.device_kind}" for d in jax.devices()]
-    try:
-        import torch
-
-        info["torch"] = torch.__version__
-        info["torch_cuda"] = torch.cuda.get_device_name() if torch.cuda.is_available() else None
-    except ImportError:
-        pass
+    for name in ENGINES:  # each engine's backend: its version and devices
+        try:
+            info.update(getattr(ENGINES[name], "backend_info", dict)())
+        except ImportError:  # its packages are in `missing`
+            pass
     print("machine:", json.dumps(info), flush=True)
     return info
 

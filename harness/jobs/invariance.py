@@ -6,7 +6,8 @@ can fail.
 
     mibench job invariance [--out DIR]
 
-For each variant (a mode with options, `VARIANTS`) the target item x (3 tokens) is scored
+For each variant (a mode with options: each mode's `invariance` rows in the mode registry,
+engines/modes/registry.py, gathered in `VARIANTS`) the target item x (3 tokens) is scored
 alone, then at each placement (n items, x at position k; the others 2 to 6 tokens long, so
 packed layouts, chunk shapes, extend batches and their padding buckets all change with
 the placement). `alone_vs_among` is the largest |ln a - ln b| over those placements. The
@@ -63,30 +64,11 @@ def options_label(options: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in options.items())
 
 
-EXTEND = ((4, 0), (4, 3), (9, 4), (9, 8), (13, 12))
-CHUNKS = ((4, 0), (4, 3), (9, 5), (9, 8))
-VARIANTS = (
-    Variant("jax", "single", {}, ((5, 0), (5, 4)), "other items in the request", "scores"),
-    Variant("jax", "packed", {"mask": "dense"}, ((4, 0), (4, 3), (9, 4)),
-            "packed with 3 or 8 neighbours, first, middle, last", "dense mask"),
-    Variant("jax", "packed", {"mask": "segment"}, ((4, 0), (4, 3), (9, 4)),
-            "packed with 3 or 8 neighbours, first, middle, last", "segment mask"),
-    Variant("jax", "chunked", {"chunk_size": 4, "mask": "segment"}, CHUNKS,
-            "chunks of 4 in one batch: first and last in the first chunk, inside a middle "
-            "one, a last chunk alone", "segment mask"),
-    Variant("jax", "chunked", {"chunk_size": 4, "mask": "dense", "schedule": "sequential"},
-            CHUNKS, "chunks of 4 one after another (padded alike), as above", "dense mask"),
-    Variant("jax", "prefill_extend", {"extend_batch_size": 4, "precompile_bs": [1, 2, 4]},
-            EXTEND, "extend batches of 4: positions 0 and 3, a later batch, a last batch "
-            "padded to bucket 1", "LM head rows"),
-    Variant("jax", "prefill_extend", {"extend_batch_size": 4, "mask": "dense"}, EXTEND,
-            "as above, the dense extend mask", "LM head rows"),
-    Variant("jax", "prefill_extend", {"extend_batch_size": 1}, ((4, 0), (9, 8)),
-            "one item per extend batch", "LM head rows"),
-    Variant("torch", "single", {}, ((5, 0), (5, 4)), "other items in the request", "scores"),
-    Variant("torch", "prefill_extend", {"extend_batch_size": 4}, EXTEND,
-            "extend batches of 4 (the reference's prefix-cached batches)", "scores"),
-)
+# every measured mode of every engine, each of its `Mode.invariance` rows (in the
+# registry's order), so a new mode or engine is measured where it is declared
+VARIANTS = tuple(Variant(engine, name, row.options, row.placements, row.batching, row.leak)
+                 for engine, modes in MODES.items() for name, mode in modes.items()
+                 for row in mode.invariance)
 # the stated property of each variant: bitwise, or within TOL (measured: docs/parity.md):
 # the mode registry's `Mode.batch_invariance`, which parity's order and duplicates checks
 # judge by too
@@ -174,9 +156,11 @@ def measure(engine, v: Variant, seed: int = 0) -> Row:
 
 
 def engines(model: str = "embedded:tiny") -> dict:
+    """Every engine a variant scores on, loaded once."""
     from mibench.engines import load_engine
 
-    return {name: load_engine(name, model=model, dtype="float32") for name in ("jax", "torch")}
+    return {name: load_engine(name, model=model, dtype="float32")
+            for name in dict.fromkeys(v.engine for v in VARIANTS)}
 
 
 def main(out: Path | None = None, model: str = "embedded:tiny",

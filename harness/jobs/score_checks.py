@@ -5,10 +5,11 @@ prefix_cache"):
     mibench job score-checks [--out DIR] [--no-servers]
 
 For each variant of the invariance job (harness/jobs/invariance.py `VARIANTS`: every mode
-of the jax and torch engines, with the options whose batching differs) and, with servers,
-`mibench serve` in each mode and the fake server's prefix cache: `order`, `duplicates`
-(twin, alone) and `degenerate` (scores, query) run through the same functions as a run's
-parity (harness/run/invariants.py, run/parity.py) on a small workload of their own (a
+of every engine scored in this process, with the options whose batching differs) and, with
+servers, `mibench serve` in each mode (harness/jobs/invariance_serve.py `SERVE_MODES`) and
+the fake server's prefix cache: `order`, `duplicates` (twin, alone) and `degenerate`
+(scores, query) run through the same functions as a run's parity
+(harness/run/invariants.py, run/parity.py) on a small workload of their own (a
 24-token query, 8 items of 2 to 6 tokens, labels 198 and 9834 after delimiter 151643,
 float32, `embedded:tiny`), then again with the fault each must catch switched on
 (engines/leaks.py): items whose scores move with their position (`item order`), a
@@ -29,14 +30,14 @@ import json
 import tempfile
 from pathlib import Path
 
-from .invariance import DELIM, LABELS, VARIANTS, options_label
+from .invariance import DELIM, LABELS, VARIANTS, engines, options_label
+from .invariance_serve import SERVE_MODES
 from .outputs import save
 
 MODEL = "embedded:tiny"
 # each check's fault (engines/leaks.py), the control it must catch
 FAULTS = {"order": "item order", "duplicates": "repeated item",
           "degenerate/scores": "same scores", "degenerate/query": "query ignored"}
-SERVE_MODES = ("single", "packed", "chunked", "prefill_extend")
 WORKLOAD = {"query_tokens": 24, "num_items": 8, "item_tokens": {"min": 2, "max": 6},
             "label_token_ids": LABELS, "delimiter": DELIM, "apply_softmax": False,
             "seed": 0}
@@ -198,8 +199,6 @@ def prefix_rows(folder: Path) -> list[Row]:
 
 def main(out: Path | None = None, servers: bool = True) -> dict:
     """Every row (module docstring), as JSON and a Markdown table in `out`."""
-    from mibench.engines import load_engine
-
     from ..config import expand
     from ..run.parity import parity_workload
     from ..run.pool import EnginePool
@@ -209,8 +208,7 @@ def main(out: Path | None = None, servers: bool = True) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         cfg = config(engine_cases(), folder, ["order", "duplicates", "degenerate"])
-        built = {name: load_engine(name, model=MODEL, dtype="float32")
-                 for name in ("jax", "torch")}
+        built = engines(MODEL)
         pool = EnginePool(lambda name, model, dtype, tp: built[name])
         spec = parity_workload(cfg)
         for case in expand(cfg):

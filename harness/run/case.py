@@ -111,8 +111,7 @@ class ModelCase:
 def _measure_model(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
                    tick: Callable[[str], None], measuring: Callable[[], None]) -> CaseRecord:
     rec, timings, requests, engine = CaseRecord.started(case), Timings(), None, None
-    memory.reset_torch_peak()
-    rss, before = memory.PeakRss(interval=0.01), None
+    rss, before, reset = memory.PeakRss(interval=0.01), None, False
     fresh = _measured_here[0] == 0
     _measured_here[0] += 1
     try:
@@ -120,7 +119,8 @@ def _measure_model(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float
         rec.topology = rec.topology.with_engine(engine.topology)
         rec.resolved = engine.resolved_options(case.mode, case.params)
         requests = pool.requests(case.engine_key, case.workload)
-        before = memory.device_peak(case.engine, engine)
+        reset = memory.reset_device_peak(engine)
+        before = memory.device_peak(engine)
         counter = compile_counter()
         if counter is not None:  # its imports (JAX) now, not inside the case's deadline
             with counter():
@@ -159,7 +159,7 @@ def _measure_model(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float
         rec.metrics.first_call_compiles = timings.first_compiles
         rec.metrics.warmup_compiles = timings.warmup_compiles
         rec.metrics.batch_ms = latency_of([1000.0 * t for t in rec.batch_s or []])
-    after = memory.device_peak(case.engine, engine) if engine is not None else None
+    after = memory.device_peak(engine) if engine is not None else None
     rec.metrics.peak_memory_bytes, rec.metrics.peak_memory_source = memory.case_peak(
-        case.engine, before, after, fresh, rss)
+        reset, before, after, fresh, rss)
     return rec
