@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from nightly_fakes import EXTEND, PACKED, nights, sha
 
-from mibench.harness.nightly.loop import BLIND_EXIT
+from mibench.harness.judge.settle import BLIND_EXIT
 from mibench.harness.records.nightly import read_index
 
 

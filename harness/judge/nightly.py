@@ -261,7 +261,7 @@ def not_again(index: NightlyIndex, j: Judgement, commit: str) -> Judgement:
     return dataclasses.replace(
         j, verdict=DISPROVED, confirm=None,
         reason=f"`ab` disproved it at {done.bad[:12]} against {done.good[:12]} "
-               f"({_pct(done.change)} [{_pct(done.low)}, {_pct(done.high)}], {done.verdict}) "
+               f"({pct(done.change)} [{pct(done.low)}, {pct(done.high)}], {done.verdict}) "
                f"on {at}: not chased again")
 
 
@@ -313,5 +313,5 @@ def change_points(e: Evidence) -> dict[tuple[str, str], str]:
     return out
 
 
-def _pct(x: float | None) -> str:
+def pct(x: float | None) -> str:
     return "-" if x is None else f"{x:+.1%}"

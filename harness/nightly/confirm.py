@@ -5,10 +5,10 @@ within a time budget that goes where the answer is.
   from (the last commit that passed; for a known regression, the night that confirmed it)
   and HEAD, those cases only, at `rounds`; a case `ab` leaves `inconclusive` gets more
   rounds look by look (2x, 4x ... within `max_rounds`), every look judging all its rounds
-  at alpha / (the number of looks) (`measure`). `ab`'s word settles the
-  case: `regression` confirms it; `unchanged` passes it (disproves a suspicion, marked in
-  the index); `improvement` disproves a suspicion or confirms an improvement; anything else
-  leaves it open, not marked.
+  at alpha / (the number of looks) (`measure`). `ab`'s word settles the case
+  (harness/judge/settle.py `settle`): `regression` confirms it; `unchanged` passes it
+  (disproves a suspicion, marked in the index); `improvement` disproves a suspicion or
+  confirms an improvement; anything else leaves it open, not marked.
 - **Bisect** (harness/ab/bisect.py, by the level each step sits at) runs when more than one
   commit lies between, at most `max_commits` of them, with the confirmed cases; BAD's
   level is the confirmation's rounds, added to only if they do not settle it.
@@ -28,25 +28,18 @@ from collections.abc import Callable
 
 from mibench.errors import MibenchError
 
-from ..judge.nightly import CONFIRM, FIX, Judgement
-from ..judge.paired import ALPHA, MIN_EFFECT, paired_test
-from ..records import ABCase, ABRecord
-from ..records.ab import Timing
+from ..judge.nightly import CONFIRM, Judgement
+from ..judge.paired import ALPHA, MIN_EFFECT
+from ..judge.settle import Measured, rejudge
+from ..records import ABCase
 from ..records.nightly import CulpritCommit, Event, Regression, regression_id
 from ..stats import sequential as seq
 from ..util import now
 from ..verdicts import (
     CONFIRMED_REGRESSION,
-    DISPROVED,
-    IMPROVEMENT,
     INCONCLUSIVE,
-    PASS,
     REGRESSION,
-    SUSPICIOUS_IMPROVEMENT,
-    UNCHANGED,
 )
-
-FASTER = (IMPROVEMENT, SUSPICIOUS_IMPROVEMENT)  # `ab`'s words of a confirmed speedup
 
 
 @dataclasses.dataclass
@@ -74,15 +67,6 @@ class Budget:
 
     def learn(self, rounds: int, cases: int, seconds: float) -> None:
         self.per_case_round = seconds / max(1, rounds * cases)
-
-
-@dataclasses.dataclass
-class Measured:
-    """What `ab` said of each case (its case and the A/B record it came from), and why a
-    case was not measured."""
-
-    cases: dict[str, tuple[ABCase, ABRecord]] = dataclasses.field(default_factory=dict)
-    stopped: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def measure(steps, base: str, head: str, case_ids: list[str], *, rounds: int,
@@ -131,53 +115,6 @@ def joined_rounds(first: ABCase, more: ABCase) -> ABCase:
     if more.verdict == REGRESSION and first.verdict != REGRESSION:  # the new side fails
         out.verdict, out.why = more.verdict, more.why
     return out
-
-
-def rejudge(case: ABCase, alpha: float, min_effect: float) -> None:
-    """The case's timing verdict from all its rounds at `alpha` (a case whose new side
-    failed every round, whose base did, or whose scores moved keeps `ab`'s word)."""
-    fails = not any(s.status == "ok" for s in case.new)
-    unmeasured = not any(s.status == "ok" for s in case.base)
-    if case.timing is None or fails or unmeasured or (case.scores and case.scores.moved):
-        return
-    test = paired_test(list(case.timing.round_log_ratios), alpha, min_effect)
-    case.timing = Timing(**test.as_dict(), round_log_ratios=case.timing.round_log_ratios)
-    case.verdict, case.why = test.verdict, test.line()
-
-
-def settle(j: Judgement, found: Measured) -> Judgement:
-    """The case's word after `ab` (the module docstring); `compare`'s figure is kept beside
-    `ab`'s (`run_change`)."""
-    if j.confirm is None:
-        return j
-    if j.case_id not in found.cases:
-        why = found.stopped.get(j.case_id, "`ab` did not measure it")
-        return dataclasses.replace(j, reason=f"{j.reason}; not decided: {why} (left open)")
-    case, record = found.cases[j.case_id]
-    t = case.timing
-    ab = dict(change=t.change if t else None, low=t.low if t else None,
-              high=t.high if t else None, source=f"ab, {record.rounds} rounds",
-              run_change=j.change, run_low=j.low, run_high=j.high, ab_verdict=case.verdict)
-    line = (f"`ab` {record.base.commit[:12]}..{record.new.commit[:12]}: {case.verdict}: "
-            f"{case.why}")
-    if j.purpose == FIX:
-        if case.verdict in FASTER:
-            return dataclasses.replace(j, **ab, verdict=PASS,
-                                       reason=f"fixed: faster than the confirmed-bad commit "
-                                              f"{j.confirm[:12]}: {line}")
-        return dataclasses.replace(j, **ab, reason=f"{line}; still present ({j.reason})")
-    if case.verdict == REGRESSION:
-        return dataclasses.replace(j, **ab, verdict=CONFIRMED_REGRESSION, reason=line)
-    if case.verdict in (UNCHANGED, *FASTER) and j.suspected:
-        return dataclasses.replace(j, **ab, verdict=DISPROVED,
-                                   reason=f"{line} (the run showed {_pct(j.change)})")
-    if case.verdict == UNCHANGED:
-        return dataclasses.replace(j, **ab, verdict=PASS, reason=f"{line} (the run showed "
-                                                                 f"{_pct(j.change)})")
-    if case.verdict in FASTER:  # the night's own parity judges whether it is suspicious
-        return dataclasses.replace(j, **ab, verdict=IMPROVEMENT, reason=line)
-    return dataclasses.replace(j, **ab, reason=f"{line}; left open, not marked (the run: "
-                                               f"{j.reason})")
 
 
 def culprits(js: list[Judgement], found: Measured, steps, head: str, *, rounds: int,
@@ -243,7 +180,3 @@ def first_bad(steps, base: str, head: str, ids: list[str], found: Measured, *, r
         return named, f"bisect: {how} ({result['skipped']} not measured: the same code)" \
             if result.get("skipped") else f"bisect: {how}"
     return [], f"bisect left it undecided: {result['stopped'] or result['decide']}"
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:+.1%}"

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from ..judge.nightly import FIX, Judgement
 from ..judge.noise import AAGroups
+from ..judge.settle import Measured
 from ..records import RunRecord
 from ..records.nightly import Culprit, NightlyIndex
 from ..stats import sequential as seq
 from ..verdicts import KNOWN_REGRESSION, UNDECIDED_WORDS
-from .confirm import Measured
 
 
 def _rounds_to_decide(found: Measured, case_id: str, threshold: float, fallback: int) -> int:

@@ -17,6 +17,8 @@ decisions can be tested on made-up artifacts.
 The baseline moves to HEAD only when every case passed (`compare` or `ab` showed it
 within the threshold, or `ab` confirmed an improvement that the new run's parity vouches
 for), HEAD descends from the baseline commit, and nobody moved the baseline meanwhile.
+The rules (a case's word after `ab`, the night's word, the baseline's move, the blind
+streak) are harness/judge/settle.py's; this module measures, asks and writes.
 
 Exit 0: every case decided and none failed, or an undecided night (it keeps the
 baseline); 1: a confirmed or known regression, or what `compare` fails without timing;
@@ -37,35 +39,27 @@ from mibench.errors import MibenchError
 
 from ..judge.lifecycle import apply_night
 from ..judge.nightly import FIX, Evidence, Judgement, judge_night
+from ..judge.settle import BLIND_EXIT, Measured, blind_streak, night_word, promotes, settle
 from ..judge.suspicious import flagged, run_vouched
 from ..records import RunRecord, read_artifact
-from ..records.nightly import Baseline, Night, NightlyIndex, NightSummary
+from ..records.nightly import Baseline, Night, NightSummary
 from ..util import now
 from ..verdicts import (
     CONFIRMED_REGRESSION,
-    DISPROVED,
-    IMPROVEMENT,
-    PASS,
-    REMOVED,
-    SKIPPED,
     UNDECIDED_WORDS,
 )
 from . import store
-from .confirm import Budget, Measured, culprits, measure, settle
+from .confirm import Budget, culprits, measure
 from .index import Folder, baseline_run
 from .lines import blind_note, culprit_lines, evidence_section, left_open, noise_note
 from .night import (
     NightlyOptions,
     NightResult,
     Tonight,
-    night_word,
     noise_floor,
     summary_case,
     write_night,
 )
-
-PROMOTES = (PASS, DISPROVED, SKIPPED, REMOVED)  # every case one of these: a confirmed pass
-BLIND_EXIT = 5  # the last `max_undecided` nights each left a case undecided
 
 
 def nightly(o: NightlyOptions, steps, clock: Callable[[], float] = time.monotonic,
@@ -169,9 +163,7 @@ def finish(n: Tonight, new: RunRecord, path: Path, js: list[Judgement], known: l
     commit, subject = n.head
     js = suspicious(js, new)
     word, code = night_word(js, parity)
-    promote = code == 0 and descends and all(
-        j.verdict in PROMOTES or (j.verdict == IMPROVEMENT and run_vouched(new, j.case_id))
-        for j in js)
+    promote = promotes(js, code, descends, lambda case_id: run_vouched(new, case_id))
     undecided = [j.case_id for j in js if j.verdict in UNDECIDED_WORDS]
     previous = n.started.baseline
     mine = n.started.model_copy(deep=True)
@@ -205,18 +197,6 @@ def finish(n: Tonight, new: RunRecord, path: Path, js: list[Judgement], known: l
                   promoted=promote, undecided=undecided,
                   summary=folder.relative(n.where / "summary.md"))
     return write_night(n, mine, night, summary, links)
-
-
-def blind_streak(started: NightlyIndex, undecided: list[str], code: int) -> int:
-    """How many nights in a row, this one included, left a case undecided without failing."""
-    if not undecided or code != 0:
-        return 0
-    streak = 1
-    for night in reversed(started.nights):
-        if not night.undecided or night.exit_code not in (0, BLIND_EXIT):
-            break
-        streak += 1
-    return streak
 
 
 def k_repro(steps, k, o: NightlyOptions) -> str:

@@ -11,24 +11,14 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 
-from ..judge.nightly import SEED_RUNS, UNTIMED_FAILS, Judgement
+from ..judge.nightly import SEED_RUNS, Judgement
 from ..judge.noise import AAGroups
 from ..records import RunRecord
 from ..records.io import write_artifact, write_output
 from ..records.nightly import Night, NightlyIndex, NightSummary, SummaryCase
-from ..verdicts import (
-    CONFIRMED_REGRESSION,
-    KNOWN_REGRESSION,
-    NOT_COMPARED,
-    REGRESSION,
-    REMOVED,
-    SKIPPED,
-)
 from . import store
 from .index import Folder
-from .summary import rank, render
-
-FAILS = (CONFIRMED_REGRESSION, KNOWN_REGRESSION, *UNTIMED_FAILS)
+from .summary import render
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,17 +71,6 @@ class Tonight:
     clock: Callable[[], float]
     note: Callable[[str], None]
     evidence: object = None  # judge.Evidence, once the night's run is judged
-
-
-def night_word(js: list[Judgement], parity: bool) -> tuple[str, int]:
-    """The night's word (its worst case's) and exit code."""
-    words = [j.verdict for j in js]
-    if not any(w not in (SKIPPED, REMOVED) for w in words):
-        return NOT_COMPARED, 2
-    worst = min(words, key=rank)
-    if any(w in FAILS for w in words):
-        return worst, 1
-    return (REGRESSION, 1) if parity else (worst, 0)
 
 
 def summary_case(j: Judgement) -> SummaryCase:

@@ -10,13 +10,13 @@ from ..judge.busy import share
 from ..judge.comparable import measurement_id
 from ..judge.nightly import NEED_QUIET, Judgement, quiet_runs
 from ..judge.noise import AAGroups
+from ..judge.settle import Measured, night_word
 from ..records import RunRecord, read_artifact
 from ..records.nightly import Baseline, Night, NightSummary
 from ..util import now
 from ..verdicts import FAILED, INSUFFICIENT_DATA, PASS
-from .confirm import Measured
 from .lines import noise_note
-from .night import NightResult, Tonight, night_word, noise_floor, summary_case, write_night
+from .night import NightResult, Tonight, noise_floor, summary_case, write_night
 
 
 def seed(n: Tonight) -> NightResult:

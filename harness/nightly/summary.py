@@ -9,16 +9,12 @@ that do not fit are counted in one line (the JSON lists them all)."""
 
 from __future__ import annotations
 
+from ..judge.nightly import pct
+from ..judge.settle import rank
 from ..records.nightly import NightSummary, SummaryCase
-from ..verdicts import NIGHT_ORDER
 
 MAX_LINES = 40
-ORDER = NIGHT_ORDER  # the night's words, the one that needs a look first
 REASON_CHARS = 160
-
-
-def rank(word: str) -> int:
-    return ORDER.index(word) if word in ORDER else len(ORDER)
 
 
 def render(s: NightSummary) -> str:
@@ -69,16 +65,12 @@ def _culprit_line(c) -> str:
 
 
 def _row(c: SummaryCase) -> str:
-    interval = f"[{_pct(c.low)}, {_pct(c.high)}]" if c.low is not None else "-"
+    interval = f"[{pct(c.low)}, {pct(c.high)}]" if c.low is not None else "-"
     why = c.reason.replace("|", "/").replace("\n", " ")
     why = why if len(why) <= REASON_CHARS else why[:REASON_CHARS - 3] + "..."
-    return (f"| `{c.case_id}` | {c.verdict} | {_pct(c.change)} | {interval} | {c.source} "
+    return (f"| `{c.case_id}` | {c.verdict} | {pct(c.change)} | {interval} | {c.source} "
             f"| {why} |")
 
 
 def _link(where: str) -> str:
     return where if where.startswith("not written") else f"[{where.rsplit('/', 1)[-1]}]({where})"
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:+.1%}"
