@@ -31,8 +31,8 @@ from mibench.harness.config.cases import ServerLaunch
 from mibench.harness.config.server import Launch, ReadyProbe, StopPolicy
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import run
-from mibench.harness.servers.launch import LOG_TAIL, Server, ServerFailed
 from mibench.harness.testing import fixed_peak, write_config
+from mibench.harness.under_test.launch import LOG_TAIL, Server, ServerFailed
 
 MARGIN_S = 3.0  # a quiet machine's share on top of a timeout
 
@@ -231,7 +231,7 @@ import sys, time
 from pathlib import Path
 from mibench.harness.config.cases import ServerLaunch
 from mibench.harness.config.server import Launch, ReadyProbe, StopPolicy
-from mibench.harness.servers.launch import Server
+from mibench.harness.under_test.launch import Server
 launch = ServerLaunch(Launch(command=["{python}", "-c", sys.argv[1], "{port}"],
                              ready=ReadyProbe(interval_s=0.1, timeout_s=30.0),
                              stop=StopPolicy(grace_s=2.0)))

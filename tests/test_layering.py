@@ -183,8 +183,9 @@ def test_every_package_folder_is_installed():
 
 # the harness's own layers, lowest first: a module imports only its own layer and those
 # below it (a lazy import inside a function counts), so the folders show the flow
-HARNESS_LAYERS = ("util", "verdicts", "records", "stats", "host", "config", "servers", "compile",
-                  "run", "serve", "report", "ab", "nightly", "jobs", "testing", "commands", "cli")
+HARNESS_LAYERS = ("util", "verdicts", "case_kinds", "records", "stats", "host", "config",
+                  "compile", "run", "serve", "report", "ab", "under_test", "nightly", "jobs",
+                  "testing", "commands", "cli")
 
 
 def harness_layer(module: str) -> int | None:

@@ -23,7 +23,7 @@ from .server import Launch, flag
 class ServerLaunch:
     """How to start one server under test: the config's `launch` (config/server.py), with
     one combination of the case's server arguments (`args`): hashable, so cases that need
-    the same server share it (harness/servers/pool.py). The launch's own keys read
+    the same server share it (harness/under_test/pool.py). The launch's own keys read
     through it: `.name`, `.command`, `.cwd`, `.ready.timeout_s`, `.stop.grace_s`, ..."""
 
     launch: Launch
@@ -73,7 +73,7 @@ class ServerLaunch:
 @dataclasses.dataclass(frozen=True)
 class SloPlan:
     """An http case's latency budget and capacity search (config/server_measures.py `Slo`,
-    harness/servers/slo.py): `percentile` of the answered requests within `budget_ms`,
+    harness/under_test/slo.py): `percentile` of the answered requests within `budget_ms`,
     `requests` per step."""
 
     percentile: float
@@ -130,7 +130,7 @@ class HttpPlan:
     def server(self) -> ServerRef:
         """The server of the http engine key (what builds the http engine); a launched
         server's names its launch instead of an address (bound to the live base_url when
-        it starts: harness/servers/pool.py)."""
+        it starts: harness/under_test/pool.py)."""
         launched = self.launch is not None and self.base_url is None
         return ServerRef(base_url=self.base_url, served_model=self.served_model,
                          timeout_s=self.timeout_s, wire=self.wire,

@@ -2,7 +2,7 @@
 case ids).
 
 An `EngineKey` is what the engine pools key their engines by (harness/run/pool.py,
-worker.py, harness/servers/pool.py): the engine, model, dtype and tp, and for an http engine its
+worker.py, harness/under_test/pool.py): the engine, model, dtype and tp, and for an http engine its
 server (`ServerRef`). It is frozen and hashable, and pickles by value, so it travels to
 engine workers (harness/run/bootstrap.py) like the tuple it replaces.
 

@@ -40,7 +40,7 @@ def request(seed: int = 3) -> tuple[list[int], list[list[int]]]:
 def main(calls: int = 40) -> dict:
     from mibench.engines import HttpClient, load_engine, model_folder, wire
 
-    from ..servers.launch import Server
+    from ..under_test.launch import Server
 
     query, items = request()
     engine = load_engine("jax", model="embedded:tiny")

@@ -178,8 +178,8 @@ def prefix_rows(folder: Path) -> list[Row]:
     from ..config import expand
     from ..run.parity import GroupParity, parity_workload
     from ..run.pool import EnginePool
-    from ..run.server_parity import prefix_cache_check
-    from ..servers.pool import ServerPool
+    from ..under_test.parity_checks import prefix_cache_check
+    from ..under_test.pool import ServerPool
 
     cfg = config([fake_cache_case(0.0), fake_cache_case(0.01)], folder, ["prefix_cache"])
     servers = ServerPool(folder / "servers")
@@ -203,7 +203,7 @@ def main(out: Path | None = None, servers: bool = True) -> dict:
     from ..config import expand
     from ..run.parity import parity_workload
     from ..run.pool import EnginePool
-    from ..servers.pool import ServerPool
+    from ..under_test.pool import ServerPool
 
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -169,7 +169,7 @@ def main(sockets: list[int], requests: int = 30, interval: float = 1.0,
     from mibench.engines import model_folder
 
     from ..host.peak import cpu_model
-    from ..servers.launch import Server
+    from ..under_test.launch import Server
 
     more_files(max(sockets) + 64)
     launch = ServerLaunch(SERVE, args=tuple(sorted((server_args or {}).items())))

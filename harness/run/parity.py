@@ -20,7 +20,7 @@ bfloat16 with `apply_softmax: true` (probabilities near 0.5, where it means some
   dtype) at tp 1: sharding must not change the scores, 1e-5 in float32.
 - `concurrency`: every server of an http case (each launch and its arguments) scores the
   same requests alone and all in flight together mixed with others
-  (harness/servers/concurrency.py): each request's log scores must not move by more than the
+  (harness/under_test/concurrency.py): each request's log scores must not move by more than the
   modes tolerance (1e-5 in float32). A server mibench launched is started afresh for the
   check, so the first request scored alone is the first it ever answers (a server whose
   first answers differ, a race at start-up, fails too). No reference needed; the record
@@ -29,7 +29,7 @@ bfloat16 with `apply_softmax: true` (probabilities near 0.5, where it means some
   of every engine and mode and for servers (harness/run/invariants.py): items permuted,
   an item repeated, items that all score the same or a query that changes nothing.
 - `prefix_cache`: a server whose case says how to turn its cache off, cold against warm
-  over fresh launches, beside the same server with its cache off (harness/servers/
+  over fresh launches, beside the same server with its cache off (harness/under_test/
   prefix_cache.py).
 - `speedup`: every case of a gated mode (`Mode.speedup_gated`: `packed`, any options)
   against its baseline mode's case (`Mode.speedup_baseline`: `single`) of the same
@@ -60,6 +60,7 @@ import numpy as np
 from mibench.engines import MODES
 from mibench.workloads import Request, WorkloadSpec
 
+from ..case_kinds import kind_of
 from ..config.keys import EngineKey
 from ..config.matrix import CaseSpec
 from ..config.spec import Config
@@ -67,7 +68,6 @@ from ..records import CaseRecord, ParityCheck, ParityRecord
 from . import invariants
 from .labels import engine_label
 from .pool import EnginePool, Scoring, make_call
-from .server_parity import concurrency_check, prefix_cache_check
 from .tolerances import ABS_TOL_SOFTMAX, TOL, server_tolerance, tolerances  # noqa: F401
 
 MAX_QUERY, MIN_ITEMS, MAX_ITEMS = 512, 4, 16
@@ -220,19 +220,15 @@ def group_checks(g: GroupParity, cases: list[CaseSpec], checks: list[str],
                 lambda c=case: g.score(c.engine_key, c.mode, c.params),
                 lambda c=case, k=tp1: g.score(k, c.mode, c.params)))
     if "engines" in checks:
-        for case in _one_per_engine(c for c in cases if c.engine != ref["engine"]):
+        for case in one_per_engine(c for c in cases if c.engine != ref["engine"]):
             ref_key = EngineKey(ref["engine"], case.model, ref["dtype"], 1)
             out.append(g.compare(
                 "engines", dataclasses.replace(case, case_id=engine_label(case)),
                 f"{ref['engine']}/{ref['mode']}/{ref['dtype']}", _coarser(case.dtype, ref["dtype"]),
                 lambda c=case: g.score(c.engine_key, "single", {}),
                 lambda k=ref_key: g.score(k, ref["mode"], {})))
-    if "concurrency" in checks:
-        out += [concurrency_check(g, case)
-                for case in _one_per_engine(c for c in cases if c.engine == "http")]
-    if "prefix_cache" in checks:
-        out += [prefix_cache_check(g, case) for case in _one_per_engine(
-            c for c in cases if c.http is not None and c.http.prefix_trials)]
+    for kind in dict.fromkeys(kind_of(c.engine) for c in cases):  # its own checks
+        out += kind.parity(g, [c for c in cases if kind_of(c.engine) is kind], checks)
     if "degenerate" in checks:
         out += degenerate_records(g, cases, records)
     return out
@@ -290,7 +286,7 @@ def degenerate_records(g: GroupParity, cases: list[CaseSpec],
     return out
 
 
-def _one_per_engine(cases) -> list[CaseSpec]:
+def one_per_engine(cases) -> list[CaseSpec]:
     """The first case of each distinct engine; for http, of each server (its address or
     its launch with arguments), whatever the requests' served name or timeout."""
     seen: dict[tuple, CaseSpec] = {}

@@ -15,7 +15,7 @@ from ..config.keys import EngineKey
 from ..host import load
 from ..host.children import Interrupted
 from ..records import ErrorInfo
-from .kinds import run_case
+from .case import run_case
 from .pool import EnginePool
 
 
@@ -99,7 +99,7 @@ def _case(conn, pool: EnginePool, case, peak: float | None, paced: bool) -> dict
 
 def _bound(case, key: EngineKey):
     """A launched server's case at the address this worker's engine was built with (the
-    parent bound the worker's key: harness/servers/pool.py)."""
+    parent bound the worker's key: harness/under_test/pool.py)."""
     if case.http is None or case.http.base_url is not None or key.base_url is None:
         return case
     return dataclasses.replace(case, http=case.http.at(key.base_url))

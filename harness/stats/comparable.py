@@ -150,7 +150,7 @@ def _summary_mismatch(case: CaseRecord) -> str | None:
     """The first stored summary that differs from the one recomputed from `timed_s`."""
     n = case.workload.num_items
     expected = {"total_s": summarize(case.timed_s)}
-    # an http case counts the items of answered requests only (harness.servers.load_case)
+    # an http case counts the items of answered requests only (harness.under_test.requests_case)
     if isinstance(n, int) and n > 0 and getattr(case, "http", None) is None:
         expected |= {"throughput_items_per_s": summarize(rates(case.timed_s, n)),
                      "latency_per_item_ms": summarize(per_unit_ms(case.timed_s, n))}

@@ -2,7 +2,7 @@
 server arguments), seen by the engine pools through `bind`: an http engine's key names
 its launch; `bind` starts that server if needed and returns the key with the live
 `base_url`, which is what the engine is built with. `release` stops the servers no later
-case needs; `close` stops them all (harness/servers/launch.py says how)."""
+case needs; `close` stops them all (harness/under_test/launch.py says how)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""A server A/B's capacity and cold starts (harness/ab/servers.py calls these for cases
+"""A server A/B's capacity and cold starts (harness/under_test/ab.py calls these for cases
 with `slo:` and `cold_start:`), judged by the paired test of the rounds like a time: `+` =
 worse.
 
-**Capacity.** Each side's search (harness/servers/slo.py) runs once, base first, on its own
+**Capacity.** Each side's search (harness/under_test/slo.py) runs once, base first, on its own
 server, without the repeats; then each round measures each side at its own rate found (the
 round's order alternating, a fresh arrival seed per round, never stopped early). A round's
 sample is that step's time per item at the budget (1 / items/s); the round's log ratio new
@@ -10,7 +10,7 @@ over base is the paired test's d, with the threshold at least the searches' prec
 side that found no capacity leaves the case inconclusive (base: untested), naming it.
 
 **Cold starts.** Each round launches each side's server afresh (the round's order), times
-it to ready and its first request (harness/servers/cold_start.py), and stops it; the paired
+it to ready and its first request (harness/under_test/cold_start.py), and stops it; the paired
 test of ln(new / base) over the rounds judges `launch to ready` and `first request`. A
 regression of either is the case's `cold start regression` where nothing worse was found.
 """

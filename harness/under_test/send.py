@@ -1,4 +1,4 @@
-"""Sending an http case's requests (harness/servers/load_case.py): the case's bodies as they
+"""Sending an http case's requests (harness/under_test/requests_case.py): the case's bodies as they
 are built and what came back for each (`Load`), the closed loop (`clients` threads) and the
 open loop (Poisson arrivals at `rate`), and the warmup requests. Each request records when
 it was sent, its latency (sending to the whole answer), its status, its item count, its lag
@@ -18,8 +18,8 @@ import numpy as np
 from mibench.engines import HttpClient, MibenchError
 
 from ..config.cases import HttpPlan
-from ..config.http_load import MAX_IN_FLIGHT
 from ..records import HttpRequest
+from .client_sizes import MAX_IN_FLIGHT
 from .feed import Bodies, Built, Feed
 
 ERROR_CHARS = 500

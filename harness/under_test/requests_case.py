@@ -2,7 +2,7 @@
 server, recorded request by request (`CaseRecord.http`, harness.records.HttpMetrics).
 
 Request bodies are built as they are sent, on a thread of their own at most AHEAD ahead
-(harness/servers/feed.py), so memory does not grow with `requests:`: request i scores the
+(harness/under_test/feed.py), so memory does not grow with `requests:`: request i scores the
 workload drawn with seed `workload.seed + i` (a JSONL workload: its request i, cycling), so
 each request has its own query and a server's prefix cache only helps where it should;
 `same_query: true` repeats the workload's first request, to measure that cache on purpose.
@@ -42,6 +42,7 @@ from collections.abc import Callable
 
 from mibench.engines import MibenchError, fact_problem
 
+from ..case_kinds import CaseKind
 from ..config.cases import CaseSpec, HttpPlan
 from ..config.spec import HTTP_FIELDS
 from ..host.deadline import deadline
@@ -60,7 +61,7 @@ from .feed import Bodies
 from .send import INVALID, Load, closed_loop, open_loop, warm_up
 
 
-class LoadCase:
+class RequestsCase(CaseKind):
     """A case of a server under load (engine http; module docstring). It keeps the case
     record's fields as they are (no schema change), so two of them read differently from a
     model case's: `compile_s` holds the first request's latency (the first warmup request,
@@ -68,8 +69,11 @@ class LoadCase:
     (`HttpPlan.as_dict()`: clients or rate, requests, warmup_requests, ...), not a mode's
     options. The load's own figures are in `http` (and `slo`, `cold_start`)."""
 
-    name = "load"
+    name = "requests"
     fields = frozenset(HTTP_FIELDS)
+    interleaved = engine_parity = timed_interval = sharded = False
+    runs_idle = frozenset({"warmup", "timed", "processes"})
+    parity_checks = frozenset({"concurrency", "prefix_cache"})
 
     def measure(self, case: CaseSpec, pool, peak: Callable[[str], float | None],
                 tick: Callable[[str], None], measuring: Callable[[], None] = lambda: None
@@ -83,8 +87,39 @@ class LoadCase:
         rec.load = window.load()
         return rec
 
+    def host_problems(self, case: CaseSpec) -> list:
+        """A launched server's folder and interpreter (harness/under_test/config_problems.py)."""
+        from .config_problems import host_problems
+
+        return host_problems(case)
+
+    def client_memory(self, case: CaseSpec) -> dict[str, float]:
+        """The load generator's bodies and answers (harness/under_test/client_sizes.py)."""
+        from .client_sizes import client_parts
+
+        return client_parts(case.workload, case.http)
+
+    def parity(self, g, cases: list[CaseSpec], checks: list[str]) -> list:
+        """Its servers' `concurrency` and `prefix_cache` (harness/under_test/parity_checks.py)."""
+        from .parity_checks import parity
+
+        return parity(g, cases, checks)
+
+    @property
+    def server_ab(self):
+        """`mibench ab` of two server versions (harness/under_test/ab.py)."""
+        from . import ab
+
+        return ab
+
+    def open_servers(self, folder, artifact_dir):
+        """The run's ServerPool: the servers its cases launch (harness/under_test/pool.py)."""
+        from .pool import ServerPool
+
+        return ServerPool(folder, artifact_dir=artifact_dir)
+
     def after(self, case: CaseSpec, rec: CaseRecord, servers) -> None:
-        """An ok case's cold starts, when it asks for them (harness/servers/cold_start.py)."""
+        """An ok case's cold starts, when it asks for them (harness/under_test/cold_start.py)."""
         if rec.status == "ok" and case.http.cold_starts:
             rec.cold_start = cold_start.measure(case, servers, case.engine_key)
 
@@ -180,7 +215,7 @@ def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], No
                 raise problem
             bodies = Bodies(case, engine)
             measuring()
-            if plan.slo is not None:  # the capacity search (servers/slo.py)
+            if plan.slo is not None:  # the capacity search (under_test/slo.py)
                 load = Load(plan, bodies, engine.base_url, count=plan.warmup_requests)
                 warm_up(load, plan.warmup_requests, warm, tick)
                 rec.slo = slo.new_record(plan)
@@ -226,3 +261,6 @@ def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], No
                     f"than max_error_rate {plan.max_error_rate:g}): {m.errors}; first: "
                     f"{m.first_error}")
     return rec
+
+
+REQUESTS_CASE = RequestsCase()  # the kind of http cases (harness/case_kinds.py)
