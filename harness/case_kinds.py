@@ -40,11 +40,13 @@ class CaseKind:
     # ab: both sides' calls alternate in lockstep within a round (False: each side's case
     # runs in turn, as a server's load does)
     interleaved: bool = True
-    # ab's vouching for a 2x improvement runs the modes/engines parity of these cases
-    engine_parity: bool = True
+    # why ab's vouching for a 2x improvement runs no modes/engines parity for its cases
+    # (quoted in the case's `why`; "": it does)
+    no_engine_parity: str = ""
     # the nightly's interval is over its timed runs (False: one load is one timed run)
     timed_interval: bool = True
     runs_idle: frozenset[str] = frozenset()  # `runs.*` keys that do nothing on its cases
+    runs_idle_why: str = ""  # why they do nothing (`mibench validate` says it)
     parity_checks: frozenset[str] = frozenset()  # parity checks that only its cases feed
     sharded: bool = True  # topology.tp shards its engine
     # `mibench ab --server-repo` / `--base-python`: how two versions of the servers its
@@ -68,8 +70,8 @@ class CaseKind:
         return None
 
     def problems(self, i: int, case) -> list:
-        """The config's problems with case `i`'s keys of this kind (`case`: the config's
-        `Case`, before expansion)."""
+        """The config's problems with this kind's keys on case `i` (`case`: the config's
+        `Case`, before expansion), whatever the case's kind: asked of every kind."""
         return []
 
     def host_problems(self, case) -> list:
@@ -85,6 +87,11 @@ class CaseKind:
         """(the case's kind section, case-id parts) per value of its own axes (config/
         matrix.py); a model case has no section: one (None, ())."""
         return [(None, ())]
+
+    def runs(self, plan, section):
+        """The expanded case's `runs` (records/case.py `RunsRecord`) from the config's `plan`
+        and its kind `section` (`plans`)."""
+        return plan
 
     def flops_unknown(self, case) -> str | None:
         """Why a pass's FLOPs cannot be counted for the case (None: they can)."""
@@ -127,11 +134,16 @@ def _register(kinds: Registry[CaseKind]) -> None:
 CASE_KINDS: Registry[CaseKind] = Registry("case kind", field="engine", fill=_register)
 
 
+def all_kinds() -> list[CaseKind]:
+    """Every kind once, in the registry's order."""
+    return list(dict.fromkeys(CASE_KINDS[name] for name in CASE_KINDS))
+
+
 def open_servers(folder, artifact_dir=None):
     """The run's pool of launched servers (the first kind that keeps one: `bind`,
     `info`, `release`, `close`); every run has one, used or not."""
-    for name in CASE_KINDS:
-        pool = CASE_KINDS[name].open_servers(folder, artifact_dir)
+    for kind in all_kinds():
+        pool = kind.open_servers(folder, artifact_dir)
         if pool is not None:
             return pool
     raise AssertionError("no case kind keeps a server pool")
@@ -139,7 +151,7 @@ def open_servers(folder, artifact_dir=None):
 
 def server_ab():
     """What judges two versions of a server under test (the kind that has a `server_ab`)."""
-    return next(CASE_KINDS[n].server_ab for n in CASE_KINDS if CASE_KINDS[n].server_ab)
+    return next(kind.server_ab for kind in all_kinds() if kind.server_ab)
 
 
 def kind_of(engine: str) -> CaseKind:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 
+from ..case_kinds import kind_of
 from ..config import CaseSpec, Config, expand
 from ..config.bounds import check_flag
 from ..config.matrix import select_cases
@@ -307,7 +308,7 @@ def _interleaved(group: list[CaseSpec], sides: dict[str, Revision], order: list[
     try:
         for case in group:
             with still(note, f"round {r[0] + 1}/{r[1]} {case.case_id}"):
-                if case.http is not None:
+                if not kind_of(case.engine).interleaved:
                     recs = {name: run_in_worker(case, pools[name], lambda dtype: None,
                                                 lambda label: None) for name in order}
                 else:

@@ -99,7 +99,8 @@ def config(cases: list[dict], folder: Path, checks: list[str]):
 
 
 def measure_case(case, pool, spec, servers=None) -> list[Row]:
-    """The rows of one case: each check, then each again with its fault on."""
+    """The rows of one case: each check, then each again with its fault on; `servers`: the
+    ServerPool of a launched server's case (`mibench serve`)."""
     from mibench.engines import leaking
 
     from ..run.parity import GroupParity
@@ -107,7 +108,7 @@ def measure_case(case, pool, spec, servers=None) -> list[Row]:
     ref = {"engine": "torch", "mode": "single", "dtype": "float32"}
     fresh = lambda: GroupParity(pool, spec, ref, servers=servers)  # noqa: E731 - new memo
     engine = pool.get(case.engine_key)
-    server = case.http is not None
+    server = servers is not None
     rows = []
     for name, run in CHECKS.items():
         clean = run(fresh(), case)

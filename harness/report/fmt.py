@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..config.matrix import model_name, short
+from ..config.keys import model_name, short
 from ..records import CaseRecord, RunRecord
 from ..stats.compare import DECIDE, MIN_RUNS
 from ..stats.load import DECIDER

@@ -8,7 +8,7 @@ from collections import defaultdict
 
 from mibench.engines import MODES
 
-from ..config.matrix import short
+from ..config.keys import short
 from ..records import RunRecord
 from ..stats.comparable import label
 from ..stats.compare import Comparison

@@ -68,7 +68,7 @@ from ..records import CaseRecord, ParityCheck, ParityRecord
 from . import invariants
 from .labels import engine_label
 from .pool import EnginePool, Scoring, make_call
-from .tolerances import ABS_TOL_SOFTMAX, TOL, server_tolerance, tolerances  # noqa: F401
+from .tolerances import ABS_TOL_SOFTMAX, TOL, tolerances  # noqa: F401
 
 MAX_QUERY, MIN_ITEMS, MAX_ITEMS = 512, 4, 16
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 
+from ..case_kinds import kind_of
 from ..records import CaseRecord, RunRecord
 from .describe import per_unit_ms, rates, summarize
 
@@ -141,9 +142,7 @@ def _ok_without_work(case: CaseRecord) -> str | None:
         return f"is ok but scored no items (workload.num_items is {n!r})"
     if case.scores is not None and not any(case.scores):
         return "is ok but scored no items (its scores hold no rows)"
-    if case.http is not None and case.http.ok == 0:
-        return "is ok but no request was answered (http.ok is 0)"
-    return None
+    return kind_of(case.engine).measured_nothing(case)
 
 
 def _summary_mismatch(case: CaseRecord) -> str | None:

@@ -12,7 +12,14 @@ from ..config.matrix import CaseSpec
 from ..records import ParityCheck
 from ..run.labels import engine_label
 from ..run.parity import one_per_engine
-from ..run.tolerances import server_tolerance
+from ..run.tolerances import tolerances
+
+
+def server_tolerance(case: CaseSpec, apply_softmax: bool = False) -> float:
+    """The log tolerance of a server's score checks: its case's `tolerance`, else the
+    modes tolerance of its dtype (float32 1e-5, bfloat16 1e-1)."""
+    given = case.http.tolerance
+    return given if given is not None else tolerances("modes", case.dtype, apply_softmax)[0]
 
 
 def concurrency_check(g, case: CaseSpec) -> ParityCheck:

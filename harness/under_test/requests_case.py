@@ -37,6 +37,7 @@ work happens on a machine the harness does not see.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import traceback
 from collections.abc import Callable
 
@@ -44,6 +45,7 @@ from mibench.engines import MibenchError, fact_problem
 
 from ..case_kinds import CaseKind
 from ..config.cases import CaseSpec, HttpPlan
+from ..config.keys import id_part
 from ..config.spec import HTTP_FIELDS
 from ..host.deadline import deadline
 from ..host.load import Window
@@ -71,8 +73,10 @@ class RequestsCase(CaseKind):
 
     name = "requests"
     fields = frozenset(HTTP_FIELDS)
-    interleaved = engine_parity = timed_interval = sharded = False
+    interleaved = timed_interval = sharded = False
+    no_engine_parity = " (a server's case: ab runs no parity for servers)"
     runs_idle = frozenset({"warmup", "timed", "processes"})
+    runs_idle_why = "an http case's load is one timed run (runs.timeout_s and max_rss do apply)"
     parity_checks = frozenset({"concurrency", "prefix_cache"})
 
     def measure(self, case: CaseSpec, pool, peak: Callable[[str], float | None],
@@ -86,6 +90,55 @@ class RequestsCase(CaseKind):
         window.end()
         rec.load = window.load()
         return rec
+
+    def plans(self, config, i: int, case, spec) -> list:
+        """Its load plans (harness/under_test/expansion.py)."""
+        from .expansion import plans
+
+        return plans(config, i, case, spec)
+
+    def runs(self, plan, section):
+        """One load in one process (harness/under_test/expansion.py)."""
+        from .expansion import runs
+
+        return runs(plan, section)
+
+    def problems(self, i: int, case) -> list:
+        """Its keys' rules (harness/under_test/config_problems.py)."""
+        from ..case_kinds import kind_of
+        from .config_problems import key_problems
+
+        return key_problems(i, case, kind_of(case.engine) is self)
+
+    def flops_unknown(self, case: CaseSpec) -> str | None:
+        """The server does the work: mibench does not count it."""
+        return "a server's case"
+
+    def tolerance(self, case: CaseSpec, apply_softmax: bool) -> float:
+        """The case's `tolerance`, else its dtype's (harness/under_test/parity_checks.py)."""
+        from .parity_checks import server_tolerance
+
+        return server_tolerance(case, apply_softmax)
+
+    def label_parts(self, case: CaseSpec) -> list[str]:
+        """A launched server's name and arguments."""
+        launch = case.http.launch
+        if launch is None:
+            return []
+        return ([id_part("server", launch.name)] if launch.name else []) + [
+            id_part(k, v) for k, v in launch.args]
+
+    def bound(self, case: CaseSpec, key) -> CaseSpec:
+        """A launched server's case at the address its worker's key was bound to."""
+        if case.http.base_url is not None or key.base_url is None:
+            return case
+        return dataclasses.replace(case, http=case.http.at(key.base_url))
+
+    def measured_nothing(self, rec: CaseRecord) -> str | None:
+        """No request answered."""
+        if rec.http is not None and rec.http.ok == 0:
+            return "is ok but no request was answered (http.ok is 0)"
+        return None
 
     def host_problems(self, case: CaseSpec) -> list:
         """A launched server's folder and interpreter (harness/under_test/config_problems.py)."""
