@@ -49,6 +49,7 @@ class CaseKind:
     runs_idle_why: str = ""  # why they do nothing (`mibench validate` says it)
     parity_checks: frozenset[str] = frozenset()  # parity checks that only its cases feed
     sharded: bool = True  # topology.tp shards its engine
+    results_note: str = ""  # what the report's results table says of its rows
     # `mibench ab --server-repo` / `--base-python`: how two versions of the servers its
     # cases launch are judged (`revision_side`, `python_side`, `run_server_ab`); None: its
     # engine is mibench's own, judged by `ab` at two revisions
@@ -115,6 +116,16 @@ class CaseKind:
     def parity(self, g, cases: list, checks: list[str]) -> list:
         """The ParityChecks of `checks` that only this kind's cases feed (`parity_checks`)."""
         return []
+
+    def report_tables(self, rows, records) -> dict:
+        """The report's sections of its cases (name -> `report.fmt.Table` or None), from the
+        report's rows (`report.tables.rows_of`) and records."""
+        return {}
+
+    def report_charts(self, rows, stem, subject: str) -> dict:
+        """The report's plots of its cases (name -> the Path written, or None), each at
+        `{stem}-{name}.png`."""
+        return {}
 
     def measured_nothing(self, rec) -> str | None:
         """Why an ok record of this kind measured nothing (None: it measured something)."""

@@ -291,7 +291,7 @@ def test_the_capacity_plot_marks_a_rate_found_only_when_it_held(monkeypatch, sta
     from types import SimpleNamespace
 
     from mibench.harness.records import SloStep
-    from mibench.harness.report import servers
+    from mibench.harness.under_test import report_servers as servers
 
     steps = [SloStep(rate=r, seed=k, sent=36, ok=36, error_rate=0.0, stopped_early=False,
                      percentile_ms=10.0 * r, p50_ms=5.0 * r, meets=r <= 10, why="")
@@ -314,7 +314,7 @@ def test_the_capacity_plot_names_cases_by_what_differs_and_marks_missed_repeats(
     from types import SimpleNamespace
 
     from mibench.harness.records import SloStep
-    from mibench.harness.report import servers
+    from mibench.harness.under_test import report_servers as servers
 
     def step(rate, ms, meets):
         return SloStep(rate=rate, seed=0, sent=36, ok=36, error_rate=0.0, stopped_early=False,

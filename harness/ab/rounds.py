@@ -156,8 +156,8 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
 
 def new_record(tag: str, config: Config, argv: list[str] | None, base: Side, new: Side,
                rounds: int, interleave: bool) -> ABRecord:
-    """An A/B's record as it starts (`ab` of revisions, and of servers: harness/ab/
-    servers.py): its run id `TAG-STAMP-XXXX`, what it measures, and the sides' order in
+    """An A/B's record as it starts (`ab` of revisions, and of servers: harness/under_test/
+    ab.py): its run id `TAG-STAMP-XXXX`, what it measures, and the sides' order in
     each round (base first in even rounds)."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     return ABRecord(

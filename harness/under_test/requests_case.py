@@ -77,6 +77,9 @@ class RequestsCase(CaseKind):
     no_engine_parity = " (a server's case: ab runs no parity for servers)"
     runs_idle = frozenset({"warmup", "timed", "processes"})
     runs_idle_why = "an http case's load is one timed run (runs.timeout_s and max_rss do apply)"
+    # its time is its whole load (many requests): it has its own latency table
+    results_note = (" An http case times a load of many requests, not one pass: its items/s is"
+                    " over the load, and its request latencies are in the latency table.")
     parity_checks = frozenset({"concurrency", "prefix_cache"})
 
     def measure(self, case: CaseSpec, pool, peak: Callable[[str], float | None],
@@ -139,6 +142,27 @@ class RequestsCase(CaseKind):
         if rec.http is not None and rec.http.ok == 0:
             return "is ok but no request was answered (http.ok is 0)"
         return None
+
+    def report_tables(self, rows, records) -> dict:
+        """Latency, servers, capacity, trials, cold starts (under_test/report_*.py)."""
+        from . import report_latency as latency
+        from . import report_servers as servers
+
+        return {"latency": latency.latency_table(rows), "servers": latency.servers_table(rows),
+                "capacity": servers.capacity_table(rows),
+                "trials": servers.trials_table(records),
+                "cold_starts": servers.cold_start_table(rows)}
+
+    def report_charts(self, rows, stem, subject: str) -> dict:
+        """The latency CDF and the capacity curve (under_test/report_*.py)."""
+        from pathlib import Path
+
+        from . import report_latency as latency
+        from . import report_servers as servers
+
+        return {"latency": latency.cdf_chart(rows, Path(f"{stem}-latency.png"), subject),
+                "capacity": servers.capacity_chart(rows, Path(f"{stem}-capacity.png"),
+                                                   subject)}
 
     def host_problems(self, case: CaseSpec) -> list:
         """A launched server's folder and interpreter (harness/under_test/config_problems.py)."""

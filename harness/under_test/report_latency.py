@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..report import fmt
+from ..report.fmt import Table
+from ..report.marks import axis_label, log_scale
+from ..report.plots import _plt, _save
+from ..report.tables import Row
 from ..stats.load import busy
-from . import fmt
-from .fmt import Table
-from .marks import axis_label, log_scale
-from .plots import _plt, _save
-from .tables import Row
 
 
 def http_rows(rows: list[Row]) -> list[Row]:

@@ -9,11 +9,11 @@ import statistics
 from pathlib import Path
 
 from ..records import RunRecord
+from ..report import fmt
+from ..report.fmt import Table
+from ..report.plots import _plt, _save
+from ..report.tables import Row
 from ..stats.load import busy
-from . import fmt
-from .fmt import Table
-from .plots import _plt, _save
-from .tables import Row
 
 
 def _load_share(load) -> str:
