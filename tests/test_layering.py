@@ -222,3 +222,54 @@ def test_harness_packages_import_only_layers_below():
                  ("mibench.harness.stats.history", "mibench.harness.host.provenance"),
                  ("mibench.harness.compile.runner", "mibench.harness.commands.common")):
         assert upward_imports({a: {b}}) == {a: [b]}
+
+
+# the servers-under-test wing (harness/under_test/): it imports the core, never the reverse;
+# the one registration point plugs its case kind in, by a lazy "module:attribute" entry
+WING = "mibench.harness.under_test"
+REGISTRATION = "mibench.harness.case_kinds"
+# developer jobs that drive the wing's launcher and trials directly, as tests do (`mibench
+# job ...`: mibench serve's flood and http overhead, the servers' invariance rows)
+WING_TOOLS = {"mibench.harness.jobs.http_overhead", "mibench.harness.jobs.serve_flood",
+              "mibench.harness.jobs.invariance_serve"}
+
+
+def wing_references(source: str, package: str) -> set[str]:
+    """The wing's modules that `source` imports, and the lazy "module:attribute" entries of
+    the wing that it names (a registry entry is an import deferred)."""
+    found = {m for m in imported_modules(source, package) if m == WING or m.startswith(WING + ".")}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                node.value.startswith(WING) and ":" in node.value:
+            found.add(node.value)
+    return found
+
+
+def reaching_the_wing() -> dict[str, set[str]]:
+    """Every module outside the wing -> what of the wing it reaches."""
+    out = {}
+    for folder in ("mibench", "engines", "harness", "workloads"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT).with_suffix("").parts
+            rel = rel[1:] if rel[0] == "mibench" else rel
+            name = ".".join(("mibench",) + (rel[:-1] if rel[-1] == "__init__" else rel))
+            package = name if rel[-1] == "__init__" else name.rpartition(".")[0]
+            if name != WING and not name.startswith(WING + "."):
+                if found := wing_references(path.read_text(), package):
+                    out[name] = found
+    return out
+
+
+def test_only_the_registration_point_plugs_the_wing_in():
+    reaching = reaching_the_wing()
+    assert REGISTRATION in reaching  # the walk sees the registration's lazy entry
+    assert {n for n in reaching if n not in WING_TOOLS} == {REGISTRATION}, reaching
+    assert all(":" in m for m in reaching[REGISTRATION])  # lazily: no import at all
+    # control: each spelling of a core module reaching the wing is caught
+    for source in ("from mibench.harness.under_test.pool import ServerPool",
+                   "def f():\n    from ..under_test import launch",
+                   "from .. import under_test",
+                   'KINDS.add("http", "mibench.harness.under_test.requests_case:X")'):
+        assert wing_references(source, "mibench.harness.run"), source
+    assert not wing_references("from ..case_kinds import kind_of\nx = 'under_test'",
+                               "mibench.harness.run")

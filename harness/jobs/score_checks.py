@@ -176,18 +176,18 @@ def prefix_rows(folder: Path) -> list[Row]:
     """`prefix_cache` on the fake server: a cache that changes nothing (passes), and one
     whose warm answers move (`--warm-shift 0.01`: caught); the control of each is its
     `--cache-off` launch."""
+    from ..case_kinds import kind_of, open_servers
     from ..config import expand
     from ..run.parity import GroupParity, parity_workload
     from ..run.pool import EnginePool
-    from ..under_test.parity_checks import prefix_cache_check
-    from ..under_test.pool import ServerPool
 
     cfg = config([fake_cache_case(0.0), fake_cache_case(0.01)], folder, ["prefix_cache"])
-    servers = ServerPool(folder / "servers")
+    servers = open_servers(folder / "servers")
     pool = EnginePool(bind=servers.bind)
     try:
         g = GroupParity(pool, parity_workload(cfg), {}, servers=servers)
-        clean, shifted = (prefix_cache_check(g, c) for c in expand(cfg))
+        clean, shifted = (kind_of(c.engine).parity(g, [c], ["prefix_cache"])[0]
+                          for c in expand(cfg))
     finally:
         pool.close()
         servers.close()
@@ -201,10 +201,10 @@ def main(out: Path | None = None, servers: bool = True) -> dict:
     """Every row (module docstring), as JSON and a Markdown table in `out`."""
     from mibench.engines import load_engine
 
+    from ..case_kinds import open_servers
     from ..config import expand
     from ..run.parity import parity_workload
     from ..run.pool import EnginePool
-    from ..under_test.pool import ServerPool
 
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -218,7 +218,7 @@ def main(out: Path | None = None, servers: bool = True) -> dict:
             rows += measure_case(case, pool, spec)
         if servers:
             cfg = config(serve_cases(), folder, ["order", "duplicates", "degenerate"])
-            launched = ServerPool(folder / "servers")
+            launched = open_servers(folder / "servers")
             pool = EnginePool(bind=launched.bind)
             try:
                 for case in expand(cfg):
