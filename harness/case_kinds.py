@@ -103,6 +103,10 @@ class CaseKind:
         mode's batch invariance and dtype decide)."""
         return None
 
+    def server(self, case):
+        """The server its engine key names (config/keys.py `ServerRef`; None: none)."""
+        return None
+
     def label_parts(self, case) -> list[str]:
         """Case-id parts that tell this case's engine apart from others of its key (a
         launched server's name and arguments)."""

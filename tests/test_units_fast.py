@@ -212,8 +212,7 @@ def _left_file(log: Path) -> Path:
 def test_a_server_leaves_nothing_in_the_temporary_folder(tmp_path, how):
     """Each launched server gets a TMPDIR of its own, removed when it stops, or by its
     reaper when mibench is gone (the pipe closed without a stop)."""
-    from mibench.harness.config.cases import ServerLaunch
-    from mibench.harness.config.server import Launch, ReadyProbe, StopPolicy
+    from mibench.harness.config.server import Launch, ReadyProbe, ServerLaunch, StopPolicy
     from mibench.harness.under_test.launch import Server
 
     launch = ServerLaunch(Launch(command=["{python}", "-c", LEAVES_A_FILE, "{port}"],

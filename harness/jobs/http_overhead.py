@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config.cases import ServerLaunch
-from ..config.server import Launch
+from ..config.server import Launch, ServerLaunch
 
 DELIMITER, LABELS = 151643, [198, 9834]
 SERVE = ServerLaunch(Launch(command=["{python}", "-m", "mibench.harness.cli", "serve", "--model",

@@ -11,8 +11,7 @@ from pathlib import Path
 
 from mibench.workloads import ItemRange, WorkloadSpec
 
-from ..config.cases import ServerLaunch
-from ..config.server import Launch, ReadyProbe, StopPolicy
+from ..config.server import Launch, ReadyProbe, ServerLaunch, StopPolicy
 from .invariance import DELIM, LABELS, TOL, Row, log_diff
 
 SERVE_MODES = ("single", "packed", "chunked", "prefill_extend")

@@ -26,8 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..config.cases import ServerLaunch
-from ..config.server import Launch
+from ..config.server import Launch, ServerLaunch
 from ..stats import describe
 
 BOUND_S = 5.0  # the stated bound on a well-formed request's answer under a crowd

@@ -138,7 +138,7 @@ class ServerInfo(Record):
 
     @classmethod
     def of(cls, launch, started, **found) -> ServerInfo:
-        """The record of a server started from `launch` (config/cases.py ServerLaunch), as
+        """The record of a server started from `launch` (config/server.py ServerLaunch), as
         `started` says (under_test/launch.py Started), with what was `found` of it: its log,
         reported info, package version and source."""
         return cls(name=launch.name, command=started.command, args=dict(launch.args),

@@ -8,8 +8,9 @@ import itertools
 
 from mibench.workloads import WorkloadSpec
 
-from ..config.cases import HttpPlan, ServerLaunch, SloPlan
+from ..config.cases import HttpPlan, SloPlan
 from ..config.keys import short
+from ..config.server import ServerLaunch
 from ..config.spec import HTTP_FIELDS, Case, Config
 from ..records.case import RunsRecord
 from ..stats.capacity import min_samples

@@ -123,6 +123,10 @@ class RequestsCase(CaseKind):
 
         return server_tolerance(case, apply_softmax)
 
+    def server(self, case: CaseSpec):
+        """Its server: an address, or a launch to start (HttpPlan.server)."""
+        return case.http.server
+
     def label_parts(self, case: CaseSpec) -> list[str]:
         """A launched server's name and arguments."""
         launch = case.http.launch
