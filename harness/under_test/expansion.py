@@ -41,15 +41,15 @@ def plans(config: Config, i: int, case: Case,
         (f"served={case.served_model}",) if case.served_model else ())
     if case.slo is not None:
         slo = slo_plan(case.slo)
-        loads = [({"slo": slo, "requests": slo.requests}, f"slo={slo.label()}")]
+        shapes = [({"slo": slo, "requests": slo.requests}, f"slo={slo.label()}")]
     elif case.clients is not None:
-        loads = [({"clients": n}, f"clients={n}") for n in case.clients]
+        shapes = [({"clients": n}, f"clients={n}") for n in case.clients]
     else:
-        loads = [({"rate": r}, f"rate={r:g}") for r in case.rate]
+        shapes = [({"rate": r}, f"rate={r:g}") for r in case.rate]
     out = []
     for launch, server_parts in launches(case):  # a server's cases together: started once
-        for load, part in loads:
-            out.append((HttpPlan(launch=launch, **load, **set_),
+        for shape, part in shapes:  # how the requests are sent
+            out.append((HttpPlan(launch=launch, **shape, **set_),
                         (*server_parts, part, *tail)))
     return out
 

@@ -31,7 +31,7 @@ from ..verdicts import (
     UNTESTED,
 )
 from . import cold_start, slo
-from .send import Load, warm_up
+from .send import Sender, warm_up
 
 ROUND_SEED = 2000  # round r's arrivals: seed + ROUND_SEED + r
 
@@ -45,11 +45,11 @@ def capacity_rounds(case: CaseSpec, sides: dict, order: list[list[str]], ab_case
     plan = case.http
     for name in ("base", "new"):
         side = sides[name]
-        load = Load(plan, side.bodies, side.url, count=plan.warmup_requests)
+        sender = Sender(plan, side.bodies, side.url, count=plan.warmup_requests)
         try:
-            warm_up(load, plan.warmup_requests, [], lambda _: None)
+            warm_up(sender, plan.warmup_requests, [], lambda _: None)
         finally:
-            load.close()
+            sender.close()
         record = slo.new_record(plan)
         slo.search(case, side.bodies, side.url, record, [], lambda s, n=name: note(
             f"{n} {case.case_id}: {s}"), repeats=False)

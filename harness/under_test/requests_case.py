@@ -60,7 +60,7 @@ from ..stats.describe import latency_of, summarize
 from ..stats.metrics import score_digest
 from . import cold_start, slo
 from .feed import Bodies
-from .send import INVALID, Load, closed_loop, open_loop, warm_up
+from .send import INVALID, Sender, closed_loop, open_loop, warm_up
 
 
 class RequestsCase(CaseKind):
@@ -263,16 +263,16 @@ def case_numbers(rec: CaseRecord, m: HttpMetrics, tokens_ok: int) -> None:
             rec.metrics.tokens_per_s = tokens_ok / m.duration_s
 
 
-def _send_all(case: CaseSpec, load: Load, warm: list[HttpRequest],
+def _send_all(case: CaseSpec, sender: Sender, warm: list[HttpRequest],
               measured: list[HttpRequest | None], tick: Callable[[str], None]) -> None:
     """The warmup requests one at a time, then the measured load (module docstring)."""
     plan = case.http
-    warm_up(load, plan.warmup_requests, warm, tick)
+    warm_up(sender, plan.warmup_requests, warm, tick)
     first, n = plan.warmup_requests, plan.requests
     if plan.clients is not None:
-        closed_loop(load, first, n, plan.clients, measured)
+        closed_loop(sender, first, n, plan.clients, measured)
     else:
-        open_loop(load, first, n, plan.rate, case.workload.seed, measured)
+        open_loop(sender, first, n, plan.rate, case.workload.seed, measured)
     tick("load")
 
 
@@ -285,7 +285,7 @@ def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], No
     rec.metrics = Metrics()
     warm: list[HttpRequest] = []
     measured: list[HttpRequest | None] = [None] * plan.requests
-    load = None
+    sender = None
     try:
         engine = pool.get(case.engine_key)
         rec.topology = rec.topology.with_engine(engine.topology)
@@ -297,31 +297,31 @@ def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], No
             bodies = Bodies(case, engine)
             measuring()
             if plan.slo is not None:  # the capacity search (under_test/slo.py)
-                load = Load(plan, bodies, engine.base_url, count=plan.warmup_requests)
-                warm_up(load, plan.warmup_requests, warm, tick)
+                sender = Sender(plan, bodies, engine.base_url, count=plan.warmup_requests)
+                warm_up(sender, plan.warmup_requests, warm, tick)
                 rec.slo = slo.new_record(plan)
                 slo.search(case, bodies, engine.base_url, rec.slo, measured, tick)
             else:
-                load = Load(plan, bodies, engine.base_url)
-                _send_all(case, load, warm, measured, tick)
+                sender = Sender(plan, bodies, engine.base_url)
+                _send_all(case, sender, warm, measured, tick)
     except Exception as e:
         rec.status = "failed"
         rec.error = ErrorInfo(type=type(e).__name__, message=str(e),
                               traceback=traceback.format_exc())
     finally:
-        if load is not None:
-            load.close()
+        if sender is not None:
+            sender.close()
     rec.warmup_s = [r.latency_s for r in warm]
     done = [(r, i) for i, r in enumerate(measured) if r is not None]
     offset = plan.warmup_requests
-    tokens = [load.tokens[offset + i] for _, i in done] \
-        if load is not None and rec.slo is None else []
+    tokens = [sender.tokens[offset + i] for _, i in done] \
+        if sender is not None and rec.slo is None else []
     m = http_metrics(plan, [r for r, _ in done], warm)
     rec.http = m
     first = (warm or [r for r, _ in done] or [None])[0]
     rec.compile_s = first.latency_s if first is not None and first.status == 200 else None
-    if load is not None and load.first_scores is not None:
-        rec.scores = [load.first_scores]
+    if sender is not None and sender.first_scores is not None:
+        rec.scores = [sender.first_scores]
         rec.metrics.score_digest = score_digest(rec.scores)
     if rec.slo is not None:  # timed: the repeats at the rate found
         slo.case_numbers(rec)
