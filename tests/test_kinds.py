@@ -50,3 +50,23 @@ def test_run_case_measures_through_the_registry(monkeypatch, engine):
     assert recording.measured == [case]
     other = "http" if engine == "jax" else "jax"
     assert not isinstance(kinds.kind_of(other), Recording)  # control: only that engine's
+
+
+def test_the_wing_fills_every_hook_the_core_asks_of_an_http_case():
+    """Each hook of `CaseKind` that http cases answer differently is overridden by the wing's
+    kind (a missing override would silently treat a server as an in-process engine)."""
+    from mibench.harness.case_kinds import CaseKind
+
+    hooks = ("measure", "after", "open_servers", "problems", "host_problems", "client_memory",
+             "plans", "runs", "flops_unknown", "tolerance", "server", "label_parts", "bound",
+             "parity", "report_tables", "report_charts", "measured_nothing", "server_ab",
+             "interleaved", "no_engine_parity", "timed_interval", "runs_idle", "runs_idle_why",
+             "parity_checks", "sharded", "results_note")
+    assert set(hooks) == {n for n in vars(CaseKind) if not n.startswith("_")} - {"name",
+                                                                                 "fields"}
+    same = [h for h in hooks if getattr(RequestsCase, h) is getattr(CaseKind, h)
+            or getattr(RequestsCase, h) == getattr(CaseKind, h)]
+    assert same == []
+    # control: the model case keeps the defaults of the hooks it does not need
+    assert [h for h in hooks if getattr(ModelCase, h) is not getattr(CaseKind, h)] == [
+        "measure", "after"]
