@@ -4,8 +4,8 @@ through the engine contract (engines/contract.py).
 `score` sends one request and returns its ScoreResult, so every parity check works against
 a server as against an engine. What the request and the answer look like is the engine's
 wire (engines/wires/: SGLang's `/v1/score` by default); the bytes move over an HttpClient
-(engines/http_client.py). The harness's load generator (harness/servers/load_case.py) uses the
-same wire and client.
+(engines/http_client.py). The harness's load generator
+(harness/under_test/requests_case.py) uses the same wire and client.
 
 The delimiter and the semantics are the server's (`mibench serve --delimiter
 --semantics`): SGLang's body has no field for them. A server that says what it scores

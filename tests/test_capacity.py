@@ -205,11 +205,11 @@ def test_a_rate_is_held_only_when_met_in_a_majority_of_its_repeats():
 
 
 def knee_server(search_cap: float, repeat_cap: float, calls: list):
-    """A stand-in for servers/slo.py's `step`: a server that meets the budget up to
+    """A stand-in for under_test/slo.py's `step`: a server that meets the budget up to
     `search_cap` requests/s under the search's arrival seeds and only up to `repeat_cap`
     under the repeats' (the knee: one seed meets, the next misses)."""
     from mibench.harness.records import SloStep
-    from mibench.harness.servers import slo
+    from mibench.harness.under_test import slo
 
     def step(plan, bodies, base_url, rate, seed, first, early):
         calls.append((rate, seed, first, early))
@@ -229,7 +229,7 @@ def knee_server(search_cap: float, repeat_cap: float, calls: list):
 ])
 def test_a_rate_that_does_not_hold_is_backed_off_one_precision_step(
         tmp_path, monkeypatch, repeat_cap, status, rate, extra_steps):
-    from mibench.harness.servers import slo
+    from mibench.harness.under_test import slo
 
     (case,) = cases_of(tmp_path, """
         cases:
@@ -262,7 +262,7 @@ def test_a_rate_that_does_not_hold_is_backed_off_one_precision_step(
 def test_a_rate_met_in_one_of_three_repeats_is_backed_off(tmp_path, monkeypatch, met, rate,
                                                           met_repeats):
     from mibench.harness.records import SloStep
-    from mibench.harness.servers import slo
+    from mibench.harness.under_test import slo
 
     (case,) = cases_of(tmp_path, """
         cases:
@@ -291,7 +291,7 @@ def test_the_capacity_plot_marks_a_rate_found_only_when_it_held(monkeypatch, sta
     from types import SimpleNamespace
 
     from mibench.harness.records import SloStep
-    from mibench.harness.report import servers
+    from mibench.harness.under_test import report_servers as servers
 
     steps = [SloStep(rate=r, seed=k, sent=36, ok=36, error_rate=0.0, stopped_early=False,
                      percentile_ms=10.0 * r, p50_ms=5.0 * r, meets=r <= 10, why="")
@@ -314,7 +314,7 @@ def test_the_capacity_plot_names_cases_by_what_differs_and_marks_missed_repeats(
     from types import SimpleNamespace
 
     from mibench.harness.records import SloStep
-    from mibench.harness.report import servers
+    from mibench.harness.under_test import report_servers as servers
 
     def step(rate, ms, meets):
         return SloStep(rate=rate, seed=0, sent=36, ok=36, error_rate=0.0, stopped_early=False,

@@ -17,7 +17,7 @@ from mibench.harness import testing
 from mibench.harness.config import expand, load_config
 from mibench.harness.host import memory
 from mibench.harness.run import case as case_module
-from mibench.harness.run.kinds import run_case
+from mibench.harness.run.case import run_case
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.pool import EnginePool
 from mibench.harness.run.runner import run

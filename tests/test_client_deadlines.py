@@ -27,12 +27,11 @@ from conftest import python_start_s
 from mibench.engines import HttpClient, load_engine
 from mibench.engines.http_client import TIMEOUT
 from mibench.harness.config import ConfigError, load_config
-from mibench.harness.config.cases import ServerLaunch
-from mibench.harness.config.server import Launch, ReadyProbe, StopPolicy
+from mibench.harness.config.server import Launch, ReadyProbe, ServerLaunch, StopPolicy
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import run
-from mibench.harness.servers.launch import LOG_TAIL, Server, ServerFailed
 from mibench.harness.testing import fixed_peak, write_config
+from mibench.harness.under_test.launch import LOG_TAIL, Server, ServerFailed
 
 MARGIN_S = 3.0  # a quiet machine's share on top of a timeout
 
@@ -229,9 +228,9 @@ def test_stopping_a_server_stops_its_setsid_children(tmp_path):
 DRIVER = r"""
 import sys, time
 from pathlib import Path
-from mibench.harness.config.cases import ServerLaunch
+from mibench.harness.config.server import ServerLaunch
 from mibench.harness.config.server import Launch, ReadyProbe, StopPolicy
-from mibench.harness.servers.launch import Server
+from mibench.harness.under_test.launch import Server
 launch = ServerLaunch(Launch(command=["{python}", "-c", sys.argv[1], "{port}"],
                              ready=ReadyProbe(interval_s=0.1, timeout_s=30.0),
                              stop=StopPolicy(grace_s=2.0)))

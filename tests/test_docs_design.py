@@ -81,10 +81,7 @@ def module_of(path: str):
 
 def registry(path: str, name: str):
     """A recipe's registry: a Mapping, or the Typer app's command names."""
-    module = module_of(path)
-    if name == "KINDS":  # harness/run/kinds.py fills it on first use
-        module.kinds()
-    value = getattr(module, name)
+    value = getattr(module_of(path), name)
     if isinstance(value, Mapping):
         return value
     return {c.name or c.callback.__name__: c for c in value.registered_commands}

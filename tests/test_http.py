@@ -20,14 +20,14 @@ from mibench.harness.config import ConfigError, load_config
 from mibench.harness.config.keys import EngineKey, ServerRef
 from mibench.harness.config.matrix import expand
 from mibench.harness.records import SCHEMA_FILE, read_artifact
-from mibench.harness.report import latency
 from mibench.harness.report.tables import results_matrix, rows_of
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import exit_code, run
 from mibench.harness.serve import Served
-from mibench.harness.servers.send import arrivals
 from mibench.harness.stats.describe import nearest_rank
 from mibench.harness.testing import fixed_peak, write_config
+from mibench.harness.under_test import report_latency as latency
+from mibench.harness.under_test.send import arrivals
 from mibench.workloads import WorkloadSpec, materialize
 
 DELIM = 151643

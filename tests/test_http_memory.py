@@ -14,10 +14,10 @@ import tracemalloc
 import pytest
 
 from mibench.harness.config import ConfigError, load_config
-from mibench.harness.config.http_load import AHEAD, RECORD_BYTES, client_bytes
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import run
 from mibench.harness.testing import fixed_peak, write_config
+from mibench.harness.under_test.client_sizes import AHEAD, RECORD_BYTES, client_bytes
 
 QUERY, ITEMS, ITEM = 200, 20, 10  # ~2.8 KB bodies, ~16 KB of workload per request
 

@@ -146,10 +146,11 @@ OTHER_LOOPS = {
     ("engines/profile.py", "_ms"): "the stage profile: sub-programs synced one by one",
     ("harness/jobs/overhead.py", "main"): "rounds: the wall time of `measure()` and of "
                                           "`runner.run` as wholes, around the one loop",
-    ("harness/servers/send.py", "open_loop"): "a server's load: requests sent on a Poisson "
-                                               "schedule, each one's latency (no engine call)",
-    ("harness/servers/cold_start.py", "one_launch"): "a fresh server's first and warm requests, "
-                                                 "one at a time (no engine call)",
+    ("harness/under_test/send.py", "open_loop"): "a server's requests sent on a Poisson "
+                                                 "schedule, each one's latency (no engine call)",
+    ("harness/under_test/cold_start.py", "one_launch"): "a fresh server's first and warm "
+                                                        "requests, one at a time (no engine "
+                                                        "call)",
     ("engines/modes/extend.py", "extend_batch_times"): "the per-batch synced pass, outside "
                                                        "the timed runs (batch_s)",
     ("engines/compile.py", "compile_case"): "compile time of each TPU program (nothing runs)",

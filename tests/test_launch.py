@@ -1,4 +1,4 @@
-"""Servers under test launched by mibench (harness/servers/launch.py): started on a free
+"""Servers under test launched by mibench (harness/under_test/launch.py): started on a free
 loopback port per distinct launch and server arguments, recorded (command, log, startup),
 stopped on every way out of a run: the end, a failed start, Ctrl-C, and kill -9 of
 mibench itself (each server's reaper). CI launches `mibench serve`, which starts in a few

@@ -183,8 +183,9 @@ def test_every_package_folder_is_installed():
 
 # the harness's own layers, lowest first: a module imports only its own layer and those
 # below it (a lazy import inside a function counts), so the folders show the flow
-HARNESS_LAYERS = ("util", "stats", "verdicts", "records", "judge", "host", "config",
-                  "servers", "compile", "run", "serve", "report", "ab", "nightly", "jobs",
+HARNESS_LAYERS = ("util", "stats", "verdicts", "case_kinds", "records", "judge", "host",
+                  "config", "compile", "run", "serve", "report", "ab", "under_test", "nightly",
+                  "jobs",
                   "testing", "commands", "cli")
 
 
@@ -211,10 +212,6 @@ def upward_imports(graph: dict[str, set[str]]) -> dict[str, list[str]]:
     return out
 
 
-# stats/server_compare.py judges the servers under test (verdict words, the busy rule): it
-# leaves stats/ with the servers' wing (issue 46); until it does, the one exception to the
-# layers and to the purity of stats/. Drop it from here when it moves.
-AWAITING_THE_WING = frozenset({"mibench.harness.stats.server_compare"})
 
 
 def test_harness_packages_import_only_layers_below():
@@ -222,7 +219,7 @@ def test_harness_packages_import_only_layers_below():
     layers = {harness_layer(name) for name in graph}
     assert len(HARNESS_LAYERS) not in layers, "a harness module outside HARNESS_LAYERS: " + \
         str(sorted(n for n in graph if harness_layer(n) == len(HARNESS_LAYERS)))
-    assert {m: up for m, up in upward_imports(graph).items() if m not in AWAITING_THE_WING} == {}
+    assert upward_imports(graph) == {}
     # control: the old back-edges are found
     for a, b in (("mibench.harness.report.repro", "mibench.harness.cli"),
                  ("mibench.harness.judge.history", "mibench.harness.host.provenance"),
@@ -252,7 +249,7 @@ def test_stats_holds_maths_only():
     assert {"mibench.harness.stats.significance", "mibench.harness.stats.changepoint"} <= \
         graph.keys()  # the walk sees stats/
     impure = impure_imports(graph)
-    assert {m: bad for m, bad in impure.items() if m not in AWAITING_THE_WING} == {}
+    assert impure == {}
     # control: each spelling of a reach out of stats/ is caught, maths imports are not
     for source in ("from ..records import CaseRecord", "from ..verdicts import REGRESSION",
                    "def f():\n    from ..judge.busy import busy",
@@ -265,3 +262,52 @@ def test_stats_holds_maths_only():
     assert not impure_imports({"mibench.harness.stats.x": imported_modules(
         "import math\nfrom scipy.stats import t\nfrom .describe import rates\n"
         "from . import changepoint", "mibench.harness.stats")})
+# the servers-under-test wing (harness/under_test/): it imports the core, never the reverse;
+# the one registration point plugs its case kind in, by a lazy "module:attribute" entry
+WING = "mibench.harness.under_test"
+REGISTRATION = "mibench.harness.case_kinds"
+# developer jobs that drive the wing's launcher and trials directly, as tests do (`mibench
+# job ...`: mibench serve's flood and http overhead, the servers' invariance rows)
+WING_TOOLS = {"mibench.harness.jobs.http_overhead", "mibench.harness.jobs.serve_flood",
+              "mibench.harness.jobs.invariance_serve"}
+
+
+def wing_references(source: str, package: str) -> set[str]:
+    """The wing's modules that `source` imports, and the lazy "module:attribute" entries of
+    the wing that it names (a registry entry is an import deferred)."""
+    found = {m for m in imported_modules(source, package) if m == WING or m.startswith(WING + ".")}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                node.value.startswith(WING) and ":" in node.value:
+            found.add(node.value)
+    return found
+
+
+def reaching_the_wing() -> dict[str, set[str]]:
+    """Every module outside the wing -> what of the wing it reaches."""
+    out = {}
+    for folder in ("mibench", "engines", "harness", "workloads"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT).with_suffix("").parts
+            rel = rel[1:] if rel[0] == "mibench" else rel
+            name = ".".join(("mibench",) + (rel[:-1] if rel[-1] == "__init__" else rel))
+            package = name if rel[-1] == "__init__" else name.rpartition(".")[0]
+            if name != WING and not name.startswith(WING + "."):
+                if found := wing_references(path.read_text(), package):
+                    out[name] = found
+    return out
+
+
+def test_only_the_registration_point_plugs_the_wing_in():
+    reaching = reaching_the_wing()
+    assert REGISTRATION in reaching  # the walk sees the registration's lazy entry
+    assert {n for n in reaching if n not in WING_TOOLS} == {REGISTRATION}, reaching
+    assert all(":" in m for m in reaching[REGISTRATION])  # lazily: no import at all
+    # control: each spelling of a core module reaching the wing is caught
+    for source in ("from mibench.harness.under_test.pool import ServerPool",
+                   "def f():\n    from ..under_test import launch",
+                   "from .. import under_test",
+                   'KINDS.add("http", "mibench.harness.under_test.requests_case:X")'):
+        assert wing_references(source, "mibench.harness.run"), source
+    assert not wing_references("from ..case_kinds import kind_of\nx = 'under_test'",
+                               "mibench.harness.run")

@@ -166,7 +166,8 @@ def test_latency_cdf_and_capacity_name_a_busy_case(drawn, monkeypatch):
 
     from mibench.harness.records import SloStep
     from mibench.harness.records.busy import CaseLoad
-    from mibench.harness.report import latency, servers
+    from mibench.harness.under_test import report_latency as latency
+    from mibench.harness.under_test import report_servers as servers
 
     monkeypatch.setattr(latency, "_save", lambda fig, path: drawn.append(fig) or path)
     monkeypatch.setattr(servers, "_save", lambda fig, path: drawn.append(fig) or path)

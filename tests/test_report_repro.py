@@ -12,7 +12,8 @@ import typer
 
 from mibench.harness.cli import app
 from mibench.harness.config import load_config
-from mibench.harness.config.matrix import expand, select_cases, short
+from mibench.harness.config.keys import short
+from mibench.harness.config.matrix import expand, select_cases
 from mibench.harness.records import Invocation, read_artifact
 from mibench.harness.report import fmt, write_report
 from mibench.harness.report.repro import command, config_args, glob_escape

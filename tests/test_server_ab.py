@@ -1,5 +1,5 @@
 """`mibench ab --server-repo` and `--base-python/--new-python`: two versions of a launched
-server judged like two revisions of the engines (harness/ab/servers.py). The server here is
+server judged like two revisions of the engines (harness/under_test/ab.py). The server here is
 a stdlib fake in a scratch git repository (one commit sleeps in its score path), so the
 test is fast; the same machinery judges sglang-jax (docs/cli.md)."""
 

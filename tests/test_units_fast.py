@@ -80,7 +80,7 @@ def test_a_recycled_pid_is_never_signalled():
 
 
 def test_moved_names_the_requests_and_items_largest_first():
-    from mibench.harness.servers.concurrency import moved
+    from mibench.harness.under_test.concurrency import moved
 
     alone = [np.full((3, 2), 0.5), np.full((2, 2), 0.25)]
     together = [a.copy() for a in alone]
@@ -112,7 +112,12 @@ class CrowdedEngine:
 
 
 def test_score_together_sends_every_request_at_once():
-    from mibench.harness.servers.concurrency import moved, requests_of, score_alone, score_together
+    from mibench.harness.under_test.concurrency import (
+        moved,
+        requests_of,
+        score_alone,
+        score_together,
+    )
     from mibench.workloads import WorkloadSpec
 
     spec = WorkloadSpec(query_tokens=4, num_items=3, item_tokens=2, label_token_ids=(1, 2),
@@ -207,9 +212,8 @@ def _left_file(log: Path) -> Path:
 def test_a_server_leaves_nothing_in_the_temporary_folder(tmp_path, how):
     """Each launched server gets a TMPDIR of its own, removed when it stops, or by its
     reaper when mibench is gone (the pipe closed without a stop)."""
-    from mibench.harness.config.cases import ServerLaunch
-    from mibench.harness.config.server import Launch, ReadyProbe, StopPolicy
-    from mibench.harness.servers.launch import Server
+    from mibench.harness.config.server import Launch, ReadyProbe, ServerLaunch, StopPolicy
+    from mibench.harness.under_test.launch import Server
 
     launch = ServerLaunch(Launch(command=["{python}", "-c", LEAVES_A_FILE, "{port}"],
                                  ready=ReadyProbe(interval_s=0.1, timeout_s=30.0),

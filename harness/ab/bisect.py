@@ -31,20 +31,20 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 
+from ..case_kinds import server_ab
 from ..config import Config
 from ..judge.paired import MIN_EFFECT
 from ..util import git, git_output
 from .revisions import first_parent
 from .rounds import run_ab
 from .search import MEASURED, Rounds, Searcher, search
-from .servers import revision_side, run_server_ab
 
 
 @dataclasses.dataclass(frozen=True)
 class Search:
     """What one bisect measures: the config, the repository, GOOD, where A/B runs cache
     their worktrees, the case globs, whether `repo` is a server's repository
-    (ab/servers.py) and the threshold (ab's minimum effect)."""
+    (under_test/ab.py) and the threshold (ab's minimum effect)."""
 
     config: Config
     repo: Path
@@ -56,9 +56,10 @@ class Search:
 
     def ab(self, commit: str, rounds: int, note: Callable[[str], None]):
         if self.servers:
-            sides = {"base": revision_side(self.repo, self.good, self.cache),
-                     "new": revision_side(self.repo, commit, self.cache)}
-            record, _ = run_server_ab(self.config, sides, rounds=rounds,
+            servers = server_ab()
+            sides = {"base": servers.revision_side(self.repo, self.good, self.cache),
+                     "new": servers.revision_side(self.repo, commit, self.cache)}
+            record, _ = servers.run_server_ab(self.config, sides, rounds=rounds,
                                       case_globs=self.case_glob, note=note,
                                       min_effect=self.threshold)
         else:

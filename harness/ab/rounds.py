@@ -25,6 +25,7 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 
+from ..case_kinds import kind_of
 from ..config import CaseSpec, Config, expand
 from ..config.bounds import check_flag
 from ..config.matrix import select_cases
@@ -156,8 +157,8 @@ def run_ab(config: Config, repo: Path, base_rev: str, new_rev: str, cache: Path,
 
 def new_record(tag: str, config: Config, argv: list[str] | None, base: Side, new: Side,
                rounds: int, interleave: bool) -> ABRecord:
-    """An A/B's record as it starts (`ab` of revisions, and of servers: harness/ab/
-    servers.py): its run id `TAG-STAMP-XXXX`, what it measures, and the sides' order in
+    """An A/B's record as it starts (`ab` of revisions, and of servers: harness/under_test/
+    ab.py): its run id `TAG-STAMP-XXXX`, what it measures, and the sides' order in
     each round (base first in even rounds)."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     return ABRecord(
@@ -308,7 +309,7 @@ def _interleaved(group: list[CaseSpec], sides: dict[str, Revision], order: list[
     try:
         for case in group:
             with still(note, f"round {r[0] + 1}/{r[1]} {case.case_id}"):
-                if case.http is not None:
+                if not kind_of(case.engine).interleaved:
                     recs = {name: run_in_worker(case, pools[name], lambda dtype: None,
                                                 lambda label: None) for name in order}
                 else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..case_kinds import kind_of
 from ..config import CaseSpec, Config
 from ..judge.suspicious import REASON, VOUCHING, suspicious, vouched
 from ..records import ABCase, ParityCheck
@@ -30,7 +31,7 @@ def new_side_parity(config: Config, cases: list[CaseSpec], engine_root: str,
     from ..run import parity
     from ..run.worker import WorkerPool
 
-    own = [c for c in cases if c.http is None]
+    own = [c for c in cases if not kind_of(c.engine).no_engine_parity]
     if not own:
         return []
     note(f"ab: {len(own)} case(s) 2x or more faster: their modes/engines parity at the new "
@@ -52,9 +53,7 @@ def judge(cases: list[ABCase], checks: list[ParityCheck]) -> None:
             continue
         mine = [c for c in checks if c.case_id == case.case_id]
         found = "; ".join(_line(c) for c in mine) or (
-            "none ran for it at the new revision" + (" (a server's case: ab runs no parity "
-                                                      "for servers)" if case.engine == "http"
-                                                      else ""))
+            "none ran for it at the new revision" + kind_of(case.engine).no_engine_parity)
         if vouched(checks, case.case_id):
             case.why += f"; the new side's parity vouches for it: {found}"
         else:

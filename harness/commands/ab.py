@@ -97,8 +97,9 @@ def server_sides(base_rev: str, new_rev: str, server_repo: Path | None,
     """The two sides of a server A/B: revisions of `server_repo`, or two interpreters."""
     from mibench.engines import cache_dir
 
-    from ..ab.servers import python_side, revision_side
+    from ..case_kinds import server_ab
 
+    servers = server_ab()
     base_python, new_python = pythons
     if server_repo is not None:
         if base_python is not None or new_python is not None:
@@ -107,31 +108,31 @@ def server_sides(base_rev: str, new_rev: str, server_repo: Path | None,
         repo = Path(server_repo)
         if not (repo / ".git").exists():
             raise MibenchError(f"{repo} is not a git checkout", field="--server-repo")
-        return {"base": revision_side(repo, base_rev, cache_dir()),
-                "new": revision_side(repo, new_rev, cache_dir())}
+        return {"base": servers.revision_side(repo, base_rev, cache_dir()),
+                "new": servers.revision_side(repo, new_rev, cache_dir())}
     if base_python is None or new_python is None:
         missing = "--base-python" if base_python is None else "--new-python"
         raise MibenchError("two installed servers need both --base-python and --new-python",
                            field=missing)
-    return {"base": python_side("base", str(base_python)),
-            "new": python_side("new", str(new_python))}
+    return {"base": servers.python_side("base", str(base_python)),
+            "new": servers.python_side("new", str(new_python))}
 
 
 def server_ab_command(base_rev: str, new_rev: str, config_path: Path, *, rounds: int,
                       case_globs: list[str] | None, out: Path, sets: list[str],
                       argv: list[str], server_repo: Path | None,
                       pythons: tuple[Path | None, Path | None]) -> int:
-    """A/B of two server versions (harness/ab/servers.py), its verdict printed; the exit
+    """A/B of two server versions (harness/under_test/ab.py), its verdict printed; the exit
     code."""
     from ..ab.rounds import exit_code
-    from ..ab.servers import run_server_ab
+    from ..case_kinds import server_ab
     from ..config import load_config
     from ..report.ab import render_text
 
     config = load_config(config_path, sets)
     sides = server_sides(base_rev, new_rev, server_repo, pythons)
     writable_folder(out, "--out")
-    record, path = run_server_ab(config, sides, rounds=rounds, case_globs=case_globs,
+    record, path = server_ab().run_server_ab(config, sides, rounds=rounds, case_globs=case_globs,
                                  out=out, argv=argv)
     print(render_text(record, path))
     return exit_code(record)

@@ -17,6 +17,7 @@ import typer
 
 from mibench.errors import MibenchError
 
+from ..case_kinds import kind_of
 from .common import (
     CaseGlobs,
     Sets,
@@ -84,7 +85,8 @@ def nightly(config: Path,
     if repo is not None and server_repo is not None:
         raise MibenchError("give --repo or --server-repo, not both", field="--server-repo")
     loaded = load_config(config, set_ or [])
-    too_few = [c.case_id for c in _cases(loaded, case) if c.runs.timed < 3 and c.http is None]
+    too_few = [c.case_id for c in _cases(loaded, case)
+               if c.runs.timed < 3 and kind_of(c.engine).timed_interval]
     if too_few:  # an http case is one load (one timed run): `ab` judges its timing
         raise MibenchError(f"the nightly needs 3 or more timed runs a case for an interval; "
                            f"{too_few[0]} has fewer", field="runs.timed")

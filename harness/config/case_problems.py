@@ -7,7 +7,6 @@ memory within this machine's and HARD_LIMIT; the parity workload, the same way."
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from mibench.engines import (
@@ -23,8 +22,8 @@ from mibench.engines import (
 )
 from mibench.workloads.jsonl import MAX_REQUESTS_BYTES, scan_requests
 
+from ..case_kinds import kind_of
 from ..util import gib
-from .http_load import client_parts
 from .matrix import CaseSpec
 from .spec import Config
 from .yamlsource import Key, Problem
@@ -45,7 +44,7 @@ def case_problems(config: Config, cases: list[CaseSpec],
         if case.model not in facts:
             continue  # its model is the problem
         f, model, spec = facts[case.model], case.model, case.workload
-        found += _launch(case)
+        found += kind_of(case.engine).host_problems(case)
         found += _mode(config, case)
         found += _ids(config, case, spec, f, model)
         found += _length(config, case, spec, f, model)
@@ -114,22 +113,6 @@ def _models(config: Config) -> tuple[dict, list[Problem]]:
             found.append(Problem(_axis_key(config, ("model", "path"), path),
                                  e.message if e.field == "model" else str(e)))
     return facts, found
-
-
-def _launch(case: CaseSpec) -> list[Problem]:
-    """A launched server's folder and interpreter exist here (a `$VARIABLE` interpreter that
-    is not set skips the case at run time instead)."""
-    launch = case.http.launch if case.http is not None else None
-    if launch is None:
-        return []
-    if launch.cwd is not None and not Path(launch.cwd).is_dir():
-        return [Problem(("cases", case.index, "launch", "cwd"),
-                        f"{launch.cwd} is not a folder here (the server starts in it)")]
-    python = launch.interpreter()
-    if launch.python is not None and python is not None and shutil.which(python) is None:
-        return [Problem(("cases", case.index, "launch", "python"),
-                        f"{python} is not an executable file here")]
-    return []
 
 
 def _mode(config: Config, case: CaseSpec) -> list[Problem]:
@@ -246,7 +229,7 @@ def _memory(config: Config, case: CaseSpec, memory: tuple[int | None, str]) -> l
     decides the largest part (the workload's size, or the mode option behind a dense mask)."""
     spec, mode = case.workload, MODES[case.engine][case.mode]
     # the load generator's bodies and answers count toward the case's memory
-    extra = client_parts(spec, case.http) if case.http is not None else {}
+    extra = kind_of(case.engine).client_memory(case)
     ram, source = memory
     limit, what = (ram, f"this machine's {gib(ram)} of {source}") if ram else (None, "")
     if limit is None or HARD_LIMIT < limit:

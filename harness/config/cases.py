@@ -9,71 +9,19 @@ those engines may lack (harness/ab/revisions.py probes what a worker imports).
 from __future__ import annotations
 
 import dataclasses
-import os
-import re
 
 from mibench.workloads import WorkloadSpec
 
+from ..case_kinds import kind_of
 from ..records.case import RunsRecord
 from .keys import EngineKey, ServerRef, case_id
-from .server import Launch, flag
-
-
-@dataclasses.dataclass(frozen=True)
-class ServerLaunch:
-    """How to start one server under test: the config's `launch` (config/server.py), with
-    one combination of the case's server arguments (`args`): hashable, so cases that need
-    the same server share it (harness/servers/pool.py). The launch's own keys read
-    through it: `.name`, `.command`, `.cwd`, `.ready.timeout_s`, `.stop.grace_s`, ..."""
-
-    launch: Launch
-    args: tuple[tuple[str, object], ...] = ()
-
-    def __getattr__(self, name: str):
-        if name.startswith("__") or name == "launch":  # unpickling asks before it is set
-            raise AttributeError(name)
-        return getattr(self.launch, name)
-
-    def interpreter(self) -> str | None:
-        """What {python} stands for: the path, the variable's value (None when it is not
-        set), or None when the launch names none (the caller's own interpreter)."""
-        if self.python is None or not self.python.startswith("$"):
-            return self.python
-        return os.environ.get(self.python.strip("${}")) or None
-
-    def missing(self) -> str | None:
-        """Why this machine cannot start the server (a variable the launch needs is not
-        set), or None."""
-        if self.python is not None and self.python.startswith("$") and not self.interpreter():
-            return (f"launch.python is {self.python}, which is not set here: set it to the "
-                    "server's interpreter (the case is skipped)")
-        return None
-
-    def environment(self) -> dict[str, str]:
-        return dict(self.env)
-
-    def flags(self) -> list[str]:
-        """The server arguments as command-line flags (config/server.py `flag`)."""
-        return [w for key, value in self.args for w in flag(key, value)]
-
-    def command_for(self, **values) -> list[str]:
-        """The command with its placeholders filled, then the server arguments' flags."""
-        return [word.format_map(values) for word in self.command] + self.flags()
-
-    def display_name(self) -> str:
-        """A short name: `name`, else the program (or python module) the command runs."""
-        if self.name:
-            return self.name
-        words = list(self.command)
-        if "-m" in words[:-1]:
-            return words[words.index("-m") + 1]
-        return re.sub(r"[{}]", "", os.path.basename(words[0])) or "server"
+from .server import ServerLaunch
 
 
 @dataclasses.dataclass(frozen=True)
 class SloPlan:
     """An http case's latency budget and capacity search (config/server_measures.py `Slo`,
-    harness/servers/slo.py): `percentile` of the answered requests within `budget_ms`,
+    harness/under_test/slo.py): `percentile` of the answered requests within `budget_ms`,
     `requests` per step."""
 
     percentile: float
@@ -130,7 +78,7 @@ class HttpPlan:
     def server(self) -> ServerRef:
         """The server of the http engine key (what builds the http engine); a launched
         server's names its launch instead of an address (bound to the live base_url when
-        it starts: harness/servers/pool.py)."""
+        it starts: harness/under_test/pool.py)."""
         launched = self.launch is not None and self.base_url is None
         return ServerRef(base_url=self.base_url, served_model=self.served_model,
                          timeout_s=self.timeout_s, wire=self.wire,
@@ -179,9 +127,10 @@ class CaseSpec:
 
     @property
     def engine_key(self) -> EngineKey:
-        """(engine, model, dtype, tp); an http case adds its server (HttpPlan.server)."""
+        """(engine, model, dtype, tp), and the server its kind names (an http case's:
+        HttpPlan.server)."""
         return EngineKey(self.engine, self.model, self.dtype, self.tp,
-                         None if self.http is None else self.http.server)
+                         kind_of(self.engine).server(self))
 
     def id_at(self, key: EngineKey) -> str:
         """This case's id for another engine key (the same case at tp 1:

@@ -16,6 +16,7 @@ reproduce commands of a report) whatever else it sets.
 
 from __future__ import annotations
 
+from ..case_kinds import kind_of
 from .problems import Problem
 from .spec import Config
 
@@ -29,7 +30,8 @@ def idle_keys(config: Config, cases) -> list[Problem]:
                      "`concurrency`, the check its trials are for")
              for i, case in enumerate(config.cases)
              if case.concurrency is not None and "concurrency" not in checks]
-    if "concurrency" in checks and not any(c.http is not None for c in cases):
+    if "concurrency" in checks and not any("concurrency" in kind_of(c.engine).parity_checks
+                                           for c in cases):
         found.append(Problem(("parity", "checks"), "`concurrency` does nothing: it checks the "
                              "servers of http cases, and this config has none"))
     if "topologies" in checks and not any(c.tp > 1 for c in cases):
@@ -37,10 +39,10 @@ def idle_keys(config: Config, cases) -> list[Problem]:
                              "cases at tp > 1 with tp 1, and every case runs at tp 1"))
     found += _parity_keys(config, checks)
     for i, case in enumerate(config.cases):
-        runs = case.runs.model_fields_set & {"warmup", "timed", "processes"} \
-            if case.runs is not None and case.engine == "http" else set()
-        found += [Problem(("cases", i, "runs", k), "does nothing: an http case's load is one "
-                          "timed run (runs.timeout_s and max_rss do apply)") for k in sorted(runs)]
+        runs = case.runs.model_fields_set & kind_of(case.engine).runs_idle \
+            if case.runs is not None else set()
+        why = kind_of(case.engine).runs_idle_why
+        found += [Problem(("cases", i, "runs", k), f"does nothing: {why}") for k in sorted(runs)]
     return found + _tokens(config)
 
 

@@ -2,7 +2,7 @@
 case ids).
 
 An `EngineKey` is what the engine pools key their engines by (harness/run/pool.py,
-worker.py, harness/servers/pool.py): the engine, model, dtype and tp, and for an http engine its
+worker.py, harness/under_test/pool.py): the engine, model, dtype and tp, and for an http engine its
 server (`ServerRef`). It is frozen and hashable, and pickles by value, so it travels to
 engine workers (harness/run/bootstrap.py) like the tuple it replaces.
 
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from .server import ServerLaunch
+
 JAX = "jax"
 
 
@@ -27,14 +29,14 @@ JAX = "jax"
 class ServerRef:
     """An http engine's server: its address (None until a server mibench launches is
     started: `EngineKey.bound_to`), what the requests name as the model, their timeout and
-    the wire they are put in (engines/wires). `launch` (a config/cases.py launch) is kept
-    only while the key names a server to start, not an address."""
+    the wire they are put in (engines/wires). `launch` is kept only while the key names a
+    server to start, not an address."""
 
     base_url: str | None
     served_model: str | None
     timeout_s: float
     wire: str
-    launch: object | None = None
+    launch: ServerLaunch | None = None
 
     def engine_kwargs(self) -> dict:
         """The http engine's keywords (load_engine): base_url, served_model, timeout_s,
@@ -64,7 +66,7 @@ class EngineKey:
         return self.server.base_url if self.server is not None else None
 
     @property
-    def launch(self):
+    def launch(self) -> ServerLaunch | None:
         """How mibench starts this key's server (None: no server, or one bound to its
         address already)."""
         return self.server.launch if self.server is not None else None

@@ -23,15 +23,14 @@ from collections.abc import Iterator
 
 from mibench.engines import (
     OPTIONS,
-    WIRES,
     MibenchError,
     engine_mode,
-    parse_base_url,
 )
 
+from ..case_kinds import all_kinds, kind_of
 from .case_problems import case_problems
 from .matrix import CaseSpec
-from .spec import HTTP_FIELDS, Case, Config
+from .spec import Case, Config
 from .yamlsource import Problem
 
 MAX_CASES = 10_000
@@ -85,7 +84,7 @@ def _count(config: Config) -> Iterator[Problem]:
 
 
 def _case(config: Config, i: int, case: Case) -> list[Problem]:
-    """Engine, mode and options must exist; then the http keys."""
+    """Engine, mode and options must exist; then the keys each case kind owns."""
     try:
         mode = engine_mode(case.engine, case.mode)
     except MibenchError as e:  # names `engine` or `mode`
@@ -95,57 +94,7 @@ def _case(config: Config, i: int, case: Case) -> list[Problem]:
             allowed = ", ".join(mode.options) or "none"
             return [Problem(("cases", i, opt), f"mode {case.mode} takes no option {opt!r} "
                             f"(its options: {allowed})")]
-    return _http(i, case)
-
-
-def _http(i: int, case: Case) -> list[Problem]:
-    """The http keys: only on http cases; an http case has base_url (a URL) or launch (how
-    mibench starts the server; server_args only with it), and one load shape, clients,
-    rate or slo."""
-    def at(key: str, message: str) -> list[Problem]:
-        return [Problem(("cases", i, key), message)]
-
-    given = [k for k in HTTP_FIELDS if getattr(case, k) is not None]
-    if case.engine != "http":
-        return at(given[0], f"{given[0]} is a key of http cases (engine: http), not of "
-                  f"engine {case.engine}") if given else []
-    if case.base_url is not None and case.launch is not None:
-        return at("launch", "give base_url (a server that is running) or launch (mibench "
-                  "starts it on a free port), not both")
-    if case.base_url is None and case.launch is None:
-        return at("engine", "an http case needs base_url: the server's address, e.g. "
-                  "http://127.0.0.1:8000, or launch: how mibench starts the server")
-    if case.server_args is not None and case.launch is None:
-        return at("server_args", "server_args are the flags of a server mibench launches: "
-                  "give launch too")
-    if case.base_url is not None:
-        try:
-            parse_base_url(case.base_url)
-        except MibenchError as e:
-            return at("base_url", e.message)
-    if case.wire is not None and case.wire not in WIRES:
-        try:
-            WIRES.lookup(case.wire)
-        except MibenchError as e:  # the registry's one "unknown wire" message
-            return at("wire", e.message)
-    if case.slo is not None:
-        given = [k for k in ("clients", "rate", "requests") if getattr(case, k) is not None]
-        if given:
-            return at(given[0], f"{given[0]} is not used with slo: the search picks the "
-                      "open-loop rates (slo.start_rate ... max_rate) and slo.requests per "
-                      "step")
-    elif (case.clients is None) == (case.rate is None):
-        return at("rate" if case.rate is not None else "engine", "an http case takes "
-                  "clients: N (closed loop, N requests in flight), rate: R (open loop, R "
-                  "requests/s) or slo (the highest rate that meets a latency budget), "
-                  + ("not both" if case.rate is not None else "one of them"))
-    if case.cold_start is not None and case.launch is None:
-        return at("cold_start", "cold starts are fresh launches of a server mibench "
-                  "starts: give launch too")
-    if case.prefix_cache is not None and case.launch is None:
-        return at("prefix_cache", "the prefix_cache check compares fresh launches of a "
-                  "server mibench starts, cache on and off: give launch too")
-    return []
+    return [p for kind in all_kinds() for p in kind.problems(i, case)]  # each its own keys
 
 
 def _reference(config: Config) -> Iterator[Problem]:
@@ -156,14 +105,15 @@ def _reference(config: Config) -> Iterator[Problem]:
         except MibenchError as e:  # names `engine` or `mode`
             yield Problem(("parity", "reference", e.field), e.message)
     checks = config.parity.checks if config.parity else []
-    http = [i for i, c in enumerate(config.cases) if c.engine == "http"]
+    unsharded = [i for i, c in enumerate(config.cases) if not kind_of(c.engine).sharded]
     if "prefix_cache" in checks and not any(c.prefix_cache is not None for c in config.cases):
         yield Problem(("parity", "checks"), "prefix_cache checks the servers whose case says "
                       "how to turn their cache off (the control): give an http case "
                       "prefix_cache: {cache_off: {disable_radix_cache: true}} (its server's "
                       "flags), or leave prefix_cache out")
-    if "topologies" in checks and http and max(config.topology.tp) > 1:
+    if "topologies" in checks and unsharded and max(config.topology.tp) > 1:
         yield Problem(("parity", "checks"), "topologies compares mibench's own engines at "
                       "tp > 1 with tp 1; a server under test is not sharded by topology.tp "
-                      f"(cases.{http[0]} is http): leave topologies out, or run the http "
+                      f"(cases.{unsharded[0]} is {config.cases[unsharded[0]].engine}): leave "
+                      "topologies out, or run the http "
                       "case from a config at tp 1")

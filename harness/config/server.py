@@ -1,7 +1,8 @@
 """The `launch` section of an http case: how mibench starts the server under test
 (docs/configs.md, "Servers under test"). Validated here, frozen and hashable; the matrix
-carries it, with one combination of the case's `server_args`, as a `ServerLaunch`
-(config/cases.py).
+carries it, with one combination of the case's `server_args`, as a `ServerLaunch`: the
+one typed value of a launch from the config to the started server (HttpPlan.launch,
+ServerRef.launch, under_test/pool.py `LaunchKey`, under_test/launch.py `Server`).
 
     launch:
       name: sglang-jax                 # in case ids and log names (optional)
@@ -25,7 +26,9 @@ is written out first), {dtype}, {host} (127.0.0.1) and {port} (a free port miben
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import re
 import string
 from typing import Annotated, Literal
@@ -148,3 +151,54 @@ def flag(key: str, value) -> list[str]:
     if value is False or value is None:
         return []
     return [name, str(value)]
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerLaunch:
+    """How to start one server under test: the config's `launch` (`Launch`), with
+    one combination of the case's server arguments (`args`): hashable, so cases that need
+    the same server share it (harness/under_test/pool.py). The launch's own keys read
+    through it: `.name`, `.command`, `.cwd`, `.ready.timeout_s`, `.stop.grace_s`, ..."""
+
+    launch: Launch
+    args: tuple[tuple[str, object], ...] = ()
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name == "launch":  # unpickling asks before it is set
+            raise AttributeError(name)
+        return getattr(self.launch, name)
+
+    def interpreter(self) -> str | None:
+        """What {python} stands for: the path, the variable's value (None when it is not
+        set), or None when the launch names none (the caller's own interpreter)."""
+        if self.python is None or not self.python.startswith("$"):
+            return self.python
+        return os.environ.get(self.python.strip("${}")) or None
+
+    def missing(self) -> str | None:
+        """Why this machine cannot start the server (a variable the launch needs is not
+        set), or None."""
+        if self.python is not None and self.python.startswith("$") and not self.interpreter():
+            return (f"launch.python is {self.python}, which is not set here: set it to the "
+                    "server's interpreter (the case is skipped)")
+        return None
+
+    def environment(self) -> dict[str, str]:
+        return dict(self.env)
+
+    def flags(self) -> list[str]:
+        """The server arguments as command-line flags (`flag`)."""
+        return [w for key, value in self.args for w in flag(key, value)]
+
+    def command_for(self, **values) -> list[str]:
+        """The command with its placeholders filled, then the server arguments' flags."""
+        return [word.format_map(values) for word in self.command] + self.flags()
+
+    def display_name(self) -> str:
+        """A short name: `name`, else the program (or python module) the command runs."""
+        if self.name:
+            return self.name
+        words = list(self.command)
+        if "-m" in words[:-1]:
+            return words[words.index("-m") + 1]
+        return re.sub(r"[{}]", "", os.path.basename(words[0])) or "server"

@@ -26,7 +26,7 @@ Controls, at the largest placement:
   without a mask or batch (single, torch) scores that move with the other items.
 
 The serve rows launch `mibench serve --mode M` and run the `concurrency` check's passes
-(harness/servers/concurrency.py: alone, under load twice, alone again) with two different sets
+(harness/under_test/concurrency.py: alone, under load twice, alone again) with two different sets
 of other requests; their leak control is a server whose scores move with the requests in
 flight (`python -m mibench.harness.testing.fake_server --inflight-shift`), which must fail
 the same check.

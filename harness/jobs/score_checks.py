@@ -100,7 +100,8 @@ def config(cases: list[dict], folder: Path, checks: list[str]):
 
 
 def measure_case(case, pool, spec, servers=None) -> list[Row]:
-    """The rows of one case: each check, then each again with its fault on."""
+    """The rows of one case: each check, then each again with its fault on; `servers`: the
+    ServerPool of a launched server's case (`mibench serve`)."""
     from mibench.engines import leaking
 
     from ..run.parity import GroupParity
@@ -108,7 +109,7 @@ def measure_case(case, pool, spec, servers=None) -> list[Row]:
     ref = {"engine": "torch", "mode": "single", "dtype": "float32"}
     fresh = lambda: GroupParity(pool, spec, ref, servers=servers)  # noqa: E731 - new memo
     engine = pool.get(case.engine_key)
-    server = case.http is not None
+    server = servers is not None
     rows = []
     for name, run in CHECKS.items():
         clean = run(fresh(), case)
@@ -176,18 +177,18 @@ def prefix_rows(folder: Path) -> list[Row]:
     """`prefix_cache` on the fake server: a cache that changes nothing (passes), and one
     whose warm answers move (`--warm-shift 0.01`: caught); the control of each is its
     `--cache-off` launch."""
+    from ..case_kinds import kind_of, open_servers
     from ..config import expand
     from ..run.parity import GroupParity, parity_workload
     from ..run.pool import EnginePool
-    from ..run.server_parity import prefix_cache_check
-    from ..servers.pool import ServerPool
 
     cfg = config([fake_cache_case(0.0), fake_cache_case(0.01)], folder, ["prefix_cache"])
-    servers = ServerPool(folder / "servers")
+    servers = open_servers(folder / "servers")
     pool = EnginePool(bind=servers.bind)
     try:
         g = GroupParity(pool, parity_workload(cfg), {}, servers=servers)
-        clean, shifted = (prefix_cache_check(g, c) for c in expand(cfg))
+        clean, shifted = (kind_of(c.engine).parity(g, [c], ["prefix_cache"])[0]
+                          for c in expand(cfg))
     finally:
         pool.close()
         servers.close()
@@ -199,10 +200,10 @@ def prefix_rows(folder: Path) -> list[Row]:
 
 def main(out: Path | None = None, servers: bool = True) -> dict:
     """Every row (module docstring), as JSON and a Markdown table in `out`."""
+    from ..case_kinds import open_servers
     from ..config import expand
     from ..run.parity import parity_workload
     from ..run.pool import EnginePool
-    from ..servers.pool import ServerPool
 
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -215,7 +216,7 @@ def main(out: Path | None = None, servers: bool = True) -> dict:
             rows += measure_case(case, pool, spec)
         if servers:
             cfg = config(serve_cases(), folder, ["order", "duplicates", "degenerate"])
-            launched = ServerPool(folder / "servers")
+            launched = open_servers(folder / "servers")
             pool = EnginePool(bind=launched.bind)
             try:
                 for case in expand(cfg):

@@ -26,8 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..config.cases import ServerLaunch
-from ..config.server import Launch
+from ..config.server import Launch, ServerLaunch
 from ..stats import describe
 
 BOUND_S = 5.0  # the stated bound on a well-formed request's answer under a crowd
@@ -169,7 +168,7 @@ def main(sockets: list[int], requests: int = 30, interval: float = 1.0,
     from mibench.engines import model_folder
 
     from ..host.peak import cpu_model
-    from ..servers.launch import Server
+    from ..under_test.launch import Server
 
     more_files(max(sockets) + 64)
     launch = ServerLaunch(SERVE, args=tuple(sorted((server_args or {}).items())))

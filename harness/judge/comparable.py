@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 
+from ..case_kinds import kind_of
 from ..records import CaseRecord, RunRecord
 from ..records.summaries import summarize
 from ..stats.describe import per_unit_ms, rates
@@ -142,16 +143,14 @@ def _ok_without_work(case: CaseRecord) -> str | None:
         return f"is ok but scored no items (workload.num_items is {n!r})"
     if case.scores is not None and not any(case.scores):
         return "is ok but scored no items (its scores hold no rows)"
-    if case.http is not None and case.http.ok == 0:
-        return "is ok but no request was answered (http.ok is 0)"
-    return None
+    return kind_of(case.engine).measured_nothing(case)
 
 
 def _summary_mismatch(case: CaseRecord) -> str | None:
     """The first stored summary that differs from the one recomputed from `timed_s`."""
     n = case.workload.num_items
     expected = {"total_s": summarize(case.timed_s)}
-    # an http case counts the items of answered requests only (harness.servers.load_case)
+    # an http case counts the items of answered requests only (harness.under_test.requests_case)
     if isinstance(n, int) and n > 0 and getattr(case, "http", None) is None:
         expected |= {"throughput_items_per_s": summarize(rates(case.timed_s, n)),
                      "latency_per_item_ms": summarize(per_unit_ms(case.timed_s, n))}

@@ -59,9 +59,9 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
+from ..judge.server_compare import capacity_change, capacity_timing, cold_start_changes
 from ..records import CaseRecord, RunRecord
 from ..records.summaries import items_of, items_per_s, ms_per_item, process_runs
-from ..stats.server_compare import capacity_change, capacity_timing, cold_start_changes
 from ..stats.significance import DEFAULT_ALPHA, NoiseFloor, Test, between_runs, default_floor
 from ..verdicts import (
     ADDED,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..stats.server_compare import MetricChange
+from ..judge.server_compare import MetricChange
 from ..stats.significance import METHOD, NoiseFloor, Test
 from ..verdicts import EXIT_CODES as OUTCOME_EXIT
 from ..verdicts import (
@@ -57,7 +57,7 @@ class CaseChange:
     base_other_load: float | None = None
     new_other_load: float | None = None
     # an slo case: its capacity (the change above is its time per item at the budget);
-    # a case with cold starts: launch to ready and first request (stats/server_compare.py)
+    # a case with cold starts: launch to ready and first request (judge/server_compare.py)
     capacity: MetricChange | None = None
     cold_start: tuple[MetricChange, ...] = ()
     # a word of harness/verdicts.py: TIMING, CASE

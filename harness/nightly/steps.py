@@ -91,12 +91,13 @@ class RealSteps:
            ) -> ABRecord:
         """`ab` of the cases (exact ids) between two commits, its artifact under `out`."""
         from ..ab.rounds import run_ab
-        from ..ab.servers import revision_side, run_server_ab
+        from ..case_kinds import server_ab
 
         if self.server:
-            sides = {"base": revision_side(self.repo, base, self.cache),
-                     "new": revision_side(self.repo, new, self.cache)}
-            record, _ = run_server_ab(self.config, sides, rounds=rounds,
+            servers = server_ab()
+            sides = {"base": servers.revision_side(self.repo, base, self.cache),
+                     "new": servers.revision_side(self.repo, new, self.cache)}
+            record, _ = servers.run_server_ab(self.config, sides, rounds=rounds,
                                       case_globs=globs_of(case_ids), out=out, argv=sys.argv,
                                       min_effect=self.threshold, note=self.note)
             return record

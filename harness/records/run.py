@@ -122,7 +122,7 @@ class HttpMetrics(Record):
 
 
 class ServerInfo(Record):
-    """A server mibench launched for a case (harness/servers/launch.py): how it was started,
+    """A server mibench launched for a case (harness/under_test/launch.py): how it was started,
     what it says it is, and where its log is."""
 
     name: str | None = None  # launch.name
@@ -138,8 +138,8 @@ class ServerInfo(Record):
 
     @classmethod
     def of(cls, launch, started, **found) -> ServerInfo:
-        """The record of a server started from `launch` (config/cases.py ServerLaunch), as
-        `started` says (servers/launch.py Started), with what was `found` of it: its log,
+        """The record of a server started from `launch` (config/server.py ServerLaunch), as
+        `started` says (under_test/launch.py Started), with what was `found` of it: its log,
         reported info, package version and source."""
         return cls(name=launch.name, command=started.command, args=dict(launch.args),
                    env=started.env, startup_s=started.startup_s, package=launch.package,

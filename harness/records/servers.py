@@ -42,7 +42,7 @@ class SloStep(Record):
 
 
 class SloRecord(Record):
-    """The capacity search of an http case with `slo:` (harness/servers/slo.py)."""
+    """The capacity search of an http case with `slo:` (harness/under_test/slo.py)."""
 
     percentile: float  # e.g. 99
     budget_ms: float
@@ -84,7 +84,7 @@ class ColdStartLaunch(Record):
 
 
 class ColdStartRecord(Record):
-    """Cold starts of an http case with `cold_start:` (harness/servers/cold_start.py)."""
+    """Cold starts of an http case with `cold_start:` (harness/under_test/cold_start.py)."""
 
     launches: list[ColdStartLaunch] = []
     warm_requests: int
@@ -104,7 +104,7 @@ class ConcurrencyTrial(Record):
     max_log_diff: Measured = None
     moved_requests: int = 0
     moved_items: int = 0
-    # where in the server's life the scores moved (harness/servers/concurrency.py `WHEN`)
+    # where in the server's life the scores moved (harness/under_test/concurrency.py `WHEN`)
     when: list[str] = []
     moved: list[str] = []  # the largest moves, one line each
     error: str | None = None

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from .. import verdicts as v
+from ..case_kinds import all_kinds
 from ..judge.busy import busy
 from ..judge.comparable import label
 from ..judge.compare import DEFAULT_THRESHOLD, MIN_RUNS, CaseChange, Comparison, compare, speed_test
@@ -22,13 +23,11 @@ from . import (
     figures,
     fmt,
     groups,
-    latency,
     plots,
     reference_pairs,
     references,
     repro,
     resources,
-    servers,
     tables,
 )
 from .figures import Pair
@@ -178,11 +177,8 @@ def build_context(records: list[RunRecord], baseline: RunRecord | None = None,
         "parity_models": groups.parity_by_model(records),
         "spread": spread,
         "batches": tables.batch_table(rows),
-        "latency": latency.latency_table(rows),
-        "servers": latency.servers_table(rows),
-        "capacity": servers.capacity_table(rows),
-        "trials": servers.trials_table(records),
-        "cold_starts": servers.cold_start_table(rows),
+        # each case kind's own sections (an http case's latency, servers, capacity, ...)
+        **{k: t for kind in all_kinds() for k, t in kind.report_tables(rows, records).items()},
         "environment": tables.environment_table(([baseline] if baseline else []) + records),
         "repro": tables.repro_table(rows),
         "plots": {},
@@ -306,8 +302,8 @@ def draw_plots(context: dict, out: Path) -> dict[str, str]:
                                      [busy(r.case.load) for r in ok], subject),
         "topology": plots.scaling_chart(groups.topology_lines(rows),
                                         Path(f"{stem}-topology.png"), subject),
-        "latency": latency.cdf_chart(rows, Path(f"{stem}-latency.png"), subject),
-        "capacity": servers.capacity_chart(rows, Path(f"{stem}-capacity.png"), subject),
+        **{k: p for kind in all_kinds()
+           for k, p in kind.report_charts(rows, stem, subject).items()},
         "commits": figures.comparison_plot(pairs, names, Path(f"{stem}-commits.png")),
     }
     return {k: p.name for k, p in made.items() if p is not None}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mibench.engines import MODES
 
-from ..config.matrix import short
+from ..config.keys import short
 from ..records.summaries import median
 from .fmt import mfu
 

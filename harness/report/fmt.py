@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..config.matrix import model_name, short
+from ..config.keys import model_name, short
 from ..judge.busy import DECIDER
 from ..judge.compare import DECIDE, MIN_RUNS
 from ..records import CaseRecord, RunRecord

@@ -8,7 +8,7 @@ from collections import defaultdict
 
 from mibench.engines import MODES
 
-from ..config.matrix import short
+from ..config.keys import short
 from ..judge.busy import busy
 from ..judge.comparable import label
 from ..judge.compare import Comparison

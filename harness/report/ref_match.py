@@ -16,7 +16,7 @@ import dataclasses
 
 from mibench.engines import MODES
 
-from ..config.matrix import model_name, short
+from ..config.keys import model_name, short
 from ..records import ReferenceFigure
 from ..records.references import RefSide, SpeedupFigure
 from ..records.summaries import median

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
+from ..case_kinds import kind_of
 from ..judge.comparable import label
 from ..records import CaseRecord, ParityCheck, RunRecord
 from ..records.summaries import median
@@ -69,8 +70,6 @@ def results_matrix(rows: list[Row]) -> Table:
     value on every row is said once above the table (`Table.facts`)."""
     many_runs = _distinct(rows, lambda r: r.run) > 1
     many_models = _distinct(rows, lambda r: fmt.model_label(r.case)) > 1
-    # an http case's time is its whole load (many requests): it has its own latency table
-    loads = [r for r in rows if r.case.http is not None]
     header = (["Hardware"] + (["Commit"] if many_runs else []) + ["Engine", "Mode", "Options"]
               + (["Model"] if many_models else []) + ["TP", "Items"])
     align = ["l"] * len(header)
@@ -91,9 +90,7 @@ def results_matrix(rows: list[Row]) -> Table:
     records = list({id(r.record): r.record for r in rows}.values())
     note = ("Medians over the timed runs; MFU = useful FLOPs / (median time x peak), peak "
             f"{peak_note(records)}.")
-    if loads:
-        note += (" An http case times a load of many requests, not one pass: its items/s is "
-                 "over the load, and its request latencies are in the latency table.")
+    note += "".join(dict.fromkeys(kind_of(r.case.engine).results_note for r in rows))
     if any(r.case.metrics.timed_compiles for r in rows):
         note += f" {TIMED_NOTE}"
     return Table(header, out, align, note=note).lift_constant(CONSTANT)

@@ -1,5 +1,5 @@
 """Measuring one model case (`ModelCase`, the kind of the jax and torch engines:
-harness/run/kinds.py) in the current process (the runner's, or an engine worker's): the
+harness/case_kinds.py) in the current process (the runner's, or an engine worker's): the
 engine from the pool, its workload, the one timing loop, metrics and peak memory."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from mibench.errors import InvalidScores, Unavailable
 
+from ..case_kinds import CaseKind, kind_of
 from ..config.cases import CaseSpec
 from ..host import memory
 from ..host.deadline import deadline
@@ -80,7 +81,7 @@ def _ready_for_rise(pool: EnginePool, engine, requests, case: CaseSpec) -> None:
     memory.release_free_memory()
 
 
-class ModelCase:
+class ModelCase(CaseKind):
     """A case of an in-process engine (jax, torch) scoring the workload: its record's
     `params` are the mode's options, `compile_s` the first call (compilation and one run),
     `resolved` what those options run on this machine; metrics from the timed runs
@@ -163,3 +164,15 @@ def _measure_model(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float
     rec.metrics.peak_memory_bytes, rec.metrics.peak_memory_source = memory.case_peak(
         reset, before, after, fresh, rss)
     return rec
+
+
+MODEL_CASE = ModelCase()  # the kind of jax and torch cases (harness/case_kinds.py)
+
+
+def run_case(case: CaseSpec, pool: EnginePool, peak: Callable[[str], float | None],
+             tick: Callable[[str], None], measuring: Callable[[], None] = lambda: None
+             ) -> CaseRecord:
+    """Measure one case in this process (the runner's, or an engine worker's) as its kind
+    does; a failure makes it `failed` or `skipped`. `measuring()` is called as the timed
+    work starts."""
+    return kind_of(case.engine).measure(case, pool, peak, tick, measuring)

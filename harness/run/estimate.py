@@ -18,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from ..case_kinds import kind_of
+
 WARN_S = 3600.0  # a config whose bound passes this gets the warning line
 HOW = ("a lower bound: each pass's FLOPs x its calls / the measured peak; compiling, "
        "parity and http cases not counted")
@@ -44,8 +46,9 @@ def pass_flops(case, facts: Callable[[str], object]) -> tuple[float | None, str 
 
     w = case.workload
     mode = MODES.get(case.engine, {}).get(case.mode)
-    if case.engine == "http" or mode is None:
-        return None, "a server's case"
+    why = kind_of(case.engine).flops_unknown(case)
+    if why is not None or mode is None:
+        return None, why or "a server's case"
     if w.requests or not w.query_tokens or not w.num_items:
         return None, "a requests file"
     items = w.item_tokens

@@ -34,9 +34,10 @@ from mibench.engines import MODES
 from mibench.errors import InvalidScores
 from mibench.workloads import Request
 
+from ..case_kinds import kind_of
 from ..config.matrix import CaseSpec
 from ..records import CaseRecord, ParityCheck
-from .tolerances import server_tolerance, tolerances
+from .tolerances import tolerances
 
 PERMUTATIONS = 3  # seeded permutations of each request's items (`order`)
 PER_ITEM = 4  # items a mode of one forward per item is checked on
@@ -54,8 +55,9 @@ def tolerance_of(g, case: CaseSpec) -> tuple[float, float | None]:
     """(log tolerance, absolute tolerance or None) of `order` and `duplicates` for a case:
     0 (bitwise) where its mode's batch invariance is bitwise, a server's `tolerance`, else
     the modes tolerance of its dtype."""
-    if case.http is not None:
-        return server_tolerance(case, g.spec.apply_softmax), None
+    given = kind_of(case.engine).tolerance(case, g.spec.apply_softmax)
+    if given is not None:
+        return given, None
     if MODES[case.engine][case.mode].batch_invariance == "bitwise":
         return 0.0, None
     return tolerances("modes", case.dtype, g.spec.apply_softmax)
@@ -65,7 +67,7 @@ def requests_for(g, case: CaseSpec) -> tuple[list[Request], str]:
     """The requests the checks score for `case` and the memo tag of their scores: the
     parity requests, or their first PER_ITEM items for a mode of one forward per item."""
     reqs = g.requests(case.engine_key)
-    if case.http is not None or MODES[case.engine][case.mode].batch_invariance != "bitwise":
+    if MODES[case.engine][case.mode].batch_invariance != "bitwise":
         return reqs, ""
     return [Request(query=r.query, items=r.items[:PER_ITEM]) for r in reqs], "per-item"
 

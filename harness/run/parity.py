@@ -20,7 +20,7 @@ bfloat16 with `apply_softmax: true` (probabilities near 0.5, where it means some
   dtype) at tp 1: sharding must not change the scores, 1e-5 in float32.
 - `concurrency`: every server of an http case (each launch and its arguments) scores the
   same requests alone and all in flight together mixed with others
-  (harness/servers/concurrency.py): each request's log scores must not move by more than the
+  (harness/under_test/concurrency.py): each request's log scores must not move by more than the
   modes tolerance (1e-5 in float32). A server mibench launched is started afresh for the
   check, so the first request scored alone is the first it ever answers (a server whose
   first answers differ, a race at start-up, fails too). No reference needed; the record
@@ -29,7 +29,7 @@ bfloat16 with `apply_softmax: true` (probabilities near 0.5, where it means some
   of every engine and mode and for servers (harness/run/invariants.py): items permuted,
   an item repeated, items that all score the same or a query that changes nothing.
 - `prefix_cache`: a server whose case says how to turn its cache off, cold against warm
-  over fresh launches, beside the same server with its cache off (harness/servers/
+  over fresh launches, beside the same server with its cache off (harness/under_test/
   prefix_cache.py).
 - `speedup`: every case of a gated mode (`Mode.speedup_gated`: `packed`, any options)
   against its baseline mode's case (`Mode.speedup_baseline`: `single`) of the same
@@ -64,6 +64,7 @@ from mibench.engines import MODES
 from mibench.registry import Registry
 from mibench.workloads import Request, WorkloadSpec
 
+from ..case_kinds import kind_of
 from ..config.keys import EngineKey
 from ..config.matrix import CaseSpec
 from ..config.spec import Config
@@ -71,8 +72,7 @@ from ..records import CaseRecord, ParityCheck, ParityRecord
 from . import invariants
 from .labels import engine_label
 from .pool import EnginePool, Scoring, make_call
-from .server_parity import concurrency_check, prefix_cache_check
-from .tolerances import ABS_TOL_SOFTMAX, TOL, server_tolerance, tolerances  # noqa: F401
+from .tolerances import ABS_TOL_SOFTMAX, TOL, tolerances  # noqa: F401
 
 MAX_QUERY, MIN_ITEMS, MAX_ITEMS = 512, 4, 16
 
@@ -249,7 +249,7 @@ def _topologies(g: GroupParity, case: CaseSpec) -> list[ParityCheck]:
 
 def _engines(g: GroupParity, cases: list[CaseSpec], records) -> list[ParityCheck]:
     ref, out = g.reference, []
-    for case in _one_per_engine(c for c in cases if c.engine != ref["engine"]):
+    for case in one_per_engine(c for c in cases if c.engine != ref["engine"]):
         ref_key = EngineKey(ref["engine"], case.model, ref["dtype"], 1)
         out.append(g.compare(
             "engines", dataclasses.replace(case, case_id=engine_label(case)),
@@ -292,7 +292,7 @@ def degenerate_records(g: GroupParity, cases: list[CaseSpec],
     return out
 
 
-def _one_per_engine(cases) -> list[CaseSpec]:
+def one_per_engine(cases) -> list[CaseSpec]:
     """The first case of each distinct engine; for http, of each server (its address or
     its launch with arguments), whatever the requests' served name or timeout."""
     seen: dict[tuple, CaseSpec] = {}
@@ -366,6 +366,17 @@ def _invariant(name: str, run, many: bool = False, variant: str | None = None,
     return each_case
 
 
+def _kinds_check(name: str) -> Callable:
+    """A check the case kinds run on their own cases (`CaseKind.parity`: the servers'
+    `concurrency` and `prefix_cache`, harness/under_test/parity_checks.py)."""
+    def group(g: GroupParity, cases: list[CaseSpec], records) -> list[ParityCheck]:
+        out: list[ParityCheck] = []
+        for kind in dict.fromkeys(kind_of(c.engine) for c in cases):
+            out += kind.parity(g, [c for c in cases if kind_of(c.engine) is kind], [name])
+        return out
+    return group
+
+
 # the checks a config names in `parity.checks` (records/run.py CHECKS: the schema's names),
 # in the order their records are written: each case's in turn, then the group's
 PARITY_CHECKS: Registry[Check] = Registry("parity check", field="parity.checks")
@@ -374,11 +385,8 @@ PARITY_CHECKS.add("order", Check(each_case=_invariant("order", invariants.order)
 PARITY_CHECKS.add("duplicates", Check(each_case=_invariant(
     "duplicates", invariants.duplicates, many=True)))
 PARITY_CHECKS.add("engines", Check(group=_engines))
-PARITY_CHECKS.add("concurrency", Check(group=lambda g, cases, records: [
-    concurrency_check(g, c) for c in _one_per_engine(c for c in cases if c.engine == "http")]))
-PARITY_CHECKS.add("prefix_cache", Check(group=lambda g, cases, records: [
-    prefix_cache_check(g, c) for c in _one_per_engine(
-        c for c in cases if c.http is not None and c.http.prefix_trials)]))
+PARITY_CHECKS.add("concurrency", Check(group=_kinds_check("concurrency")))
+PARITY_CHECKS.add("prefix_cache", Check(group=_kinds_check("prefix_cache")))
 PARITY_CHECKS.add("degenerate", Check(  # the query (each case), then every case's scores
     each_case=_invariant("degenerate", lambda g, case: invariants.query_moves(
         g, case, g.pool.get(case.engine_key).model_config.vocab_size), variant="query",

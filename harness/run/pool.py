@@ -26,7 +26,7 @@ class EnginePool:
     """One engine per (engine, model, dtype, tp). A load failure is remembered and re-raised
     for every case that needs the same engine, without retrying. `bind` turns a key into
     the one the engine is built with (a launched server's live address:
-    harness/servers/pool.py); the pool's own bookkeeping keeps the key it was given."""
+    harness/under_test/pool.py); the pool's own bookkeeping keeps the key it was given."""
 
     def __init__(self, factory: Callable | None = None,
                  bind: Callable[[EngineKey], EngineKey] | None = None):

@@ -40,7 +40,7 @@ FIRST_CALL = "compile"  # the tick label of a worker's first call (harness/run/m
 BAR_WIDTH = (12, 24)  # at 80 columns, from 120 columns
 # case i/n (up to 7), elapsed (7), `ETA 0:00:00` (11) and the gaps between the 5 columns
 FIXED_COLUMNS = 29
-STEP = "slo "  # a capacity search's step (harness/servers/slo.py): each one gets its line
+STEP = "slo "  # a capacity search's step (harness/under_test/slo.py): each one gets its line
 
 
 class Eta:

@@ -1,5 +1,5 @@
 """`python -m mibench.harness.run.reaper`: the parent of one launched server
-(harness/servers/launch.py), which it starts, watches and stops as a whole process tree.
+(harness/under_test/launch.py), which it starts, watches and stops as a whole process tree.
 
 mibench writes one JSON line to its stdin: the server's `command`, `env` (the whole
 environment), `cwd`, `log` (its output, appended), the stop `signal` and `grace_s`, and

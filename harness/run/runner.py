@@ -18,6 +18,7 @@ from pathlib import Path
 
 from mibench.errors import MibenchError, Unavailable
 
+from ..case_kinds import kind_of, open_servers
 from ..config.cases import CaseSpec
 from ..config.references import load_references
 from ..config.spec import Config
@@ -35,11 +36,9 @@ from ..records import (
     write_artifact,
     write_failed,
 )
-from ..servers.pool import ServerPool
 from ..util import now
 from . import parity, stopped
-from .case import failed_record, metrics_of, skipped_record
-from .kinds import kind_of, run_case
+from .case import failed_record, metrics_of, run_case, skipped_record
 from .plan import Plan, group_of
 from .pool import EngineKey, EnginePool
 from .progress import make_progress
@@ -175,7 +174,7 @@ class RunState:
     """What a run has so far: its plan, the finished records, the engines, the artifact."""
 
     def __init__(self, plan: Plan, record: RunRecord, path: Path, pool: EnginePool,
-                 servers: ServerPool, peak: PeakTable, progress):
+                 servers, peak: PeakTable, progress):
         self.plan, self.config, self.record, self.path = plan, plan.config, record, path
         self.pool, self.servers, self.peak, self.progress = pool, servers, peak, progress
         self.cases = list(plan.cases)
@@ -307,7 +306,7 @@ def _run_record(plan: Plan, record: RunRecord, path: Path) -> RunRecord:
     # and each JAX case gets a fresh one: JAX's device peak only grows over a process
     accelerator = devices.platform not in (None, "cpu")
     fresh = accelerator if plan.fresh_workers is None else plan.fresh_workers
-    servers = ServerPool(path.with_name(path.stem + ".servers"), artifact_dir=path.parent)
+    servers = open_servers(path.with_name(path.stem + ".servers"), artifact_dir=path.parent)
     pool = (WorkerPool(plan.engine_factory, engine_root=plan.engine_root,
                        exclusive=accelerator, bind=servers.bind, fresh_per_case=fresh)
             if plan.workers else EnginePool(plan.engine_factory, bind=servers.bind))

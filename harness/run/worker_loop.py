@@ -11,11 +11,12 @@ import signal
 import traceback
 from collections.abc import Callable
 
+from ..case_kinds import kind_of
 from ..config.keys import EngineKey
 from ..host import busy
 from ..host.children import Interrupted
 from ..records import ErrorInfo
-from .kinds import run_case
+from .case import run_case
 from .pool import EnginePool
 
 
@@ -99,10 +100,8 @@ def _case(conn, pool: EnginePool, case, peak: float | None, paced: bool) -> dict
 
 def _bound(case, key: EngineKey):
     """A launched server's case at the address this worker's engine was built with (the
-    parent bound the worker's key: harness/servers/pool.py)."""
-    if case.http is None or case.http.base_url is not None or key.base_url is None:
-        return case
-    return dataclasses.replace(case, http=case.http.at(key.base_url))
+    parent bound the worker's key: harness/under_test/pool.py)."""
+    return kind_of(case.engine).bound(case, key)
 
 
 def _info(engine) -> EngineInfo:

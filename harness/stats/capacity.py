@@ -1,7 +1,7 @@
 """Capacity under a latency budget (pure: numbers in, numbers out): how many samples a
 percentile needs, its distribution-free interval, when a load step has certainly missed
 its budget, when the client rather than the server fell behind, and the bounded search
-over the open-loop rate (harness/servers/slo.py measures; this module decides).
+over the open-loop rate (harness/under_test/slo.py measures; this module decides).
 
 **Samples per step.** The p-th percentile of n latencies is the ceil(q n)-th smallest
 (nearest rank, q = p / 100). Its distribution-free 95% interval is a pair of order

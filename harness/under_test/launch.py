@@ -41,7 +41,7 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 
-from ..config.cases import ServerLaunch
+from ..config.server import ServerLaunch
 from ..host.proctree import descendants
 from ..util import git_output, tail_of
 

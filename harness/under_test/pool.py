@@ -2,18 +2,19 @@
 server arguments), seen by the engine pools through `bind`: an http engine's key names
 its launch; `bind` starts that server if needed and returns the key with the live
 `base_url`, which is what the engine is built with. `release` stops the servers no later
-case needs; `close` stops them all (harness/servers/launch.py says how)."""
+case needs; `close` stops them all (harness/under_test/launch.py says how)."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from pathlib import Path
 
 from mibench.errors import ServerUnavailable
 
-from ..config.cases import ServerLaunch
 from ..config.keys import EngineKey
+from ..config.server import ServerLaunch
 from ..records import ServerInfo
 from .launch import (
     Server,
@@ -24,11 +25,19 @@ from .launch import (
 )
 
 
-def server_id(key: EngineKey) -> tuple | None:
-    """What makes a server distinct: the model and dtype it serves and its launch (None:
-    the key names no server to launch)."""
-    launch: ServerLaunch | None = key.launch
-    return None if launch is None else (key.model, key.dtype, launch)
+@dataclasses.dataclass(frozen=True)
+class LaunchKey:
+    """What makes a launched server distinct: the model and dtype it serves and its launch
+    (the pool keeps one server per key)."""
+
+    model: str
+    dtype: str
+    launch: ServerLaunch
+
+
+def server_id(key: EngineKey) -> LaunchKey | None:
+    """The launched server an engine key names (None: the key names no server to launch)."""
+    return None if key.launch is None else LaunchKey(key.model, key.dtype, key.launch)
 
 
 class ServerPool:
@@ -42,11 +51,11 @@ class ServerPool:
         self.log_dir, self.python, self.env, self.label = Path(log_dir), python, env, label
         self.artifact_dir = artifact_dir  # logs are recorded relative to it
         self.source = source  # the server source folder of this side (a revision's worktree)
-        self._servers: dict[tuple, Server] = {}
-        self._failed: dict[tuple, ServerFailed] = {}
-        self._info: dict[tuple, ServerInfo] = {}
+        self._servers: dict[LaunchKey, Server] = {}
+        self._failed: dict[LaunchKey, ServerFailed] = {}
+        self._info: dict[LaunchKey, ServerInfo] = {}
         self._count = 0  # servers started, for their log names
-        self._wire: dict[tuple, str] = {}  # the wire each server speaks (for its info)
+        self._wire: dict[LaunchKey, str] = {}  # the wire each server speaks (for its info)
 
     def bind(self, key: EngineKey) -> EngineKey:
         """`key` with its launched server's live base_url (started now if needed); keys of
@@ -57,7 +66,7 @@ class ServerPool:
             return key
         if ident in self._failed:
             raise self._failed[ident]
-        why = ident[2].missing() if self.python is None else None
+        why = ident.launch.missing() if self.python is None else None
         if why:
             raise ServerUnavailable(why, field="launch.python")
         if ident not in self._servers:
@@ -65,14 +74,13 @@ class ServerPool:
             self._start(ident)
         return key.bound_to(self._servers[ident].started.base_url)
 
-    def _server(self, ident: tuple, tag: str = "") -> Server:
+    def _server(self, ident: LaunchKey, tag: str = "") -> Server:
         from mibench.engines import model_folder
 
-        model, dtype, launch = ident
         self._count += 1
-        name = _file_name(f"{self.label}{launch.display_name()}{tag}-{self._count}")
-        return Server(launch, model_folder(model), dtype, self.log_dir / f"{name}.log",
-                      python=self.python, extra_env=self.env)
+        name = _file_name(f"{self.label}{ident.launch.display_name()}{tag}-{self._count}")
+        return Server(ident.launch, model_folder(ident.model), ident.dtype,
+                      self.log_dir / f"{name}.log", python=self.python, extra_env=self.env)
 
     @contextlib.contextmanager
     def fresh(self, key: EngineKey, tag: str = "-fresh"):
@@ -87,7 +95,7 @@ class ServerPool:
         with self._server(ident, tag) as started:
             yield started.base_url, started.startup_s
 
-    def _start(self, ident: tuple) -> None:
+    def _start(self, ident: LaunchKey) -> None:
         server = self._server(ident)
         try:
             started = server.start()

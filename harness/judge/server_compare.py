@@ -23,10 +23,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from ..judge.busy import busy_reason
 from ..records import CaseRecord
+from ..stats.significance import Test, between_runs
 from ..verdicts import INCONCLUSIVE, UNTESTED
-from .significance import Test, between_runs
+from .busy import busy_reason
 
 MIN_REPEATS = 3  # repeats at the rate found, a side, for a capacity verdict
 MIN_LAUNCHES = 3  # cold starts a side for a cold-start verdict

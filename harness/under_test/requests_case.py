@@ -2,7 +2,7 @@
 server, recorded request by request (`CaseRecord.http`, harness.records.HttpMetrics).
 
 Request bodies are built as they are sent, on a thread of their own at most AHEAD ahead
-(harness/servers/feed.py), so memory does not grow with `requests:`: request i scores the
+(harness/under_test/feed.py), so memory does not grow with `requests:`: request i scores the
 workload drawn with seed `workload.seed + i` (a JSONL workload: its request i, cycling), so
 each request has its own query and a server's prefix cache only helps where it should;
 `same_query: true` repeats the workload's first request, to measure that cache on purpose.
@@ -37,12 +37,15 @@ work happens on a machine the harness does not see.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import traceback
 from collections.abc import Callable
 
 from mibench.engines import MibenchError, fact_problem
 
+from ..case_kinds import CaseKind
 from ..config.cases import CaseSpec, HttpPlan
+from ..config.keys import id_part
 from ..config.spec import HTTP_FIELDS
 from ..host.busy import Window
 from ..host.deadline import deadline
@@ -57,10 +60,10 @@ from ..records.metrics import score_digest
 from ..records.summaries import latency_of, summarize
 from . import cold_start, slo
 from .feed import Bodies
-from .send import INVALID, Load, closed_loop, open_loop, warm_up
+from .send import INVALID, Sender, closed_loop, open_loop, warm_up
 
 
-class LoadCase:
+class RequestsCase(CaseKind):
     """A case of a server under load (engine http; module docstring). It keeps the case
     record's fields as they are (no schema change), so two of them read differently from a
     model case's: `compile_s` holds the first request's latency (the first warmup request,
@@ -68,8 +71,16 @@ class LoadCase:
     (`HttpPlan.as_dict()`: clients or rate, requests, warmup_requests, ...), not a mode's
     options. The load's own figures are in `http` (and `slo`, `cold_start`)."""
 
-    name = "load"
+    name = "requests"
     fields = frozenset(HTTP_FIELDS)
+    interleaved = timed_interval = sharded = False
+    no_engine_parity = " (a server's case: ab runs no parity for servers)"
+    runs_idle = frozenset({"warmup", "timed", "processes"})
+    runs_idle_why = "an http case's load is one timed run (runs.timeout_s and max_rss do apply)"
+    # its time is its whole load (many requests): it has its own latency table
+    results_note = (" An http case times a load of many requests, not one pass: its items/s is"
+                    " over the load, and its request latencies are in the latency table.")
+    parity_checks = frozenset({"concurrency", "prefix_cache"})
 
     def measure(self, case: CaseSpec, pool, peak: Callable[[str], float | None],
                 tick: Callable[[str], None], measuring: Callable[[], None] = lambda: None
@@ -83,8 +94,113 @@ class LoadCase:
         rec.load = window.load()
         return rec
 
+    def plans(self, config, i: int, case, spec) -> list:
+        """Its load plans (harness/under_test/expansion.py)."""
+        from .expansion import plans
+
+        return plans(config, i, case, spec)
+
+    def runs(self, plan, section):
+        """One load in one process (harness/under_test/expansion.py)."""
+        from .expansion import runs
+
+        return runs(plan, section)
+
+    def problems(self, i: int, case) -> list:
+        """Its keys' rules (harness/under_test/config_problems.py)."""
+        from ..case_kinds import kind_of
+        from .config_problems import key_problems
+
+        return key_problems(i, case, kind_of(case.engine) is self)
+
+    def flops_unknown(self, case: CaseSpec) -> str | None:
+        """The server does the work: mibench does not count it."""
+        return "a server's case"
+
+    def tolerance(self, case: CaseSpec, apply_softmax: bool) -> float:
+        """The case's `tolerance`, else its dtype's (harness/under_test/parity_checks.py)."""
+        from .parity_checks import server_tolerance
+
+        return server_tolerance(case, apply_softmax)
+
+    def server(self, case: CaseSpec):
+        """Its server: an address, or a launch to start (HttpPlan.server)."""
+        return case.http.server
+
+    def label_parts(self, case: CaseSpec) -> list[str]:
+        """A launched server's name and arguments."""
+        launch = case.http.launch
+        if launch is None:
+            return []
+        return ([id_part("server", launch.name)] if launch.name else []) + [
+            id_part(k, v) for k, v in launch.args]
+
+    def bound(self, case: CaseSpec, key) -> CaseSpec:
+        """A launched server's case at the address its worker's key was bound to."""
+        if case.http.base_url is not None or key.base_url is None:
+            return case
+        return dataclasses.replace(case, http=case.http.at(key.base_url))
+
+    def measured_nothing(self, rec: CaseRecord) -> str | None:
+        """No request answered."""
+        if rec.http is not None and rec.http.ok == 0:
+            return "is ok but no request was answered (http.ok is 0)"
+        return None
+
+    def report_tables(self, rows, records) -> dict:
+        """Latency, servers, capacity, trials, cold starts (under_test/report_*.py)."""
+        from . import report_latency as latency
+        from . import report_servers as servers
+
+        return {"latency": latency.latency_table(rows), "servers": latency.servers_table(rows),
+                "capacity": servers.capacity_table(rows),
+                "trials": servers.trials_table(records),
+                "cold_starts": servers.cold_start_table(rows)}
+
+    def report_charts(self, rows, stem, subject: str) -> dict:
+        """The latency CDF and the capacity curve (under_test/report_*.py)."""
+        from pathlib import Path
+
+        from . import report_latency as latency
+        from . import report_servers as servers
+
+        return {"latency": latency.cdf_chart(rows, Path(f"{stem}-latency.png"), subject),
+                "capacity": servers.capacity_chart(rows, Path(f"{stem}-capacity.png"),
+                                                   subject)}
+
+    def host_problems(self, case: CaseSpec) -> list:
+        """A launched server's folder and interpreter (harness/under_test/config_problems.py)."""
+        from .config_problems import host_problems
+
+        return host_problems(case)
+
+    def client_memory(self, case: CaseSpec) -> dict[str, float]:
+        """The load generator's bodies and answers (harness/under_test/client_sizes.py)."""
+        from .client_sizes import client_parts
+
+        return client_parts(case.workload, case.http)
+
+    def parity(self, g, cases: list[CaseSpec], checks: list[str]) -> list:
+        """Its servers' `concurrency` and `prefix_cache` (harness/under_test/parity_checks.py)."""
+        from .parity_checks import parity
+
+        return parity(g, cases, checks)
+
+    @property
+    def server_ab(self):
+        """`mibench ab` of two server versions (harness/under_test/ab.py)."""
+        from . import ab
+
+        return ab
+
+    def open_servers(self, folder, artifact_dir):
+        """The run's ServerPool: the servers its cases launch (harness/under_test/pool.py)."""
+        from .pool import ServerPool
+
+        return ServerPool(folder, artifact_dir=artifact_dir)
+
     def after(self, case: CaseSpec, rec: CaseRecord, servers) -> None:
-        """An ok case's cold starts, when it asks for them (harness/servers/cold_start.py)."""
+        """An ok case's cold starts, when it asks for them (harness/under_test/cold_start.py)."""
         if rec.status == "ok" and case.http.cold_starts:
             rec.cold_start = cold_start.measure(case, servers, case.engine_key)
 
@@ -147,16 +263,16 @@ def case_numbers(rec: CaseRecord, m: HttpMetrics, tokens_ok: int) -> None:
             rec.metrics.tokens_per_s = tokens_ok / m.duration_s
 
 
-def _send_all(case: CaseSpec, load: Load, warm: list[HttpRequest],
+def _send_all(case: CaseSpec, sender: Sender, warm: list[HttpRequest],
               measured: list[HttpRequest | None], tick: Callable[[str], None]) -> None:
     """The warmup requests one at a time, then the measured load (module docstring)."""
     plan = case.http
-    warm_up(load, plan.warmup_requests, warm, tick)
+    warm_up(sender, plan.warmup_requests, warm, tick)
     first, n = plan.warmup_requests, plan.requests
     if plan.clients is not None:
-        closed_loop(load, first, n, plan.clients, measured)
+        closed_loop(sender, first, n, plan.clients, measured)
     else:
-        open_loop(load, first, n, plan.rate, case.workload.seed, measured)
+        open_loop(sender, first, n, plan.rate, case.workload.seed, measured)
     tick("load")
 
 
@@ -169,7 +285,7 @@ def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], No
     rec.metrics = Metrics()
     warm: list[HttpRequest] = []
     measured: list[HttpRequest | None] = [None] * plan.requests
-    load = None
+    sender = None
     try:
         engine = pool.get(case.engine_key)
         rec.topology = rec.topology.with_engine(engine.topology)
@@ -180,32 +296,32 @@ def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], No
                 raise problem
             bodies = Bodies(case, engine)
             measuring()
-            if plan.slo is not None:  # the capacity search (servers/slo.py)
-                load = Load(plan, bodies, engine.base_url, count=plan.warmup_requests)
-                warm_up(load, plan.warmup_requests, warm, tick)
+            if plan.slo is not None:  # the capacity search (under_test/slo.py)
+                sender = Sender(plan, bodies, engine.base_url, count=plan.warmup_requests)
+                warm_up(sender, plan.warmup_requests, warm, tick)
                 rec.slo = slo.new_record(plan)
                 slo.search(case, bodies, engine.base_url, rec.slo, measured, tick)
             else:
-                load = Load(plan, bodies, engine.base_url)
-                _send_all(case, load, warm, measured, tick)
+                sender = Sender(plan, bodies, engine.base_url)
+                _send_all(case, sender, warm, measured, tick)
     except Exception as e:
         rec.status = "failed"
         rec.error = ErrorInfo(type=type(e).__name__, message=str(e),
                               traceback=traceback.format_exc())
     finally:
-        if load is not None:
-            load.close()
+        if sender is not None:
+            sender.close()
     rec.warmup_s = [r.latency_s for r in warm]
     done = [(r, i) for i, r in enumerate(measured) if r is not None]
     offset = plan.warmup_requests
-    tokens = [load.tokens[offset + i] for _, i in done] \
-        if load is not None and rec.slo is None else []
+    tokens = [sender.tokens[offset + i] for _, i in done] \
+        if sender is not None and rec.slo is None else []
     m = http_metrics(plan, [r for r, _ in done], warm)
     rec.http = m
     first = (warm or [r for r, _ in done] or [None])[0]
     rec.compile_s = first.latency_s if first is not None and first.status == 200 else None
-    if load is not None and load.first_scores is not None:
-        rec.scores = [load.first_scores]
+    if sender is not None and sender.first_scores is not None:
+        rec.scores = [sender.first_scores]
         rec.metrics.score_digest = score_digest(rec.scores)
     if rec.slo is not None:  # timed: the repeats at the rate found
         slo.case_numbers(rec)
@@ -226,3 +342,6 @@ def measure_http(case: CaseSpec, pool, rec: CaseRecord, tick: Callable[[str], No
                     f"than max_error_rate {plan.max_error_rate:g}): {m.errors}; first: "
                     f"{m.first_error}")
     return rec
+
+
+REQUESTS_CASE = RequestsCase()  # the kind of http cases (harness/case_kinds.py)

@@ -9,7 +9,7 @@ a time; their median is `warm_p50_ms` and `first_over_warm` the ratio. The launc
 after the case's own load, one after another, with the machine's load recorded over them.
 
 compare and ab judge `ready_s` and `first_ms` like times (+ = slower), each launch one
-sample: a verdict needs at least 3 launches a side (stats/server_compare.py).
+sample: a verdict needs at least 3 launches a side (judge/server_compare.py).
 """
 
 from __future__ import annotations

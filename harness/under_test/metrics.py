@@ -1,8 +1,8 @@
-"""A server A/B's capacity and cold starts (harness/ab/servers.py calls these for cases
+"""A server A/B's capacity and cold starts (harness/under_test/ab.py calls these for cases
 with `slo:` and `cold_start:`), judged by the paired test of the rounds like a time: `+` =
 worse.
 
-**Capacity.** Each side's search (harness/servers/slo.py) runs once, base first, on its own
+**Capacity.** Each side's search (harness/under_test/slo.py) runs once, base first, on its own
 server, without the repeats; then each round measures each side at its own rate found (the
 round's order alternating, a fresh arrival seed per round, never stopped early). A round's
 sample is that step's time per item at the budget (1 / items/s); the round's log ratio new
@@ -10,7 +10,7 @@ over base is the paired test's d, with the threshold at least the searches' prec
 side that found no capacity leaves the case inconclusive (base: untested), naming it.
 
 **Cold starts.** Each round launches each side's server afresh (the round's order), times
-it to ready and its first request (harness/servers/cold_start.py), and stops it; the paired
+it to ready and its first request (harness/under_test/cold_start.py), and stops it; the paired
 test of ln(new / base) over the rounds judges `launch to ready` and `first request`. A
 regression of either is the case's `cold start regression` where nothing worse was found.
 """
@@ -31,7 +31,7 @@ from ..verdicts import (
     UNTESTED,
 )
 from . import cold_start, slo
-from .send import Load, warm_up
+from .send import Sender, warm_up
 
 ROUND_SEED = 2000  # round r's arrivals: seed + ROUND_SEED + r
 
@@ -45,11 +45,11 @@ def capacity_rounds(case: CaseSpec, sides: dict, order: list[list[str]], ab_case
     plan = case.http
     for name in ("base", "new"):
         side = sides[name]
-        load = Load(plan, side.bodies, side.url, count=plan.warmup_requests)
+        sender = Sender(plan, side.bodies, side.url, count=plan.warmup_requests)
         try:
-            warm_up(load, plan.warmup_requests, [], lambda _: None)
+            warm_up(sender, plan.warmup_requests, [], lambda _: None)
         finally:
-            load.close()
+            sender.close()
         record = slo.new_record(plan)
         slo.search(case, side.bodies, side.url, record, [], lambda s, n=name: note(
             f"{n} {case.case_id}: {s}"), repeats=False)

@@ -1,5 +1,5 @@
-"""The sizes of an `engine: http` case's load generator (harness/servers/feed.py,
-harness/servers/load_case.py) and the memory its client side holds, which `mibench validate`
+"""The sizes of an `engine: http` case's load generator (harness/under_test/feed.py,
+harness/under_test/requests_case.py) and the memory its client side holds, which `mibench validate`
 adds to the case's estimate (config/case_problems.py): declared here, below both."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sending an http case's requests (harness/servers/load_case.py): the case's bodies as they
+"""Sending an http case's requests (harness/under_test/requests_case.py): the case's bodies as they
 are built and what came back for each (`Load`), the closed loop (`clients` threads) and the
 open loop (Poisson arrivals at `rate`), and the warmup requests. Each request records when
 it was sent, its latency (sending to the whole answer), its status, its item count, its lag
@@ -18,16 +18,17 @@ import numpy as np
 from mibench.engines import HttpClient, MibenchError
 
 from ..config.cases import HttpPlan
-from ..config.http_load import MAX_IN_FLIGHT
 from ..records import HttpRequest
+from .client_sizes import MAX_IN_FLIGHT
 from .feed import Bodies, Built, Feed
 
 ERROR_CHARS = 500
 INVALID = "invalid"  # a 200 whose scores are not the request's (wire.decode)
 
 
-class Load:
-    """The case's bodies as they are built (`feed`) and what came back for each; `tokens`
+class Sender:
+    """Sends a case's requests: their bodies as they are built (`feed`) and what came back
+    for each (the requests side of a "load"; host/load.py is the machine's); `tokens`
     keeps each sent request's token count (for tokens/s)."""
 
     def __init__(self, plan: HttpPlan, bodies: Bodies, base_url: str, first: int = 0,
@@ -82,16 +83,16 @@ class Load:
                            error=error[:ERROR_CHARS + 3] if error else None)
 
 
-def closed_loop(load: Load, first: int, n: int, clients: int,
+def closed_loop(sender: Sender, first: int, n: int, clients: int,
                 out: list[HttpRequest | None]) -> None:
     """`clients` threads, each sending the next request when its last one is answered."""
     failures = []
 
     def worker(start: float) -> None:
-        c = load.client()
+        c = sender.client()
         try:
-            while not load.stop.is_set() and (built := load.feed.take()) is not None:
-                out[built.index - first] = load.send(c, built, start)
+            while not sender.stop.is_set() and (built := sender.feed.take()) is not None:
+                out[built.index - first] = sender.send(c, built, start)
         except BaseException as e:  # a bug here, not a failed request: re-raised below
             failures.append(e)
 
@@ -104,7 +105,7 @@ def closed_loop(load: Load, first: int, n: int, clients: int,
         for t in threads:
             t.join()
     finally:
-        load.stop.set()
+        sender.stop.set()
     if failures:
         raise failures[0]
 
@@ -115,7 +116,7 @@ def arrivals(n: int, rate: float, seed: int) -> np.ndarray:
     return np.concatenate([[0.0], np.cumsum(gaps)])
 
 
-def open_loop(load: Load, first: int, n: int, rate: float, seed: int,
+def open_loop(sender: Sender, first: int, n: int, rate: float, seed: int,
               out: list[HttpRequest | None],
               enough: Callable[[HttpRequest | None, int], bool] | None = None,
               overdue_s: float = math.inf) -> None:
@@ -131,18 +132,18 @@ def open_loop(load: Load, first: int, n: int, rate: float, seed: int,
 
     def overdue() -> int:
         now = time.perf_counter()  # a copy: tasks add and remove theirs meanwhile
-        return sum(1 for t in tuple(load.in_flight.values()) if now - t > overdue_s)
+        return sum(1 for t in tuple(sender.in_flight.values()) if now - t > overdue_s)
 
     def task(built: Built, start: float, scheduled: float) -> None:
         try:
             if getattr(local, "client", None) is None:
-                local.client = load.client()
-            record = load.send(local.client, built, start, scheduled)
+                local.client = sender.client()
+            record = sender.send(local.client, built, start, scheduled)
             out[built.index - first] = record
             if enough is not None:
                 with lock:
                     if enough(record, overdue()):
-                        load.stop.set()
+                        sender.stop.set()
         except BaseException as e:  # a bug here, not a failed request: re-raised below
             failures.append(e)
         finally:
@@ -162,27 +163,27 @@ def open_loop(load: Load, first: int, n: int, rate: float, seed: int,
             if enough is not None and overdue_s < math.inf:
                 with lock:
                     if enough(None, overdue()):
-                        load.stop.set()
-            built = None if load.stop.is_set() else load.feed.take()
+                        sender.stop.set()
+            built = None if sender.stop.is_set() else sender.feed.take()
             if built is None or failures:
                 slots.release()
                 break
             pool.submit(task, built, start, when)
         pool.shutdown(wait=True)
     finally:
-        load.stop.set()
+        sender.stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
     if failures:
         raise failures[0]
 
 
-def warm_up(load: Load, count: int, warm: list[HttpRequest],
+def warm_up(sender: Sender, count: int, warm: list[HttpRequest],
             tick: Callable[[str], None]) -> None:
     """`count` warmup requests one at a time; all of them failing is the case's error."""
-    client = load.client()
+    client = sender.client()
     start = time.perf_counter()
     for _ in range(count):
-        warm.append(load.send(client, load.feed.take(), start))
+        warm.append(sender.send(client, sender.feed.take(), start))
     tick("warmup")
     if warm and all(r.status != 200 for r in warm):
         raise MibenchError(f"all {len(warm)} warmup request(s) failed (first: "

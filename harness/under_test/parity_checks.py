@@ -1,5 +1,5 @@
-"""Parity checks of a server under test (docs/parity.md): `concurrency` (harness/servers/
-concurrency.py) and `prefix_cache` (harness/servers/prefix_cache.py), each over trials on
+"""Parity checks of a server under test (docs/parity.md): `concurrency` (harness/under_test/
+concurrency.py) and `prefix_cache` (harness/under_test/prefix_cache.py), each over trials on
 fresh launches of a server mibench starts (`GroupParity.servers`, the run's ServerPool),
 or trials on the running one where that is allowed."""
 
@@ -10,14 +10,22 @@ import contextlib
 from ..config.keys import EngineKey
 from ..config.matrix import CaseSpec
 from ..records import ParityCheck
-from .labels import engine_label
-from .tolerances import server_tolerance
+from ..run.labels import engine_label
+from ..run.parity import one_per_engine
+from ..run.tolerances import tolerances
+
+
+def server_tolerance(case: CaseSpec, apply_softmax: bool = False) -> float:
+    """The log tolerance of a server's score checks: its case's `tolerance`, else the
+    modes tolerance of its dtype (float32 1e-5, bfloat16 1e-1)."""
+    given = case.http.tolerance
+    return given if given is not None else tolerances("modes", case.dtype, apply_softmax)[0]
 
 
 def concurrency_check(g, case: CaseSpec) -> ParityCheck:
     """The `concurrency` check of one server: its trials, each on a fresh launch when
-    mibench launches it (harness/servers/concurrency.py)."""
-    from ..servers import concurrency as cc
+    mibench launches it (harness/under_test/concurrency.py)."""
+    from . import concurrency as cc
 
     tol = server_tolerance(case, g.spec.apply_softmax)
     label, k, plan = engine_label(case), cc.REQUESTS, case.http
@@ -47,7 +55,7 @@ def _trial(g, case: CaseSpec, key: EngineKey, launched: bool, requests,
     from mibench.engines import load_engine
 
     from ..records import ConcurrencyTrial
-    from ..servers import concurrency as cc
+    from . import concurrency as cc
 
     fresh = g.servers.fresh(case.engine_key, f"-fresh{t + 1}") if launched else \
         contextlib.nullcontext((key.base_url, None))
@@ -62,8 +70,8 @@ def _trial(g, case: CaseSpec, key: EngineKey, launched: bool, requests,
 
 def prefix_cache_check(g, case: CaseSpec) -> ParityCheck:
     """The `prefix_cache` check of one server: its trials, each a fresh launch with its
-    cache on beside a fresh launch with it off (harness/servers/prefix_cache.py)."""
-    from ..servers import prefix_cache as pc
+    cache on beside a fresh launch with it off (harness/under_test/prefix_cache.py)."""
+    from . import prefix_cache as pc
 
     tol = server_tolerance(case, g.spec.apply_softmax)
     plan, label = case.http, engine_label(case)
@@ -100,7 +108,7 @@ def _cache_trial(g, key: EngineKey, tag: str, reqs, tol: float, t: int):
     from mibench.engines import load_engine
 
     from ..records import ConcurrencyTrial
-    from ..servers import prefix_cache as pc
+    from . import prefix_cache as pc
 
     try:
         with g.servers.fresh(key, f"{tag}{t + 1}") as (url, startup_s):
@@ -109,3 +117,15 @@ def _cache_trial(g, key: EngineKey, tag: str, reqs, tol: float, t: int):
             return pc.trial_record(t, trial, tol, startup_s), trial
     except Exception as e:  # a server that did not start, or an answer that was not scores
         return ConcurrencyTrial(trial=t, status="error", error=f"{type(e).__name__}: {e}"), None
+
+
+def parity(g, cases: list[CaseSpec], checks: list[str]) -> list[ParityCheck]:
+    """The `concurrency` and `prefix_cache` checks of the servers of `cases` (http cases),
+    one per engine key, in that order."""
+    out = []
+    if "concurrency" in checks:
+        out += [concurrency_check(g, case) for case in one_per_engine(cases)]
+    if "prefix_cache" in checks:
+        out += [prefix_cache_check(g, case)
+                for case in one_per_engine(c for c in cases if c.http.prefix_trials)]
+    return out

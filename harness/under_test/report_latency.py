@@ -12,18 +12,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..judge.busy import busy
-from . import fmt
-from .fmt import Table
-from .marks import axis_label, log_scale
-from .plots import _plt, _save
-from .tables import Row
+from ..report import fmt
+from ..report.fmt import Table
+from ..report.marks import axis_label, log_scale
+from ..report.plots import _plt, _save
+from ..report.tables import Row
 
 
 def http_rows(rows: list[Row]) -> list[Row]:
     return [r for r in rows if r.case.http is not None]
 
 
-def _load(row: Row) -> str:
+def _shape(row: Row) -> str:
+    """How the row's requests were sent: closed loop, open loop or a capacity search."""
     p = row.case.params
     if row.case.slo is not None:
         return f"slo: repeats at {fmt.num(row.case.slo.rate)}/s" if row.case.slo.rate \
@@ -51,7 +52,7 @@ def latency_table(rows: list[Row]) -> Table | None:
     for r in chosen:
         m, lat = r.case.http, r.case.http.latency
         out.append([r.case.case_id] + ([r.run] if many else []) + [
-            _load(r), str(m.sent), str(m.ok), _errors(m.errors), fmt.num(m.requests_per_s),
+            _shape(r), str(m.sent), str(m.ok), _errors(m.errors), fmt.num(m.requests_per_s),
             fmt.num(m.items_per_s)] + [fmt.num(getattr(lat, k) if lat else None)
                                        for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")]
             + [r.case.status])

@@ -35,7 +35,7 @@ from ..records import CaseRecord, HttpRequest, SloRecord, SloStep
 from ..records.summaries import latency_of, summarize
 from ..stats import capacity
 from .feed import Bodies
-from .send import Load, open_loop
+from .send import Sender, open_loop
 
 REPEAT_SEED = 1000  # repeat j's arrivals: seed + REPEAT_SEED + j (steps use seed + k)
 
@@ -68,12 +68,12 @@ def step(plan: HttpPlan, bodies: Bodies, base_url: str, rate: float, seed: int,
         return early and capacity.decided_miss(counts["over"], counts["failed"], overdue, n,
                                                s.percentile, limit)
 
-    load = Load(plan, bodies, base_url, first=first, count=n)
+    sender = Sender(plan, bodies, base_url, first=first, count=n)
     out: list[HttpRequest | None] = [None] * n
     try:
-        open_loop(load, first, n, rate, seed, out, enough, overdue_s=s.budget_ms / 1000)
+        open_loop(sender, first, n, rate, seed, out, enough, overdue_s=s.budget_ms / 1000)
     finally:
-        load.close()
+        sender.close()
     done = [r for r in out if r is not None]
     return describe(done, rate, seed, plan, stopped=len(done) < n), done
 

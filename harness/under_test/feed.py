@@ -1,5 +1,5 @@
 """The request bodies of an `engine: http` case, built as they are sent
-(harness/servers/load_case.py): one thread draws request i's workload (seed
+(harness/under_test/requests_case.py): one thread draws request i's workload (seed
 `workload.seed + i`; a JSONL workload: its request i, cycling; `same_query`: the first
 one, built once) and encodes its body, at most AHEAD bodies ahead of the sends, so a
 case's memory does not grow with its `requests:`.
@@ -10,7 +10,7 @@ with its workload (token ids as Python ints, about 36 bytes each), and a JSONL w
 requests; what grows with `requests:` is one record per measured request (RECORD_BYTES
 in memory, about 150 bytes in the artifact) and one count of its tokens. The sizes and
 that estimate (`client_bytes`, which `mibench validate` adds to a case's memory) are in
-harness/config/http_load.py.
+harness/under_test/client_sizes.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import threading
 from mibench.engines import MibenchError, TextBound
 from mibench.workloads import Request, generate, materialize, total_tokens
 
-from ..config.http_load import AHEAD
+from .client_sizes import AHEAD
 
 _DONE = object()
 

@@ -22,8 +22,8 @@ import dataclasses
 
 from mibench.workloads import Request, WorkloadSpec, generate
 
-from ..config.cases import ServerLaunch
 from ..config.keys import EngineKey
+from ..config.server import ServerLaunch
 from ..records import ConcurrencyTrial, ParityCheck, PrefixCacheControl
 from . import concurrency as cc
 

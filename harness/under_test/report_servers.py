@@ -10,10 +10,10 @@ from pathlib import Path
 
 from ..judge.busy import busy
 from ..records import RunRecord
-from . import fmt
-from .fmt import Table
-from .plots import _plt, _save
-from .tables import Row
+from ..report import fmt
+from ..report.fmt import Table
+from ..report.plots import _plt, _save
+from ..report.tables import Row
 
 
 def _load_share(load) -> str:

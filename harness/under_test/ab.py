@@ -29,20 +29,20 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 
+from ..ab import vouch
+from ..ab.revisions import resolve, worktree
+from ..ab.rounds import checkpoints, finish, judge, new_record
 from ..config import CaseSpec, Config, expand
 from ..config.bounds import check_flag
 from ..config.matrix import select_cases
 from ..host.provenance import device_info
 from ..records.ab import ABCase, ABRecord, RoundSample, Side
 from ..run.worker import probe_env
-from ..servers import metrics as server_metrics
-from ..servers.feed import Bodies
-from ..servers.launch import ServerFailed
-from ..servers.pool import ServerPool
 from ..util import git
-from . import vouch
-from .revisions import resolve, worktree
-from .rounds import checkpoints, finish, judge, new_record
+from . import metrics as server_metrics
+from .feed import Bodies
+from .launch import ServerFailed
+from .pool import ServerPool
 
 Note = Callable[[str], None]
 
@@ -126,7 +126,7 @@ def run_server_ab(config: Config, sides: dict[str, ServerSide], *, rounds: int =
             ab_case = ABCase(case_id=case.case_id, engine=case.engine, mode=case.mode,
                              params=dict(case.params), model=case.model, dtype=case.dtype,
                              tp=case.tp, workload=case.workload.as_dict())
-            if case.http.slo is not None:  # capacity: servers/metrics.py
+            if case.http.slo is not None:  # capacity: under_test/metrics.py
                 _capacity(case, pools, record.order, ab_case, effect, note)
             else:
                 scores = _measure(case, pools, record.order, interleave, ab_case, note)
@@ -193,7 +193,7 @@ def _side(case: CaseSpec, pool: ServerPool, failed: dict[str, str], name: str):
 
 def _capacity(case: CaseSpec, pools: dict[str, ServerPool], order: list[list[str]],
               ab_case: ABCase, effect: float, note: Note) -> None:
-    """Both sides' servers up; their capacities measured in rounds (servers/metrics.py).
+    """Both sides' servers up; their capacities measured in rounds (under_test/metrics.py).
     A side whose server does not start fails its rounds (judged as in `_measure`)."""
     from ..judge import paired
 

@@ -1,1 +1,0 @@
-"""Servers under test: launching, pooling, loading and judging them."""
