@@ -13,7 +13,7 @@ from mibench.engines import MODES
 from mibench.engines.modes.registry import resolves_to
 from mibench.harness.records import CaseRecord, Metrics, Summary
 from mibench.harness.report import groups
-from mibench.harness.run.parity import speedup_checks
+from mibench.harness.run.speedup import speedup_checks
 
 
 def test_every_baseline_is_a_registered_mode_and_every_gated_mode_has_one():

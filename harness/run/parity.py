@@ -55,12 +55,10 @@ The checks are `PARITY_CHECKS`, one registry; adding one: docs/design.md.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 
 import numpy as np
 
-from mibench.engines import MODES
 from mibench.registry import Registry
 from mibench.workloads import Request, WorkloadSpec
 
@@ -72,6 +70,7 @@ from ..records import CaseRecord, ParityCheck, ParityRecord
 from . import invariants
 from .labels import engine_label
 from .pool import EnginePool, Scoring, make_call
+from .speedup import speedup_checks
 from .tolerances import ABS_TOL_SOFTMAX, TOL, tolerances  # noqa: F401
 
 MAX_QUERY, MIN_ITEMS, MAX_ITEMS = 512, 4, 16
@@ -306,43 +305,6 @@ def one_per_engine(cases) -> list[CaseSpec]:
 def _coarser(a: str, b: str) -> str:
     """The dtype whose tolerance judges a comparison of an `a` and a `b` table."""
     return "bfloat16" if "bfloat16" in (a, b) else "float32"
-
-
-def _throughput(rec: CaseRecord) -> float | None:
-    t = rec.metrics.throughput_items_per_s
-    return t.median if rec.status == "ok" and t is not None and t.median > 0 else None
-
-
-def _same_measurement(rec: CaseRecord) -> tuple:
-    return (rec.model.path, rec.model.dtype, rec.topology.tp,
-            json.dumps(rec.workload.as_dict(), sort_keys=True))
-
-
-def speedup_checks(records: list[CaseRecord], min_speedup: float,
-                   items: list[int] | None = None) -> list[ParityCheck]:
-    """Each case of a gated mode (`Mode.speedup_gated`: packed) over its baseline's items/s
-    (`Mode.speedup_baseline`: single of the same engine) at the same model, dtype, tp and
-    workload."""
-    baselines: dict[tuple, CaseRecord] = {}
-    for rec in sorted((r for r in records if _throughput(r)),
-                      key=lambda r: len(r.params)):  # the default options first
-        baselines.setdefault((rec.engine, rec.mode, *_same_measurement(rec)), rec)
-    out = []
-    for rec in records:
-        mode = MODES.get(rec.engine, {}).get(rec.mode)
-        if mode is None or not mode.speedup_gated:
-            continue
-        single = baselines.get((*mode.speedup_baseline, *_same_measurement(rec)))
-        gated = items is None or rec.workload.num_items in items
-        if single is None or not gated or not _throughput(rec):
-            continue
-        fast, slow = _throughput(rec), _throughput(single)
-        out.append(ParityCheck(
-            check="speedup", case_id=rec.case_id, against=single.case_id,
-            tolerance=min_speedup, throughput_items_per_s=fast,
-            against_throughput_items_per_s=slow, speedup=fast / slow,
-            status="passed" if fast / slow >= min_speedup else "failed"))
-    return out
 
 
 @dataclasses.dataclass(frozen=True)
