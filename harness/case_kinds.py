@@ -50,6 +50,9 @@ class CaseKind:
     parity_checks: frozenset[str] = frozenset()  # parity checks that only its cases feed
     sharded: bool = True  # topology.tp shards its engine
     results_note: str = ""  # what the report's results table says of its rows
+    # every timed run scores all the workload's items (False: only answered requests count,
+    # so its items/s is not num_items / time and a record's summaries are not recomputed so)
+    items_every_run: bool = True
     # `mibench ab --server-repo` / `--base-python`: how two versions of the servers its
     # cases launch are judged (`revision_side`, `python_side`, `run_server_ab`); None: its
     # engine is mibench's own, judged by `ab` at two revisions
@@ -105,6 +108,17 @@ class CaseKind:
 
     def server(self, case):
         """The server its engine key names (config/keys.py `ServerRef`; None: none)."""
+        return None
+
+    def server_identity(self, case) -> tuple:
+        """What tells the case's server apart from another's of the same engine key (its
+        address or its launch); () for an engine in this process. Parity checks one case
+        per engine and server."""
+        return ()
+
+    def options_text(self, case) -> str | None:
+        """The report's options cell of the case when its kind says it (None: the mode's
+        options with their defaults)."""
         return None
 
     def label_parts(self, case) -> list[str]:

@@ -15,9 +15,9 @@ from mibench.harness.config.spec import ConfigError
 from mibench.harness.records import SCHEMA_FILE, CaseRecord, Metrics, Summary, read_artifact
 from mibench.harness.report.console import render_summary
 from mibench.harness.report.tables import parity_table
-from mibench.harness.run.speedup import speedup_checks
 from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import exit_code, run
+from mibench.harness.run.speedup import speedup_checks
 from mibench.harness.testing import FakeEngine, fixed_peak, write_config
 
 CONFIG = """

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from mibench.engines import MODES
 
+from ..case_kinds import kind_of
 from ..config.keys import short
 from ..records.summaries import median
 from .fmt import mfu
@@ -49,8 +50,9 @@ def _workload(w) -> str:
 def options(case) -> str:
     """Every option the case's mode runs with: the case's own values over the mode
     registry's defaults (`-` for one the mode derives, e.g. precompile_bs)."""
-    if getattr(case, "http", None) is not None:
-        return " ".join(f"{k}={short(v)}" for k, v in case.http.as_dict().items()) or "-"
+    text = kind_of(case.engine).options_text(case)
+    if text is not None:
+        return text
     full = MODES[case.engine][case.mode].with_defaults(case.params)
     return " ".join(f"{k}={'-' if v is None else short(v)}" for k, v in full.items()) or "-"
 

@@ -296,8 +296,7 @@ def one_per_engine(cases) -> list[CaseSpec]:
     its launch with arguments), whatever the requests' served name or timeout."""
     seen: dict[tuple, CaseSpec] = {}
     for case in cases:
-        http = case.http
-        server = () if http is None else (http.base_url, http.launch)
+        server = kind_of(case.engine).server_identity(case)
         seen.setdefault((case.engine, case.model, case.dtype, case.tp, *server), case)
     return list(seen.values())
 

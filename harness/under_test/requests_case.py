@@ -45,7 +45,7 @@ from mibench.engines import MibenchError, fact_problem
 
 from ..case_kinds import CaseKind
 from ..config.cases import CaseSpec, HttpPlan
-from ..config.keys import id_part
+from ..config.keys import id_part, short
 from ..config.spec import HTTP_FIELDS
 from ..host.busy import Window
 from ..host.deadline import deadline
@@ -81,6 +81,7 @@ class RequestsCase(CaseKind):
     results_note = (" An http case times a load of many requests, not one pass: its items/s is"
                     " over the load, and its request latencies are in the latency table.")
     parity_checks = frozenset({"concurrency", "prefix_cache"})
+    items_every_run = False  # only answered requests' items count
 
     def measure(self, case: CaseSpec, pool, peak: Callable[[str], float | None],
                 tick: Callable[[str], None], measuring: Callable[[], None] = lambda: None
@@ -126,6 +127,15 @@ class RequestsCase(CaseKind):
     def server(self, case: CaseSpec):
         """Its server: an address, or a launch to start (HttpPlan.server)."""
         return case.http.server
+
+    def server_identity(self, case: CaseSpec) -> tuple:
+        """Its server: the address, or the launch with its arguments (whatever the
+        requests' served name or timeout)."""
+        return (case.http.base_url, case.http.launch)
+
+    def options_text(self, case) -> str:
+        """The load plan (`clients=4 requests=64 ...`), not a mode's options."""
+        return " ".join(f"{k}={short(v)}" for k, v in case.http.as_dict().items()) or "-"
 
     def label_parts(self, case: CaseSpec) -> list[str]:
         """A launched server's name and arguments."""
