@@ -14,7 +14,7 @@ from mibench.harness.cli import app
 from mibench.harness.judge.compare import compare
 from mibench.harness.judge.memory import memory_check
 from mibench.harness.records import RunRecord, read_artifact, write_artifact
-from mibench.harness.report.exporters.changes import compare_markdown
+from mibench.harness.report.changes import compare_markdown
 
 DATA = Path(__file__).parent / "data" / "reports"
 CASE = "jax/packed/mask=segment/tp=1"

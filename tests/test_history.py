@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from mibench.harness.cli import app
 from mibench.harness.judge.history import build_history, load_dir
 from mibench.harness.records import write_artifact
-from mibench.harness.report.exporters.changes import history_json
+from mibench.harness.report.changes import history_json
 from mibench.harness.stats.changepoint import Params, binary_segmentation
 
 DATA = Path(__file__).parent / "data" / "reports"

@@ -11,7 +11,7 @@ import pytest
 
 from mibench.harness.judge.history import build_history
 from mibench.harness.records import read_artifact
-from mibench.harness.report.exporters.changes import history_json, history_tables
+from mibench.harness.report.changes import history_json, history_tables
 
 DATA = Path(__file__).parent / "data" / "reports"
 CASE = "jax/packed/mask=segment/tp=1"

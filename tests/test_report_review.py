@@ -19,7 +19,7 @@ from mibench.harness.records import read_artifact
 from mibench.harness.records.ab import ABCase, ABRecord, RoundSample, Side, Timing
 from mibench.harness.report import SUMMARY_LINES, build_context, plots, render_summary, trends
 from mibench.harness.report import ab as ab_report
-from mibench.harness.report.exporters.changes import compare_markdown, history_tables
+from mibench.harness.report.changes import compare_markdown, history_tables
 from mibench.harness.report.fmt import CONVENTION, Table
 from mibench.harness.report.groups import speedups
 from mibench.harness.report.marks import StepMark

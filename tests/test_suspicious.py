@@ -37,7 +37,7 @@ def test_compare_calls_a_5x_speedup_without_parity_suspicious_and_names_it_first
     line = fmt.verdict_line(comp)
     assert line.startswith("**SUSPICIOUS IMPROVEMENT** against") and PACKED in line
     assert fmt.tally(comp).startswith("1 suspicious improvement (")
-    from mibench.harness.report.exporters.changes import compare_json, compare_markdown
+    from mibench.harness.report.changes import compare_json, compare_markdown
 
     data = json.loads(compare_json(comp))
     assert "suspicious improvement" in compare_markdown(comp)

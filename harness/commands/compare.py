@@ -64,7 +64,7 @@ def compare(base: Annotated[str | None, typer.Argument(
     2 nothing comparable or bad input."""
     from ..judge.compare import compare as compare_records
     from ..records import COMPILE_SCHEMAS as COMPILE
-    from ..report.exporters.changes import compare_json
+    from ..report.changes import compare_json
     from ..report.renderers import RENDERERS
 
     limits = parse_thresholds(threshold, ("time", "memory", "cost"),

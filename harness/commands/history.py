@@ -29,7 +29,7 @@ def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (se
             format: Format = "md"):
     """Per-case trend over commits: medians, change points, peak vs current."""
     from ..judge.history import build_history, load_dir
-    from ..report.exporters.changes import history_json, history_plots
+    from ..report.changes import history_json, history_plots
     from ..report.renderers import RENDERERS
 
     kind = parse_format(format)

@@ -1,6 +1,6 @@
 """A comparison as data: each case id's change with its verdict (`CaseChange`), and the
 whole (`Comparison`): its outcome and exit code, the busy sides, why nothing was compared.
-Made by harness/judge/compare.py, written by harness/report/exporters/changes.py."""
+Made by harness/judge/compare.py, written by harness/report/changes.py."""
 
 from __future__ import annotations
 

@@ -144,7 +144,7 @@ class RealSteps:
         from ..records import read_artifact
         from ..records.io import write_output
         from ..report import write_report
-        from ..report.exporters.changes import history_markdown, history_plots
+        from ..report.changes import history_markdown, history_plots
 
         links: dict[str, str] = {}
         try:

@@ -4,7 +4,7 @@ The artifacts' names live beside their records (run.py, ab.py, compile.py, night
 
 from __future__ import annotations
 
-# `mibench compare --format json` (harness/report/exporters/changes.py). /2: the timing
+# `mibench compare --format json` (harness/report/changes.py). /2: the timing
 # verdicts are regression, improvement, unchanged (the whole interval within the threshold)
 # and inconclusive (was `noise`, and part of `unchanged`); the cases carry latency_low/high
 # and the per-side ms/item. /3: the items/s change `change`, `low`, `high` is renamed

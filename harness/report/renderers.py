@@ -12,7 +12,7 @@ from mibench.registry import Registry
 
 RENDERERS = Registry("renderer")
 RENDERERS.add("report", "mibench.harness.report:render")  # context, name="report.md.j2"
-RENDERERS.add("compare", "mibench.harness.report.exporters.changes:compare_markdown")
-RENDERERS.add("history", "mibench.harness.report.exporters.changes:history_markdown")
+RENDERERS.add("compare", "mibench.harness.report.changes:compare_markdown")
+RENDERERS.add("history", "mibench.harness.report.changes:history_markdown")
 RENDERERS.add("compile-compare",
               "mibench.harness.report.compile_changes:compile_compare_markdown")

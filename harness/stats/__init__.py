@@ -1,4 +1,4 @@
 """Maths only: pure functions on numbers (lists of floats in, numbers or frozen records of
 numbers out), each with its method's source in the docstring. Nothing here imports the
 records, the config, the reports, the judgement (harness/judge/) or the verdict words:
-tests/test_stats_pure.py keeps it so."""
+tests/test_layering.py `test_stats_holds_maths_only` keeps it so."""

@@ -236,7 +236,7 @@ def _measurement(job: Job, s: Series, records: dict[str, RunRecord],
 
 
 def _runs(job: Job, s: Series, records, night_of, subjects) -> list[RunView]:
-    from ..exporters.changes import point_labels  # `abc12345 #2`: a commit's second run
+    from ..changes import point_labels  # `abc12345 #2`: a commit's second run
 
     out, before = [], None
     for i, (p, short) in enumerate(zip(s.points, point_labels(s.points), strict=True)):

@@ -1,4 +1,5 @@
-"""Exporters of `mibench compare` and `mibench history`: Markdown (Jinja2 templates) and JSON.
+"""The outputs of `mibench compare` and `mibench history`: Markdown (Jinja2 templates) and
+JSON.
 
 Each takes the computed record (`Comparison`, harness/judge/comparison.py; `History`,
 harness/judge/history.py) and only formats it.
@@ -11,15 +12,15 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from ...judge.compare import MIN_RUNS, Comparison
-from ...judge.compile_counts import count
-from ...judge.history import History, Series
-from ...records import PASSING
-from ...records.outputs import COMPARE_SCHEMA, HISTORY_SCHEMA
-from .. import fmt, render
-from ..fmt import Table
-from ..marks import StepMark
-from ..trends import Trend, history_chart
+from ..judge.compare import MIN_RUNS, Comparison
+from ..judge.compile_counts import count
+from ..judge.history import History, Series
+from ..records import PASSING
+from ..records.outputs import COMPARE_SCHEMA, HISTORY_SCHEMA
+from . import fmt, render
+from .fmt import Table
+from .marks import StepMark
+from .trends import Trend, history_chart
 
 CONVENTION_JSON = ("latency_change, latency_low, latency_high: time per item new / base - 1 "
                    "(+ = slower), the primary change; items_per_s_change, items_per_s_low, "
@@ -98,7 +99,7 @@ def parity_changes(comp: Comparison) -> tuple[Table | None, Table | None]:
 
 
 def compare_markdown(comp: Comparison, note: str | None = None) -> str:
-    from .. import method_lines
+    from . import method_lines
 
     failing, passing = parity_changes(comp)
     return _render("compare.md.j2", comp=comp, verdict=fmt.verdict_line(comp),
