@@ -158,15 +158,51 @@ class ServerLaunch:
     """How to start one server under test: the config's `launch` (`Launch`), with
     one combination of the case's server arguments (`args`): hashable, so cases that need
     the same server share it (harness/under_test/pool.py). The launch's own keys read
-    through it: `.name`, `.command`, `.cwd`, `.ready.timeout_s`, `.stop.grace_s`, ..."""
+    through it as typed properties: `.name`, `.command`, `.cwd`, `.ready`, `.stop`, ..."""
 
     launch: Launch
     args: tuple[tuple[str, object], ...] = ()
 
-    def __getattr__(self, name: str):
-        if name.startswith("__") or name == "launch":  # unpickling asks before it is set
-            raise AttributeError(name)
-        return getattr(self.launch, name)
+    # the launch's own keys, read through (typed: no attribute passes through unnamed)
+    @property
+    def name(self) -> str | None:
+        return self.launch.name
+
+    @property
+    def command(self) -> list[str]:
+        return self.launch.command
+
+    @property
+    def python(self) -> str | None:
+        return self.launch.python
+
+    @property
+    def env(self) -> dict[str, str]:
+        return self.launch.env
+
+    @property
+    def cwd(self) -> str | None:
+        return self.launch.cwd
+
+    @property
+    def ready(self) -> ReadyProbe:
+        return self.launch.ready
+
+    @property
+    def stop(self) -> StopPolicy:
+        return self.launch.stop
+
+    @property
+    def package(self) -> str | None:
+        return self.launch.package
+
+    @property
+    def source(self) -> str | None:
+        return self.launch.source
+
+    @property
+    def repo_path(self) -> str | None:
+        return self.launch.repo_path
 
     def interpreter(self) -> str | None:
         """What {python} stands for: the path, the variable's value (None when it is not
