@@ -74,7 +74,8 @@ class JaxEngine:
 
     @property
     def special_ids(self) -> frozenset[int]:
-        if self._tokenizer is None:  # not loaded: remembered ids, no transformers import
+        if self._tokenizer is None and self.folder is not None:  # not loaded: remembered
+            # ids, no transformers import (an abstract engine, compile's, has no folder)
             return cached_special_ids(self.folder, lambda f: special_ids(load_tokenizer(f)))
         return special_ids(self.tokenizer)
 
