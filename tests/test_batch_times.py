@@ -33,6 +33,8 @@ cases:
 
 @pytest.fixture(scope="module")
 def engine():
+    """This module's own, not the session's jax_tiny: the run below closes the engine it is
+    given (run/pool.py), which left jax_tiny without weights for every later test."""
     return load_engine("jax", model="embedded:tiny")
 
 
