@@ -110,12 +110,6 @@ class CaseKind:
         """The server its engine key names (config/keys.py `ServerRef`; None: none)."""
         return None
 
-    def server_identity(self, case) -> tuple:
-        """What tells the case's server apart from another's of the same engine key (its
-        address or its launch); () for an engine in this process. Parity checks one case
-        per engine and server."""
-        return ()
-
     def options_text(self, case) -> str | None:
         """The report's options cell of the case when its kind says it (None: the mode's
         options with their defaults)."""

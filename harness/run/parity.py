@@ -296,7 +296,8 @@ def one_per_engine(cases) -> list[CaseSpec]:
     its launch with arguments), whatever the requests' served name or timeout."""
     seen: dict[tuple, CaseSpec] = {}
     for case in cases:
-        server = kind_of(case.engine).server_identity(case)
+        ref = kind_of(case.engine).server(case)
+        server = () if ref is None else (ref.base_url, ref.launch)
         seen.setdefault((case.engine, case.model, case.dtype, case.tp, *server), case)
     return list(seen.values())
 

@@ -128,11 +128,6 @@ class RequestsCase(CaseKind):
         """Its server: an address, or a launch to start (HttpPlan.server)."""
         return case.http.server
 
-    def server_identity(self, case: CaseSpec) -> tuple:
-        """Its server: the address, or the launch with its arguments (whatever the
-        requests' served name or timeout)."""
-        return (case.http.base_url, case.http.launch)
-
     def options_text(self, case) -> str:
         """The load plan (`clients=4 requests=64 ...`), not a mode's options."""
         return " ".join(f"{k}={short(v)}" for k, v in case.http.as_dict().items()) or "-"
