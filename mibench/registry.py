@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Generic, TypeVar
 
 from .errors import MibenchError, did_you_mean
@@ -50,6 +51,22 @@ class Registry(Mapping[str, T], Generic[T]):
             self.add(name, value)
             return value
         return put
+
+    @contextmanager
+    def entry(self, name: str, value: T | str) -> Iterator[T | str]:
+        """`name` -> `value` for a `with` block, then as before: added then removed, or
+        replaced (in its place in the order) then restored. How a test tries an entry
+        without reaching into the registry."""
+        entries = self._filled()
+        had, before = name in entries, entries.get(name)
+        entries[name] = value
+        try:
+            yield value
+        finally:
+            if had:
+                entries[name] = before
+            else:
+                entries.pop(name, None)
 
     def get(self, name, default=None):  # Mapping.get, lazy entries resolved
         return self[name] if isinstance(name, str) and name in self._filled() else default

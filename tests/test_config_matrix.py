@@ -255,8 +255,8 @@ def test_validate_lists_each_case_with_the_registry_defaults(tmp_path, monkeypat
     assert "chunk_size=4 mask=segment schedule=parallel attention=auto" in out
     chunked = MODES["jax"]["chunked"]
     moved = dataclasses.replace(chunked, defaults={**chunked.defaults, "mask": "dense"})
-    monkeypatch.setitem(MODES["jax"]._entries, "chunked", moved)  # the registry is the one source
-    assert "chunk_size=4 mask=dense schedule=parallel" in render_cases(config, expand(config))
+    with MODES["jax"].entry("chunked", moved):  # the registry is the one source
+        assert "chunk_size=4 mask=dense schedule=parallel" in render_cases(config, expand(config))
 
 
 def test_v6e1_sglang_jax_launches_the_seeds_serving_flags():

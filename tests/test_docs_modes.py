@@ -160,7 +160,7 @@ def test_control_a_mode_the_docs_lack_fails(monkeypatch):
     import dataclasses
 
     extra = dataclasses.replace(MODES["torch"]["single"], name="sdpa_single")
-    monkeypatch.setitem(MODES["torch"]._entries, "sdpa_single", extra)  # added, then removed
-    for name in ("semantics", "torch modes"):
-        text, check, _ = CHECKS[name]
-        assert check(text) != [], name
+    with MODES["torch"].entry("sdpa_single", extra):  # added, then removed
+        for name in ("semantics", "torch modes"):
+            text, check, _ = CHECKS[name]
+            assert check(text) != [], name

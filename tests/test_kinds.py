@@ -44,12 +44,13 @@ class Recording:
 def test_run_case_measures_through_the_registry(monkeypatch, engine):
     assert engine in kinds.CASE_KINDS  # filled
     recording = Recording()
-    monkeypatch.setitem(kinds.CASE_KINDS._entries, engine, recording)
     case = type("Case", (), {"engine": engine})()
-    assert run_case(case, None, None, None) == "a record"
+    with kinds.CASE_KINDS.entry(engine, recording):
+        assert run_case(case, None, None, None) == "a record"
+        other = "http" if engine == "jax" else "jax"
+        assert not isinstance(kinds.kind_of(other), Recording)  # control: only that engine's
     assert recording.measured == [case]
-    other = "http" if engine == "jax" else "jax"
-    assert not isinstance(kinds.kind_of(other), Recording)  # control: only that engine's
+    assert not isinstance(kinds.kind_of(engine), Recording)  # and afterwards as before
 
 
 def test_the_wing_fills_every_hook_the_core_asks_of_an_http_case():

@@ -5,6 +5,7 @@ registry and sees the harness follow, so nothing names a mode behind its back.""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import pytest
@@ -41,12 +42,13 @@ def record(case_id, mode, items_per_s, engine="jax"):
 
 
 @pytest.fixture
-def patch_mode(monkeypatch):
+def patch_mode():
     """Replace one registered mode's fields for the test."""
-    def patch(engine, name, **fields):
-        moved = dataclasses.replace(MODES[engine][name], **fields)
-        monkeypatch.setitem(MODES[engine]._entries, name, moved)
-    return patch
+    with contextlib.ExitStack() as stack:
+        def patch(engine, name, **fields):
+            moved = dataclasses.replace(MODES[engine][name], **fields)
+            stack.enter_context(MODES[engine].entry(name, moved))
+        yield patch
 
 
 def test_parity_speedup_gates_the_modes_the_registry_gates(patch_mode):

@@ -33,9 +33,9 @@ TOY = Mode(name="reversed", doc="single, items in reverse order (a test's toy mo
 
 
 @pytest.fixture
-def toy(monkeypatch):
-    monkeypatch.setitem(MODES["jax"]._entries, "reversed", TOY)  # the one registry line
-    return TOY
+def toy():
+    with MODES["jax"].entry("reversed", TOY):  # the one registry line, for the test
+        yield TOY
 
 
 def test_a_registered_mode_scores_counts_and_is_covered(toy, jax_tiny, make_request):
@@ -63,9 +63,9 @@ def test_a_registered_mode_is_known_to_configs(toy, tmp_path):
     with pytest.raises(MibenchError, match=r"cases\.0\.mode.*dense mask") as e:
         load_config(path, [])  # its memory estimate decides, naming the mode
     assert "host memory" in str(e.value)
-    MODES["jax"]._entries["reversed"] = dataclasses.replace(TOY, memory=accounting.memory_none)
-    config = load_config(path, [])
-    assert [c.case_id for c in expand(config)][0].startswith("jax/reversed/")
+    with MODES["jax"].entry("reversed", dataclasses.replace(TOY, memory=accounting.memory_none)):
+        config = load_config(path, [])
+        assert [c.case_id for c in expand(config)][0].startswith("jax/reversed/")
 
 
 def test_every_declared_mode_has_its_parts():

@@ -87,3 +87,16 @@ def test_the_registries_name_what_their_readers_know():
     with pytest.raises(MibenchError, match="^parity.checks: unknown parity check 'isolaton'.*"
                        "did you mean 'isolation'"):
         PARITY_CHECKS.lookup("isolaton")
+
+
+def test_an_entry_for_a_with_block_is_added_or_replaced_then_as_before():
+    reg = Registry("mode")
+    reg.add("single", 1)
+    reg.add("packed", 2)
+    with reg.entry("chunked", 3):
+        assert list(reg.items()) == [("single", 1), ("packed", 2), ("chunked", 3)]
+    assert "chunked" not in reg
+    with pytest.raises(RuntimeError), reg.entry("single", 9):
+        assert reg.lookup("single") == 9
+        raise RuntimeError("the block fails")
+    assert list(reg.items()) == [("single", 1), ("packed", 2)]  # restored, in its place
