@@ -241,6 +241,9 @@ CONFIGS = [
     ([(R, "  - {engine: jax, mode: packed, mask: 1}")], ["cases.2.mask"]),
     ([(R, "  - {engine: 1, mode: packed}")], ["cases.2.engine"]),
     (BASE + "parity: {min_speedup: true}\n", ["parity.min_speedup"]),
+    # a misspelt name among a field's few (a Literal): the closest is offered
+    (BASE + "parity: {checks: [isolatoin]}\n",
+     ["parity.checks.0", "got 'isolatoin'; did you mean 'isolation'?"]),
     ([("name: t", "name: 123")], ["c.yaml:1", "name", "valid string"]),
     ([("name: t", "name: 'a b'")], ["name", "pattern"]),
     ([("- {engine: jax, mode: single}", "- {engine: jax, mode: single, workload: "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import typing
 
 from pydantic import BaseModel, ValidationError
@@ -89,6 +90,9 @@ def _message(err: dict, key: Key, root: type[BaseModel]) -> str:
         shown = {True: "true", False: "false", None: "null"}.get(value, None) \
             if isinstance(value, bool) or value is None else repr(value)
         msg += f", got {shown[:60]}"  # strict types: `true` is not an integer
+    if kind == "literal_error" and isinstance(value, str):  # a name misspelt: the closest
+        msg += f", got {value[:60]!r}" + did_you_mean(
+            value, re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected", ""))))
     return msg
 
 
