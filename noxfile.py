@@ -38,9 +38,10 @@ def scenarios(session):
 
 @nox.session(python="3.11")
 def fast(session):
-    """The fast tier: every test not marked slow (none starts a server, a worker, a
-    subprocess run or Pallas in interpret mode), a few minutes on a 2-core CPU, with
-    coverage (subprocesses included); fails when a source file never ran."""
+    """The fast tier: every test not marked slow (none starts a server: tests/conftest.py
+    fails one that listens; none runs Pallas in interpret mode or the mode matrices past
+    their delimited examples without softmax), a few minutes on a 2-core CPU, with coverage
+    (subprocesses included); fails when a source file never ran."""
     _install(session)
     session.run("python", "-m", "pytest", "-q", "-m", "not slow", "--cov",
                 "--cov-report=term:skip-covered", "--cov-report=json:out/coverage.json",

@@ -46,6 +46,14 @@ def random_request(seed: int, query_len: int = 48, num_items: int = 8,
     return query, items
 
 
+# The mode matrices (every example of every mode) run under the delimited semantics without
+# softmax in the fast tier; the plain semantics and apply_softmax=True are the slow tier's, which
+# CI runs. The plain semantics keep fast tests of their own (test_semantics:
+# test_num_tokens_under_plain, test_dense_and_segment_masks_agree_under_plain, ...).
+SEMANTICS_TIERED = ["delimited", pytest.param("plain", marks=pytest.mark.slow)]
+SOFTMAX_TIERED = [False, pytest.param(True, marks=pytest.mark.slow)]
+
+
 def mode_examples(engine: str = "jax", skip: tuple[str, ...] = ()) -> list[tuple[str, dict]]:
     """(mode, options) of every example the registry declares for `engine`'s modes: the
     tests that must cover every mode loop over these, so a new mode is covered at once."""
@@ -88,3 +96,47 @@ def served(jax_tiny):
                                           delimiter=DELIM))
     with Served(build_app(jax_tiny, settings)) as server:
         yield server
+
+
+
+
+# The fast tier (`pytest -m "not slow"`, the developer's loop) starts no server: a test that
+# listens on a socket is marked slow, as pyproject's marker says, and so is one that uses the
+# `served` fixture (marked at collection). The guard makes the rule true, where a docstring
+# once claimed it: while a test not marked slow runs (its fixtures' setup included),
+# socket.listen fails it. tests/test_fast_tier.py shows the guard at work.
+_RUNNING: list = [None]  # the fast test running now (None: a slow test, or none)
+
+
+def _install_fast_tier_guard() -> None:
+    import socket
+
+    listen = socket.socket.listen
+
+    def guarded_listen(self, *args):
+        if _RUNNING[0] is not None:
+            raise AssertionError(f"{_RUNNING[0]} listens on a socket (starts a server): "
+                                 "a fast-tier test may not; mark it slow")
+        return listen(self, *args)
+
+    socket.socket.listen = guarded_listen
+
+
+def pytest_configure(config):
+    _install_fast_tier_guard()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "served" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _RUNNING[0] = None if item.get_closest_marker("slow") else item.nodeid
+    try:
+        yield
+    finally:
+        _RUNNING[0] = None

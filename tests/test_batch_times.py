@@ -38,6 +38,7 @@ def engine():
     return load_engine("jax", model="embedded:tiny")
 
 
+@pytest.mark.slow
 def test_each_extend_batch_is_timed_in_order(engine):
     q, items = list(range(5, 37)), [[7, 8, 9]] * 10
     for mask in ("dense", "segment"):
@@ -52,6 +53,7 @@ def test_each_extend_batch_is_timed_in_order(engine):
     assert [m for m in MODES["jax"].values() if m.batch_timer] == [MODES["jax"]["prefill_extend"]]
 
 
+@pytest.mark.slow
 def test_a_run_records_the_batch_pass_apart_from_the_timed_runs(engine, tmp_path):
     # the runner's own path (the one a worker runs) with the real engine, in process: the
     # module's engine, so the shapes the test above compiled are not compiled again

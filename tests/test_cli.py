@@ -91,6 +91,7 @@ def waits(share: float):
     return run_queue_ns
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("share, calibrated", [(0.02, True), (0.6, False)])
 def test_env_peak_is_measured_on_cpu(tmp_path, monkeypatch, share, calibrated):
     """A quiet CPU's matmul peak is measured and cached; a busy one's is refused (whatever

@@ -97,6 +97,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_a_dripping_answer_is_cut_at_the_whole_requests_deadline():
     with Dripping() as url:
         t0 = time.monotonic()
@@ -106,6 +107,7 @@ def test_a_dripping_answer_is_cut_at_the_whole_requests_deadline():
     assert 2.0 - 0.1 < took < 2.0 + margin(), took
 
 
+@pytest.mark.slow
 def test_a_dripping_model_card_is_cut_at_timeout_s():
     """The issue's probe: a dripping /v1/models with timeout_s 3 hung for over 4 minutes."""
     with Dripping() as url:
@@ -132,6 +134,7 @@ def timed_run(tmp_path, url: str, name: str):
     return record.cases[0], time.monotonic() - t0
 
 
+@pytest.mark.slow
 def test_an_http_case_against_a_dripping_server_ends_within_its_timeouts(tmp_path):
     """Model card, then one warmup request, each cut at timeout_s (1 s; the server drips
     every 0.3 s, so no per-read timeout ever fires): the case fails within 2 x timeout_s
@@ -157,6 +160,7 @@ def launch_spec(script: str, ready_timeout_s: float = 300.0, **kw) -> ServerLaun
                                stop=StopPolicy(grace_s=2.0), **kw))
 
 
+@pytest.mark.slow
 def test_a_dripping_ready_probe_is_bounded_by_ready_timeout_s(tmp_path):
     """The issue's probe: /health at 1 byte/s with ready.timeout_s 4 was still waiting
     after 150 s; now the start fails at 4 s, naming the key."""

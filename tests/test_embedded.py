@@ -25,6 +25,7 @@ def test_make_model_is_byte_identical(tmp_path):
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= set(_digest(a))
 
 
+@pytest.mark.slow
 def test_transformers_loads_folder_and_agrees_with_torch_engine(torch_tiny):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -44,6 +45,7 @@ def test_transformers_loads_folder_and_agrees_with_torch_engine(torch_tiny):
     np.testing.assert_allclose(got, np.array(expected), rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_sharded_checkpoint_loads_like_single_file(tmp_path, monkeypatch):
     single = embedded.make_model("tiny", tmp_path / "single")
     monkeypatch.setattr(embedded, "SHARD_BYTES", 64 * 1024**2)

@@ -60,6 +60,7 @@ def test_gpu_job_dry_run_engines_parity(tmp_path):
     assert {c["engine"] for c in artifact["cases"]} == {"jax", "torch"}
 
 
+@pytest.mark.slow
 def test_gpu_job_without_a_gpu_is_one_line_exit_2(tmp_path):
     """No GPU and no --dry-run, or a budget that is not positive: `error: ...`, exit 2."""
     for args, message in ((["--budget-s", "0"], "--budget-s: must be a positive number"),

@@ -219,6 +219,7 @@ def test_resume_refuses_unknown_schema(tmp_path):
         read_artifact(bad)
 
 
+@pytest.mark.slow
 def test_timeout_fails_the_case_and_keeps_its_runs(tmp_path):
     def slow(engine, n):
         if n <= 21:  # the first case's calls only

@@ -99,6 +99,7 @@ def test_http_engine_arguments(kwargs, field):
         load_engine("jax", base_url="http://h:1")
 
 
+@pytest.mark.slow
 def test_closed_and_open_loop_record_latencies_and_parity(tmp_path, served, jax_tiny):
     cases = f"""
           - {{engine: http, mode: single, base_url: "{served.url}", clients: 2, requests: 8}}
@@ -199,6 +200,7 @@ def flaky_app(counter):
     return app
 
 
+@pytest.mark.slow
 def test_errors_past_max_error_rate_fail_the_case(tmp_path):
     with Served(flaky_app(itertools.count())) as fake:
         cases = f"""

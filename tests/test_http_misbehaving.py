@@ -19,6 +19,9 @@ from mibench.harness.run.plan import plan_of
 from mibench.harness.run.runner import exit_code, run
 from mibench.harness.testing import fixed_peak, write_config
 
+# every test here starts a misbehaving server: not the fast tier (tests/conftest.py)
+pytestmark = pytest.mark.slow
+
 DELIM = 151643
 LABELS = [198, 9834]
 

@@ -43,6 +43,7 @@ def test_every_mode_holds_its_stated_property(engines, v):
     check(inv.measure(engines[v.engine], v, seed=1))  # the job measures seed 0
 
 
+@pytest.mark.slow
 def test_a_leak_is_off_again_after_its_block(engines):
     v = inv.VARIANTS[1]  # packed, dense
     with leaking(v.leak, engines["jax"]):

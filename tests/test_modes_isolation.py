@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import DELIM, LABELS, example_id, mode_examples
+from conftest import DELIM, LABELS, SEMANTICS_TIERED, example_id, mode_examples
 
 from mibench.engines.modes.layout import pack
 from mibench.engines.request import make_request as build_request
@@ -35,7 +35,7 @@ def mutated(items, new_len=None, seed=0):
     return out
 
 
-@pytest.mark.parametrize("semantics", SEMANTICS)
+@pytest.mark.parametrize("semantics", SEMANTICS_TIERED)
 @pytest.mark.parametrize("mode,opts", ALL_MODES, ids=IDS)
 def test_same_length_change_is_bitwise_invisible(jax_tiny, base, mode, opts, semantics):
     query, items = base
@@ -47,7 +47,7 @@ def test_same_length_change_is_bitwise_invisible(jax_tiny, base, mode, opts, sem
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("semantics", SEMANTICS)
+@pytest.mark.parametrize("semantics", SEMANTICS_TIERED)
 @pytest.mark.parametrize("mode,opts", ALL_MODES, ids=IDS)
 def test_length_change_moves_others_at_most_1e6(jax_tiny, base, mode, opts, semantics):
     query, items = base

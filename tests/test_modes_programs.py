@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import DELIM, LABELS, mode_examples
+from conftest import DELIM, LABELS, SEMANTICS_TIERED, mode_examples
 
 from mibench.engines.modes import extend as extend_mode
 from mibench.engines.modes import packed as packed_mode
@@ -41,6 +41,7 @@ def segment_program(engine, batch: PackedBatch, req):
         attn=engine.attention({"attention": "xla"})).compile()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("semantics", ["delimited", "plain"])
 def test_segment_program_has_no_t_by_t_array(jax_tiny, make_request, monkeypatch, semantics):
     query, items = make_request(31, query_len=30, num_items=120, item_len=(4, 9))
@@ -70,6 +71,7 @@ def copies_prefix(shapes, batch: int, prefix: int) -> list[tuple[int, ...]]:
     return [s for s in shapes if batch in s and prefix in s]
 
 
+@pytest.mark.slow
 def test_prefill_extend_never_copies_the_prefix_per_item(jax_tiny, make_request):
     b = 5  # distinct from every model dimension of `tiny`, as is the prefix length 512
     query, items = make_request(32, query_len=450, num_items=b, item_len=4)
@@ -139,7 +141,7 @@ CALLS = mode_examples() + [("prefill_extend", {"extend_batch_size": 2, "precompi
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("semantics", ["delimited", "plain"])
+@pytest.mark.parametrize("semantics", SEMANTICS_TIERED)
 @pytest.mark.parametrize("mode,opts", CALLS, ids=[f"{m}{list(o.values())}" for m, o in CALLS])
 def test_repeated_call_compiles_nothing(jax_tiny, make_request, mode, opts, semantics):
     query, items = make_request(33, query_len=20, num_items=5, item_len=(2, 7))

@@ -37,7 +37,11 @@ def _id(case):
     return f"{mode}{list(opts.values())}-{'plain' if delimiter is None else 'delimited'}"
 
 
-@pytest.mark.parametrize("case", JAX_CASES, ids=map(_id, JAX_CASES))
+# the fast tier counts single here and every mode under both semantics in test_semantics'
+# test_num_tokens_under_plain; the other modes' counts on this request are the slow tier's
+@pytest.mark.parametrize("case", [
+    pytest.param(c, id=_id(c), marks=() if c[0] == "single" else pytest.mark.slow)
+    for c in JAX_CASES])
 def test_jax_counts_what_each_mode_runs(jax_tiny, case):
     mode, opts, delimiter, expected = case
     result = jax_tiny.score(QUERY, ITEMS, LABELS, mode=mode, delimiter=delimiter, **opts)

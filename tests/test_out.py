@@ -23,6 +23,7 @@ def cli(*args):
     return CliRunner().invoke(app, [str(a) for a in args])
 
 
+@pytest.mark.slow
 def test_one_file_commands_take_a_folder_or_a_file(tmp_path):
     out = cli("report", NEW, "--baseline", BASE, "--out", tmp_path / "reports")
     assert out.exit_code == 0, out.output

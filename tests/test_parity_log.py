@@ -90,6 +90,7 @@ def direct(engine, config, pool, delimiter, reverse=False, **kw):
     return s[::-1] if reverse else s
 
 
+@pytest.mark.slow
 def test_the_right_comparisons_pass(config, jax_tiny, torch_tiny):
     checks, record, pool = parity_of(config, jax_tiny, torch_tiny)
     assert record.passed and len(checks) == 3

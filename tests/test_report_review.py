@@ -197,6 +197,7 @@ def test_ab_title_is_short_and_the_columns_are_explained():
 # --- plots that carry the verdict -------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_comparison_and_history_plots(tmp_path, pair):
     base, new = pair
     ctx = build_context([slower(new, 2.0, "jax/chunked/chunk_size=32/tp=1")], baseline=base)

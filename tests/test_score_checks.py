@@ -145,6 +145,7 @@ def test_an_engines_invalid_scores_in_a_timed_call_name_the_request(tmp_path):
     assert record.cases[1].status == "ok"
 
 
+@pytest.mark.slow
 def test_serve_answers_500_when_the_engine_returns_invalid_scores():
     from mibench.engines import HttpClient
     from mibench.harness.serve import Served, Settings, build_app

@@ -349,6 +349,7 @@ def test_a_degenerate_engine_fails_the_run_with_degenerate(tmp_path, jax_tiny):
     assert jax_tiny.params is not None  # the session's shared engine was not closed
 
 
+@pytest.mark.slow
 def test_the_nightly_suites_doctored_commit_scores_nothing_and_degenerate_fails_it(jax_tiny):
     """The `degenerate` scenario of harness/jobs/nightly_suite.py appends
     `scratch.same_scores` to engines/modes/packed.py: packed's items, which score apart on

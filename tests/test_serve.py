@@ -252,6 +252,7 @@ def test_serve_flags_are_one_line_exit_2(args, needle):
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], lines
 
 
+@pytest.mark.slow
 def test_serve_busy_port_is_one_line_exit_2():
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -316,6 +317,7 @@ class Recorder:
                            num_tokens=1)
 
 
+@pytest.mark.slow
 def test_requests_are_scored_one_at_a_time_in_arrival_order():
     import threading
     import time

@@ -118,6 +118,7 @@ def items_of(n: int, length: int) -> list[list[int]]:
 
 # --- admission: refused before any work -------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body,status,field,needle", [
     # the issue's shape at 3000 items: a T x T mask of ~15k tokens, 4 heads (~15 GiB)
     ({"mibench": {"mode": "packed", "mask": "dense"}, "items": items_of(3000, 4)}, 413,
@@ -141,6 +142,7 @@ def test_heavy_shapes_are_refused_before_any_work(hostile, body, status, field, 
     assert time.monotonic() - t0 < 10 and peak.rise < 300 * MiB, peak.rise / MiB
 
 
+@pytest.mark.slow
 def test_the_http_engine_takes_a_413_for_the_requests_fault(hostile):
     engine = load_engine("http", model="embedded:tiny", base_url=hostile.url)
     with pytest.raises(InputError, match=r"^items: 3001 items, more than this server's "
@@ -148,6 +150,7 @@ def test_the_http_engine_takes_a_413_for_the_requests_fault(hostile):
         engine.score([7] * 4, items_of(3001, 1), LABELS, delimiter=DELIM)
 
 
+@pytest.mark.slow
 def test_a_full_queue_is_503_and_then_serves_again():
     gate = threading.Event()
 
@@ -193,6 +196,7 @@ class Exhausted:
                            num_items=len(items), num_tokens=2)
 
 
+@pytest.mark.slow
 def test_an_engine_out_of_memory_is_503_and_the_server_goes_on():
     with Served(build_app(Exhausted(), Settings(model="x"))) as server:
         for query in ([666], [667]):
@@ -208,6 +212,7 @@ def test_an_engine_out_of_memory_is_503_and_the_server_goes_on():
 
 # --- bodies: bounded in size and in time ------------------------------------------------
 
+@pytest.mark.slow
 def test_a_huge_content_length_is_413_before_reading(hostile):
     with PeakRss() as peak:
         s = raw(hostile.url)
@@ -221,6 +226,7 @@ def test_a_huge_content_length_is_413_before_reading(hostile):
     assert took < LINGER_S + 2 + 50 * python_start_s() and peak.rise < 50 * MiB, took
 
 
+@pytest.mark.slow
 def test_a_huge_chunked_body_is_413_while_it_streams(hostile):
     """A client streams 64 MiB in chunks (no Content-Length): the server stops at 1 MiB,
     answers 413 and closes; the client sees the answer, not a reset."""
@@ -248,6 +254,7 @@ def test_a_huge_chunked_body_is_413_while_it_streams(hostile):
     assert sent[0] < 16 * MiB and peak.rise < 50 * MiB, (sent[0] / MiB, peak.rise / MiB)
 
 
+@pytest.mark.slow
 def test_a_stalled_body_is_408_after_the_body_timeout(hostile):
     s = raw(hostile.url)
     s.sendall(headers(length=100) + b'{"query": [1], ')
@@ -312,6 +319,7 @@ def test_slowloris_and_idle_sockets_are_cut_off_and_a_flood_capped(hostile, jax_
                                         delimiter=DELIM).scores
 
 
+@pytest.mark.slow
 def test_after_all_of_it_scores_are_unchanged(hostile, jax_tiny, make_request):
     """Last of the in-process tests: the server still scores exactly as its engine."""
     query, items = make_request(31, query_len=20, num_items=6, item_len=(2, 5))

@@ -107,6 +107,7 @@ HOLDS = {  # the issue's probes: an answer sent before its body, then one more b
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("probe", sorted(HOLDS))
 def test_an_answer_before_its_body_closes_the_connection(canned, probe):
     """Before: the byte after the answer cancelled uvicorn's keep-alive timer and nothing
@@ -121,6 +122,7 @@ def test_an_answer_before_its_body_closes_the_connection(canned, probe):
     s.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sent,deadline", [
     (b"", "header_timeout"),  # silent
     (b"POST /v1/score HTTP/1.1\r\nHo", "header_timeout"),  # slowloris
@@ -137,6 +139,7 @@ def test_every_state_ends_within_its_timeout(canned, sent, deadline):
     s.close()
 
 
+@pytest.mark.slow
 def test_an_answer_the_client_does_not_read_is_dropped():
     """The write side paused (the client reads nothing; the other deadlines far away):
     the socket is dropped after --body-timeout."""
@@ -193,6 +196,7 @@ def holder(url: str, stop: threading.Event, opened: list, kind: int) -> None:
             s.close()
 
 
+@pytest.mark.slow
 def test_holders_cannot_keep_a_well_formed_client_out(canned):
     """As many hostile clients as the server has connections (6), each reconnecting as
     soon as it is closed: a client that sends its whole request at once is answered 200
@@ -221,6 +225,7 @@ def test_holders_cannot_keep_a_well_formed_client_out(canned):
     print(f"served among holders within {max(took) * 1e3:.0f} ms (alone {quiet * 1e3:.1f} ms)")
 
 
+@pytest.mark.slow
 def test_at_the_cap_a_client_without_headers_gets_503_with_retry_after(canned):
     """Six sockets hold every slot; a seventh that sends nothing is answered 503 with
     Retry-After after PROBATION_S; one that sends its request takes the oldest's slot."""
@@ -241,6 +246,7 @@ def test_at_the_cap_a_client_without_headers_gets_503_with_retry_after(canned):
 
 # --- the header limit holds in one piece ------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("request_bytes", [
     b"GET /health?" + b"a" * 20_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",  # a 20 KB line
     b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"X-A: " + b"b" * 20_000 + b"\r\n\r\n",
@@ -255,6 +261,7 @@ def test_headers_over_16_kib_in_one_piece_are_431(canned, request_bytes):
     s.close()
 
 
+@pytest.mark.slow
 def test_headers_within_16_kib_are_served(canned):
     s = connect(canned.url)
     s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-A: " +
@@ -365,6 +372,7 @@ class Stuck(Canned):
         return super().score(query, items, label_token_ids, **kwargs)
 
 
+@pytest.mark.slow
 def test_a_request_unfinished_at_the_shutdown_timeout_gets_a_503_naming_it():
     """Issue 45: a request still scoring when --shutdown-timeout ended got uvicorn's 500
     ("Internal Server Error"); it is a 503 saying the server is shutting down."""
@@ -429,6 +437,7 @@ def served_apart(limits: str, loop: str = "auto", before_url: str = "pass"):
             proc.wait()
 
 
+@pytest.mark.slow
 def test_a_crowd_of_silent_reconnecting_sockets_cannot_lock_a_client_out():
     """Issue 45: past --max-connections and as many on probation, silent sockets reopened
     as fast as the server closed them answered every well-formed client 503 (about 300
@@ -454,6 +463,7 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
 def test_accepting_at_the_open_files_limit_neither_spins_nor_crashes(loop):
     """A server with 6 files to spare and 16 slots, under 100 silent sockets reconnecting

@@ -21,6 +21,9 @@ from site_world import CULPRIT, RUNS, SECOND, WHO, WHY, make_history
 
 from mibench.harness.report.site import build_site
 
+# a browser and the site's server: the fast tier starts neither (tests/conftest.py)
+pytestmark = pytest.mark.slow
+
 CHROMIUM = os.environ.get("MIBENCH_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -85,6 +85,7 @@ def test_num_tokens_counts_the_prefix_once(torch_tiny):
     assert plain.num_tokens == len(query) + sum(len(item) for item in items)
 
 
+@pytest.mark.slow
 def test_plain_and_delimited_differ(torch_tiny):
     """Both modes score both semantics, and the two are far apart: plain reads each item
     right after the query (positions from Q), delimited after `query d` (from Q + 1)."""

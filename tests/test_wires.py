@@ -99,16 +99,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def toy_server(monkeypatch):
-    monkeypatch.setitem(WIRES._entries, "toy", Toy)  # WIRES.add("toy", Toy), then removed
+def toy_server():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     Handler.seen = []
-    yield f"http://127.0.0.1:{server.server_address[1]}"
+    with WIRES.entry("toy", Toy):  # WIRES.add("toy", Toy), then removed
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
 
 
+@pytest.mark.slow
 def test_the_engine_scores_through_a_registered_wire(toy_server):
     engine = load_engine("http", model="embedded:tiny", base_url=toy_server, wire="toy")
     out = engine.score([1, 2, 3], [[4], [5, 6]], [10, 20], apply_softmax=True)
@@ -123,6 +124,7 @@ def test_the_engine_scores_through_a_registered_wire(toy_server):
         load_engine("http", model="embedded:tiny", base_url=toy_server, wire="nope")
 
 
+@pytest.mark.slow
 def test_an_http_case_measures_a_load_through_the_wire(toy_server, tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(textwrap.dedent(f"""
