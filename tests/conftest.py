@@ -88,3 +88,44 @@ def served(jax_tiny):
                                           delimiter=DELIM))
     with Served(build_app(jax_tiny, settings)) as server:
         yield server
+
+
+# ---- one JAX compilation cache for this test session (issue 46) --------------------------
+# The programs of the embedded presets compile again and again: in both xdist workers and
+# in every `mibench` subprocess and worker process the slow tests start. JAX's persistent
+# cache (which works on the CPU) shares them: one fresh folder per pytest run under the
+# system temp folder, made by the controller before its workers start (they and every
+# subprocess inherit the variables), removed by it at the end. Never a folder that survives
+# the run: the suite measures a cold machine, as CI is one. mibench never sets these for its
+# users; a test whose meaning needs cold compiles takes the `cold_compiles` fixture.
+JAX_CACHE_VARS = {"JAX_COMPILATION_CACHE_DIR": None,
+                  "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+                  "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput") or os.environ.get("MIBENCH_TEST_NO_JAX_CACHE"):
+        return  # a worker inherits the controller's variables; the escape hatch: none
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="mibench-test-jax-cache-")
+    config._mibench_jax_cache = folder
+    os.environ.update({**JAX_CACHE_VARS, "JAX_COMPILATION_CACHE_DIR": folder})
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_mibench_jax_cache", None)
+    if folder is not None:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+        for name in JAX_CACHE_VARS:
+            os.environ.pop(name, None)
+
+
+@pytest.fixture
+def cold_compiles(monkeypatch):
+    """The processes this test starts compile cold, with no persistent cache, as on a
+    user's machine by default (the variables are unset for the test's duration)."""
+    for name in JAX_CACHE_VARS:
+        monkeypatch.delenv(name, raising=False)
