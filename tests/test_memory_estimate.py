@@ -127,10 +127,6 @@ print(json.dumps({"rise": status("VmHWM") - base}))
 
 
 @pytest.mark.slow
-# the rise is a cold compile's: the test session's JAX cache (tests/conftest.py) moves it
-# 10 to 20 MiB (estimate/rise of prefill_extend 256 measured 1.53 cold, 1.76 and 1.54 with
-# the cache: past the bracket's 1.75), so the probe compiles cold, as on a user's machine
-@pytest.mark.usefixtures("cold_compiles")
 @pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK),
                     reason="needs Linux's /proc/self/clear_refs to reset the peak RSS")
 @pytest.mark.parametrize("mode,opts,q,n,length", [
