@@ -75,6 +75,7 @@ def test_one_server_per_launch_and_arguments_recorded_and_stopped(tmp_path):
             launch:
               name: serve
               command: {SERVE}
+              package: mibench
               env: {{MIBENCH_TEST_MARKER: {marker}}}
             server_args: {{mode: [packed, single], delimiter: 151643}}
             clients: [1, 2]
@@ -102,6 +103,12 @@ def test_one_server_per_launch_and_arguments_recorded_and_stopped(tmp_path):
     assert {k[0] for k in checks} == {"engines", "concurrency"} and len(checks) == 4
     assert all(c.status == "passed" for c in checks.values())
     assert processes_with(marker) == []  # nothing left running
+    # the artifact's server entry is plain JSON that a report can show: how it was launched
+    (artifact,) = (tmp_path / "out").glob("*.json")
+    server = json.loads(artifact.read_text())["cases"][0]["server"]
+    assert server["package"] == "mibench" and server["package_version"]
+    assert server["name"] == "serve" and server["command"][1:4] == ["-m", "mibench.harness.cli",
+                                                                    "serve"]
 
 
 def test_a_server_that_does_not_come_up_fails_its_cases_with_its_log(tmp_path):
@@ -299,21 +306,3 @@ def test_bad_launch_is_one_error_naming_the_key(tmp_path, case, key, words):
         load_config(path)
     assert key in str(e.value) and words in str(e.value)
 
-
-def test_the_artifact_says_how_the_server_was_launched(tmp_path):
-    """The record's server entry is plain JSON that a report can show."""
-    path = write(tmp_path, f"""
-        cases:
-          - engine: http
-            mode: single
-            launch: {{name: s, command: {SERVE}, package: mibench}}
-            server_args: {{mode: single}}
-            clients: 1
-            requests: 2
-        """)
-    run(plan_of(load_config(path), out=tmp_path / "out", progress=False))
-    (artifact,) = (tmp_path / "out").glob("*.json")
-    server = json.loads(artifact.read_text())["cases"][0]["server"]
-    assert server["package"] == "mibench" and server["package_version"]
-    assert server["name"] == "s" and server["command"][1:4] == ["-m", "mibench.harness.cli",
-                                                                 "serve"]
