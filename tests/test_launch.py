@@ -250,8 +250,9 @@ def answered(port: int) -> int:
 def test_an_interrupted_capacity_search_keeps_the_steps_it_walked(tmp_path, how):
     """Ctrl-C or SIGTERM mid-search: the case is kept as failed (Interrupted) with the steps
     it finished, not lost with the process. The fake server answers in 20 ms one at a
-    time; the first step (36 requests at 3/s) takes 12 s, the rest of the search about 15
-    s: the signal comes once the server has answered 40 requests (past the first step)."""
+    time; the first step (36 requests at 9/s) takes 4 s, the rest of the search (rates up
+    to the server's 50/s, each step paced by the clock) about 10 s: the signal comes once
+    the server has answered 40 requests (past the first step)."""
     marker = f"1.{uuid.uuid4().int % 10**8}"  # --first-ms: a unique command line, +1 ms
     path = write(tmp_path, f"""
         cases:
@@ -263,7 +264,7 @@ def test_an_interrupted_capacity_search_keeps_the_steps_it_walked(tmp_path, how)
                         "--serial-ms", "20", "--first-ms", "{marker}"]
               ready: {{path: /get_server_info, timeout_s: 60}}
               stop: {{grace_s: 2}}
-            slo: {{p90_ms: 300, start_rate: 3, precision: 0.05, repeats: 3}}
+            slo: {{p90_ms: 300, start_rate: 9, precision: 0.05, repeats: 3}}
         """)
     proc = start_run(path, tmp_path / "out")
     try:
@@ -281,7 +282,7 @@ def test_an_interrupted_capacity_search_keeps_the_steps_it_walked(tmp_path, how)
     (case,) = json.loads(artifact.read_text())["cases"]
     assert case["status"] == "failed" and case["error"]["type"] == "Interrupted", case["error"]
     steps = case["slo"]["steps"]
-    assert steps and steps[0]["rate"] == 3 and steps[0]["sent"] == 36, steps
+    assert steps and steps[0]["rate"] == 9 and steps[0]["sent"] == 36, steps
     assert case["slo"]["repeats"] == []  # stopped before the search ended
 
 
