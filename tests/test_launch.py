@@ -75,6 +75,7 @@ def test_one_server_per_launch_and_arguments_recorded_and_stopped(tmp_path):
             launch:
               name: serve
               command: {SERVE}
+              package: mibench
               env: {{MIBENCH_TEST_MARKER: {marker}}}
             server_args: {{mode: [packed, single], delimiter: 151643}}
             clients: [1, 2]
@@ -102,6 +103,12 @@ def test_one_server_per_launch_and_arguments_recorded_and_stopped(tmp_path):
     assert {k[0] for k in checks} == {"engines", "concurrency"} and len(checks) == 4
     assert all(c.status == "passed" for c in checks.values())
     assert processes_with(marker) == []  # nothing left running
+    # the artifact's server entry is plain JSON that a report can show: how it was launched
+    (artifact,) = (tmp_path / "out").glob("*.json")
+    server = json.loads(artifact.read_text())["cases"][0]["server"]
+    assert server["package"] == "mibench" and server["package_version"]
+    assert server["name"] == "serve" and server["command"][1:4] == ["-m", "mibench.harness.cli",
+                                                                    "serve"]
 
 
 def test_a_server_that_does_not_come_up_fails_its_cases_with_its_log(tmp_path):
@@ -243,8 +250,9 @@ def answered(port: int) -> int:
 def test_an_interrupted_capacity_search_keeps_the_steps_it_walked(tmp_path, how):
     """Ctrl-C or SIGTERM mid-search: the case is kept as failed (Interrupted) with the steps
     it finished, not lost with the process. The fake server answers in 20 ms one at a
-    time; the first step (36 requests at 3/s) takes 12 s, the rest of the search about 15
-    s: the signal comes once the server has answered 40 requests (past the first step)."""
+    time; the first step (36 requests at 9/s) takes 4 s, the rest of the search (rates up
+    to the server's 50/s, each step paced by the clock) about 10 s: the signal comes once
+    the server has answered 40 requests (past the first step)."""
     marker = f"1.{uuid.uuid4().int % 10**8}"  # --first-ms: a unique command line, +1 ms
     path = write(tmp_path, f"""
         cases:
@@ -256,7 +264,7 @@ def test_an_interrupted_capacity_search_keeps_the_steps_it_walked(tmp_path, how)
                         "--serial-ms", "20", "--first-ms", "{marker}"]
               ready: {{path: /get_server_info, timeout_s: 60}}
               stop: {{grace_s: 2}}
-            slo: {{p90_ms: 300, start_rate: 3, precision: 0.05, repeats: 3}}
+            slo: {{p90_ms: 300, start_rate: 9, precision: 0.05, repeats: 3}}
         """)
     proc = start_run(path, tmp_path / "out")
     try:
@@ -274,7 +282,7 @@ def test_an_interrupted_capacity_search_keeps_the_steps_it_walked(tmp_path, how)
     (case,) = json.loads(artifact.read_text())["cases"]
     assert case["status"] == "failed" and case["error"]["type"] == "Interrupted", case["error"]
     steps = case["slo"]["steps"]
-    assert steps and steps[0]["rate"] == 3 and steps[0]["sent"] == 36, steps
+    assert steps and steps[0]["rate"] == 9 and steps[0]["sent"] == 36, steps
     assert case["slo"]["repeats"] == []  # stopped before the search ended
 
 
@@ -299,21 +307,3 @@ def test_bad_launch_is_one_error_naming_the_key(tmp_path, case, key, words):
         load_config(path)
     assert key in str(e.value) and words in str(e.value)
 
-
-def test_the_artifact_says_how_the_server_was_launched(tmp_path):
-    """The record's server entry is plain JSON that a report can show."""
-    path = write(tmp_path, f"""
-        cases:
-          - engine: http
-            mode: single
-            launch: {{name: s, command: {SERVE}, package: mibench}}
-            server_args: {{mode: single}}
-            clients: 1
-            requests: 2
-        """)
-    run(plan_of(load_config(path), out=tmp_path / "out", progress=False))
-    (artifact,) = (tmp_path / "out").glob("*.json")
-    server = json.loads(artifact.read_text())["cases"][0]["server"]
-    assert server["package"] == "mibench" and server["package_version"]
-    assert server["name"] == "s" and server["command"][1:4] == ["-m", "mibench.harness.cli",
-                                                                 "serve"]

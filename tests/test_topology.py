@@ -1,6 +1,7 @@
 """Tensor parallelism: every mode at tp 1, 2, 4, 8 scores like tp 1; KV heads are fitted to
 the mesh; unavailable topologies are skipped; a two-process run scores like one process.
-Each JAX run is a subprocess, since the simulated device count is fixed at JAX start."""
+Each JAX run on simulated devices is a subprocess, since the device count is fixed at JAX
+start; tp 1 (one device) scores in the test's own process."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from topology_worker import score_every_mode
 
 from mibench.engines.config import from_hf_config
 from mibench.engines.presets import PRESETS, hf_config
@@ -105,7 +107,7 @@ def test_two_processes_score_like_one():
     assert "{" not in outs[1].stdout  # only process 0 reports (gloo may print a line)
     multi = json.loads(outs[0].stdout.strip().splitlines()[-1])["2"]
     assert {d["process"] for d in multi["topology"]["devices"]} == {0, 1}
-    single = _worker("modes", "tiny", "1", devices=1)["1"]
+    single = score_every_mode("tiny", 1)  # tp 1 needs one device: this process's own
     for label, scores in single.items():
         if label not in ("topology", "kv_heads"):
             _assert_same_scores(multi[label], scores)
