@@ -1,0 +1,99 @@
+"""The servers-under-test wing's pure parts, in the fast tier (no server starts here: the
+tests that launch one are slow): the prefix-cache check's judgement against its control,
+the server A/B's cold-start rounds judged by the paired test, the fake server's scores,
+and the hand-built cases of the developer jobs that drive the wing."""
+
+from __future__ import annotations
+
+import types
+
+from mibench.harness.jobs import invariance_serve, score_checks, serve_flood
+from mibench.harness.records import ColdStartLaunch, ConcurrencyTrial
+from mibench.harness.records.ab import ABCase
+from mibench.harness.testing import fake_server
+from mibench.harness.under_test import metrics, prefix_cache
+from mibench.harness.verdicts import COLD_START_REGRESSION, UNCHANGED
+
+
+def trials(statuses: str, diff: float = 0.0) -> list[ConcurrencyTrial]:
+    return [ConcurrencyTrial(trial=t, status={"p": "passed", "f": "failed"}[s],
+                             max_log_diff=diff if s == "f" else 0.0,
+                             moved_items=int(s == "f"), moved_requests=int(s == "f"),
+                             moved=[f"request 0 item {t}: d ln {diff:g}"] if s == "f" else [])
+            for t, s in enumerate(statuses)]
+
+
+def test_a_cache_that_moves_scores_fails_and_a_clean_control_blames_the_cache():
+    check = prefix_cache.judge("prefix cache", "cold", 1e-5, trials("fff", 0.3),
+                               trials("ppp"), {"cache_off": True}, 0.0, apart=[0.0])
+    assert check.status == "failed" and check.control.fails == 0
+    assert "the control (cache off: cache_off=True) failed 0 of 3" in check.error
+    assert check.error.endswith("the control held: the cache's doing")
+
+
+def test_a_control_that_fails_too_says_it_is_not_the_cache_alone():
+    check = prefix_cache.judge("prefix cache", "cold", 1e-5, trials("fff", 0.3),
+                               trials("fpf", 0.3), {"cache_off": True}, 0.0)
+    assert check.status == "failed" and check.control.fails == 2
+    assert "not the cache alone" in check.error
+
+
+def test_a_cache_that_holds_passes_and_says_its_first_answers_apart():
+    check = prefix_cache.judge("prefix cache", "cold", 1e-5, trials("ppp"), trials("ppp"),
+                               {"cache_off": True}, 0.0, apart=[0.5])
+    assert check.status == "passed"
+    assert "beyond the tolerance: the cache changes scores before anything is warm" \
+        in check.error
+
+
+def _cold_case(monkeypatch, ready: dict[str, float]):
+    def one_launch(case, pool, key, r):
+        return ColdStartLaunch(launch=r, ready_s=ready[pool] * (1 + 0.01 * r), first_ms=50.0)
+
+    monkeypatch.setattr(metrics.cold_start, "one_launch", one_launch)
+    case = types.SimpleNamespace(http=types.SimpleNamespace(warm_requests=2), engine_key=None,
+                                 case_id="http/single")
+    ab = ABCase.model_construct(case_id="http/single", verdict=UNCHANGED, why="",
+                                cold_start={}, cold_timing={})
+    order = [["base", "new"] if r % 2 == 0 else ["new", "base"] for r in range(6)]
+    metrics.cold_rounds(case, {"base": "base", "new": "new"}, order, ab, 0.05, 0.05,
+                        lambda _: None)
+    return ab
+
+
+def test_a_server_twice_as_slow_to_come_up_is_a_cold_start_regression(monkeypatch):
+    ab = _cold_case(monkeypatch, {"base": 1.0, "new": 2.0})
+    assert ab.verdict == COLD_START_REGRESSION and ab.why.startswith("cold start: launch to")
+    assert len(ab.cold_start["new"].launches) == 6
+    assert ab.cold_timing["first request"].verdict != "regression"  # the same first request
+
+
+def test_the_same_cold_start_on_both_sides_is_no_regression(monkeypatch):
+    ab = _cold_case(monkeypatch, {"base": 1.0, "new": 1.0})  # control
+    assert ab.verdict == UNCHANGED and ab.why == ""
+
+
+def test_the_fake_servers_scores_are_probabilities_that_differ_and_shift_when_warm(
+        monkeypatch):
+    monkeypatch.setattr(fake_server, "ARGS", types.SimpleNamespace(inflight_shift=0.0,
+                                                                   warm_shift=0.5))
+    req = {"query": [1, 2], "items": [[3], [4], [5]], "label_token_ids": [198, 9834]}
+    cold, warm = fake_server.scores(req, 0), fake_server.scores(req, 0, warm=True)
+    assert all(abs(sum(r) - 1) < 1e-12 for r in cold) and len({r[0] for r in cold}) == 3
+    assert cold == fake_server.scores(req, 5)  # no in-flight shift asked: none
+    assert all(w[0] > c[0] for w, c in zip(warm, cold, strict=True))
+
+
+def test_the_jobs_hand_built_server_cases_are_valid_configs(tmp_path):
+    config = score_checks.config(score_checks.serve_cases() + [
+        score_checks.fake_cache_case(0.01)], tmp_path, ["prefix_cache"])
+    assert [c.engine for c in config.cases] == ["http"] * (len(score_checks.serve_cases()) + 1)
+    launch = invariance_serve._launch("packed")
+    assert dict(launch.args) == {"mode": "packed", "delimiter": invariance_serve.DELIM}
+    assert "mibench.harness.testing.fake_server" in invariance_serve.FAKE.launch.command
+
+
+def test_the_flood_jobs_percentile_of_nothing_is_none():
+    assert serve_flood.nearest_rank([], 90) is None
+    assert serve_flood.nearest_rank([3.0, 1.0, 2.0, 4.0], 50) == 2.0
+    assert serve_flood.nearest_rank([3.0, 1.0, 2.0, 4.0], 90) == 4.0
