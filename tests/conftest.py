@@ -67,6 +67,23 @@ def example_id(mode: str, opts: dict) -> str:
     return mode + "".join(f"-{k}{v}" for k, v in opts.items())
 
 
+def tiered(examples: list) -> list:
+    """`examples` ((mode, options) pairs, or pytest params of them) as pytest params: a
+    mode's first example and its first with each mask run in the fast tier, the rest of its
+    options (chunk sizes, schedules, precompiled sets) in the slow tier."""
+    seen, out = set(), []
+    for ex in examples:
+        if hasattr(ex, "values"):  # already a pytest.param: kept as it is
+            out.append(ex)
+            continue
+        mode, opts = ex
+        new = {mode, (mode, opts.get("mask"))} - seen
+        seen |= {mode, (mode, opts.get("mask"))}
+        out.append(pytest.param(mode, opts, id=example_id(mode, opts),
+                                marks=() if new else pytest.mark.slow))
+    return out
+
+
 @pytest.fixture(scope="session")
 def make_request():
     return random_request

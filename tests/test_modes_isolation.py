@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import DELIM, LABELS, SEMANTICS_TIERED, example_id, mode_examples
+from conftest import DELIM, LABELS, SEMANTICS_TIERED, example_id, mode_examples, tiered
 
 from mibench.engines.modes.layout import pack
 from mibench.engines.request import make_request as build_request
@@ -36,7 +36,7 @@ def mutated(items, new_len=None, seed=0):
 
 
 @pytest.mark.parametrize("semantics", SEMANTICS_TIERED)
-@pytest.mark.parametrize("mode,opts", ALL_MODES, ids=IDS)
+@pytest.mark.parametrize("mode,opts", tiered(ALL_MODES))
 def test_same_length_change_is_bitwise_invisible(jax_tiny, base, mode, opts, semantics):
     query, items = base
     before = run(jax_tiny, query, items, mode, opts, semantics)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import DELIM, LABELS, SEMANTICS_TIERED, example_id, mode_examples
+from conftest import DELIM, LABELS, SEMANTICS_TIERED, example_id, mode_examples, tiered
 
 # every example the registry declares (7 items: chunks of 3 leave 1; extend batches of 3
 # leave 1, of 4 with precompile_bs [4] pad the last 3 to 4), and chunks of one item
@@ -66,7 +66,7 @@ def test_the_semantics_give_different_scores(single_ref):
 
 
 @pytest.mark.parametrize("semantics", SEMANTICS_TIERED)
-@pytest.mark.parametrize("mode,opts", MODE_CASES, ids=IDS)
+@pytest.mark.parametrize("mode,opts", tiered(MODE_CASES), ids=IDS)
 def test_mode_matches_single_and_torch(jax_tiny, base, single_ref, torch_ref, mode, opts,
                                        semantics):
     got = scores(jax_tiny, base, mode, semantics=semantics, **opts)

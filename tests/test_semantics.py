@@ -19,9 +19,9 @@ from conftest import (
     LABELS,
     SEMANTICS_TIERED,
     SOFTMAX_TIERED,
-    example_id,
     mode_examples,
     random_request,
+    tiered,
 )
 from typer.testing import CliRunner
 
@@ -34,7 +34,6 @@ SEMANTICS = ("delimited", "plain")
 QUERY, ITEMS = random_request(41, query_len=37, num_items=7, item_len=(1, 12))
 Q, N = len(QUERY), len(ITEMS)
 JAX_CASES = mode_examples(skip=("single",))  # every example the registry declares
-IDS = [example_id(m, o) for m, o in JAX_CASES]
 LOG_TOL = 1e-5  # a mode against single of the same engine, float32
 ENGINE_TOL = 1e-4  # jax against the torch reference
 
@@ -63,7 +62,7 @@ def ref(jax_tiny, torch_tiny):
 
 @pytest.mark.parametrize("apply_softmax", SOFTMAX_TIERED)
 @pytest.mark.parametrize("semantics", SEMANTICS_TIERED)
-@pytest.mark.parametrize("mode,opts", JAX_CASES, ids=IDS)
+@pytest.mark.parametrize("mode,opts", tiered(JAX_CASES))
 def test_every_jax_mode_matches_single_of_its_semantics(jax_tiny, ref, mode, opts, semantics,
                                                         apply_softmax):
     got = log_scores(jax_tiny, mode, semantics, apply_softmax, **opts)
