@@ -5,13 +5,17 @@ and the hand-built cases of the developer jobs that drive the wing."""
 
 from __future__ import annotations
 
+import sys
 import types
 
+import pytest
+
+from mibench.errors import MibenchError
 from mibench.harness.jobs import invariance_serve, score_checks, serve_flood
 from mibench.harness.records import ColdStartLaunch, ConcurrencyTrial
 from mibench.harness.records.ab import ABCase
 from mibench.harness.testing import fake_server
-from mibench.harness.under_test import metrics, prefix_cache
+from mibench.harness.under_test import ab, metrics, prefix_cache
 from mibench.harness.verdicts import COLD_START_REGRESSION, UNCHANGED
 
 
@@ -97,3 +101,22 @@ def test_the_flood_jobs_percentile_of_nothing_is_none():
     assert serve_flood.nearest_rank([], 90) is None
     assert serve_flood.nearest_rank([3.0, 1.0, 2.0, 4.0], 50) == 2.0
     assert serve_flood.nearest_rank([3.0, 1.0, 2.0, 4.0], 90) == 4.0
+
+
+def test_a_server_ab_side_names_its_interpreter_and_refuses_a_missing_one(tmp_path):
+    side = ab.python_side("new", sys.executable)
+    assert side.python == sys.executable and side.subject == f"interpreter {sys.executable}"
+    with pytest.raises(MibenchError, match=r"is not a file \(give the server's interpreter\)") \
+            as e:
+        ab.python_side("base", str(tmp_path / "no-python"))
+    assert e.value.field == "--base-python"
+
+
+def test_a_server_ab_of_a_config_without_launched_servers_is_refused(tmp_path):
+    config = score_checks.config([{"engine": "jax", "mode": "single"}], tmp_path, [])
+    with pytest.raises(MibenchError, match="has no http case with a launch section") as e:
+        ab.launched_cases(config, None)
+    assert e.value.field == "--server-repo"
+    served = score_checks.config(score_checks.serve_cases(), tmp_path, [])  # control
+    assert [c.engine for c in ab.launched_cases(served, None)] == ["http"] * len(
+        score_checks.serve_cases())
