@@ -77,10 +77,10 @@ def tiered(examples: list) -> list:
             out.append(ex)
             continue
         mode, opts = ex
-        new = {mode, (mode, opts.get("mask"))} - seen
-        seen |= {mode, (mode, opts.get("mask"))}
+        keys = {mode, (mode, opts.get("mask"))}
         out.append(pytest.param(mode, opts, id=example_id(mode, opts),
-                                marks=() if new else pytest.mark.slow))
+                                marks=() if keys - seen else pytest.mark.slow))
+        seen |= keys
     return out
 
 
@@ -113,8 +113,6 @@ def served(jax_tiny):
                                           delimiter=DELIM))
     with Served(build_app(jax_tiny, settings)) as server:
         yield server
-
-
 
 
 # The fast tier (`pytest -m "not slow"`, the developer's loop) starts no server: a test that
