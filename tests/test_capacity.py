@@ -301,7 +301,7 @@ def test_the_capacity_plot_marks_a_rate_found_only_when_it_held(monkeypatch, sta
     row = SimpleNamespace(case=SimpleNamespace(slo=slo, case_id="http/single", load=None),
                           run="r")
     figs = []
-    monkeypatch.setattr(servers, "_save", lambda fig, path: figs.append(fig) or path)
+    monkeypatch.setattr(servers, "save_png", lambda fig, path: figs.append(fig) or path)
     servers.capacity_chart([row], Path("unused.png"))
     (ax,) = figs[0].axes
     assert sum(line.get_linestyle() == "-." for line in ax.get_lines()) == lines
@@ -329,7 +329,7 @@ def test_the_capacity_plot_names_cases_by_what_differs_and_marks_missed_repeats(
         rows.append(SimpleNamespace(case=SimpleNamespace(slo=slo, case_id=case_id, load=None),
                                     run="r"))
     figs = []
-    monkeypatch.setattr(servers, "_save", lambda fig, path: figs.append(fig) or path)
+    monkeypatch.setattr(servers, "save_png", lambda fig, path: figs.append(fig) or path)
     servers.capacity_chart(rows, Path("unused.png"))
     (ax,) = figs[0].axes
     legend = [t.get_text() for t in ax.get_legend().get_texts()]

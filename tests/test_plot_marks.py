@@ -83,11 +83,11 @@ def drawn(monkeypatch):
         figs.append(fig)
         return path
 
-    monkeypatch.setattr(plots, "_save", keep)
-    monkeypatch.setattr(trends, "_save", keep)
+    monkeypatch.setattr(plots, "save_png", keep)
+    monkeypatch.setattr(trends, "save_png", keep)
     yield figs
     for fig in figs:
-        plots._plt().close(fig)
+        plots.pyplot().close(fig)
 
 
 def texts(fig) -> str:
@@ -169,8 +169,8 @@ def test_latency_cdf_and_capacity_name_a_busy_case(drawn, monkeypatch):
     from mibench.harness.under_test import report_latency as latency
     from mibench.harness.under_test import report_servers as servers
 
-    monkeypatch.setattr(latency, "_save", lambda fig, path: drawn.append(fig) or path)
-    monkeypatch.setattr(servers, "_save", lambda fig, path: drawn.append(fig) or path)
+    monkeypatch.setattr(latency, "save_png", lambda fig, path: drawn.append(fig) or path)
+    monkeypatch.setattr(servers, "save_png", lambda fig, path: drawn.append(fig) or path)
     load = CaseLoad(window_s=1.0, cpus=2, other_share=0.7, other_cpu_s=1.4, source="test")
     asked = [SimpleNamespace(latency_s=s, status=200) for s in (0.001, 0.002, 0.5)]
     steps = [SloStep(rate=r, seed=0, sent=9, ok=9, error_rate=0.0, stopped_early=False,

@@ -41,3 +41,31 @@ def test_every_renderer_lives_in_report_with_one_shape():
 def test_an_unknown_renderer_names_the_known_ones():
     with pytest.raises(MibenchError, match="unknown renderer 'histroy'.*did you mean"):
         RENDERERS.lookup("histroy")
+
+
+def private_imports_of_report(root=None) -> list[str]:
+    """`file: name` for each private name (`_x`) of a module of harness/report/ that
+    another module imports: the plot helpers others draw with are public."""
+    import ast
+    from pathlib import Path
+
+    root = root or Path(__file__).resolve().parents[1]
+    found = []
+    for path in sorted((root / "harness").rglob("*.py")):
+        package = path.relative_to(root).parent.parts
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = package[:len(package) - node.level + 1] if node.level else ()
+            target = (*base, *(node.module or "").split("."))
+            if target[:1] == ("mibench",):
+                target = target[1:]
+            if target[:2] != ("harness", "report"):
+                continue
+            found += [f"{path.relative_to(root)}: {a.name}" for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+def test_no_module_imports_a_private_name_of_report():
+    assert private_imports_of_report() == []

@@ -7,7 +7,8 @@ side, bars on linear axes from zero unless the values span more than 30x (then a
 that says so: marks.py), the number of timed runs (`n=`) beside each value, a side measured
 on a busy machine hatched and named, the config and commits in the title, and a width that
 GitHub shows without scaling text away (`WIDTH` inches at `DPI`: about 990 pixels). The
-history's trend plot is trends.py.
+history's trend plot is trends.py. A plot elsewhere (the servers wing's) draws with the same
+public helpers: `pyplot()`, `save_png(fig, path)`, `wrap`, the colours.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ def colour(verdict: str | None) -> str:
     return VERDICT_COLOURS.get(verdict_class(verdict) or "", PLAIN)
 
 
-def _plt():
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (no display), imported on first use: what
+    every plot of mibench draws with (trends.py's, the servers wing's)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -56,7 +59,7 @@ def _plt():
     return plt
 
 
-def _save(fig, path: Path, layout: bool = True) -> Path:
+def save_png(fig, path: Path, layout: bool = True) -> Path:
     """The figure as a PNG at `path`, written whole or not at all (records/io.py)."""
     import io
 
@@ -66,7 +69,7 @@ def _save(fig, path: Path, layout: bool = True) -> Path:
         fig.tight_layout()
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=DPI, bbox_inches="tight")  # long case ids inside
-    _plt().close(fig)
+    pyplot().close(fig)
     write_output(path, png.getvalue(), "the plot")
     return path
 
@@ -178,7 +181,7 @@ def throughput_chart(labels: list[str], sides: list[Bars], path: Path,
     there is one; `subject` (marks.subject: config and commits) heads the title."""
     if not labels or not any(v is not None for s in sides for v in s.values):
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(WIDTH, 0.9 + row_inches(labels, 0.42) * len(labels)
                                     * max(1, len(sides)) ** 0.6))
     classes = _grouped_bars(ax, labels, sides, ".4g")
@@ -188,7 +191,7 @@ def throughput_chart(labels: list[str], sides: list[Bars], path: Path,
     if classes - {"plain", "log"}:
         _legend(ax, classes, next((s.name for s in sides if s.baseline), ""),
                 loc="lower right")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,7 +217,7 @@ def comparison_chart(labels: list[str], times: list[Bars], changes: list[Change]
     `subject` (config and commits) above both."""
     if not labels or not any(c is not None for ch in changes for c in ch.change):
         return None
-    plt = _plt()
+    plt = pyplot()
     rows = len(labels) * max(1, len(changes)) ** 0.6
     fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 1.2 + row_inches(labels, 0.5) * rows),
                                       sharey=True,
@@ -255,7 +258,7 @@ def comparison_chart(labels: list[str], times: list[Bars], changes: list[Change]
     if subject:
         fig.suptitle(f"{subject}: time per item and its change", fontsize=10, x=0.01,
                      ha="left")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 # --- spread, scaling --------------------------------------------------------------------
@@ -271,7 +274,7 @@ def spread_chart(labels: list[str], runs: list[list[float]], path: Path,
             for lab, r, b in zip(labels, runs, busy, strict=True) if len(r) > 1]
     if not data:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(WIDTH, 0.8 + row_inches([lab for lab, _, _ in data], 0.4)
                                     * len(data)))
     for y, (_, r, b) in enumerate(reversed(data)):
@@ -291,7 +294,7 @@ def spread_chart(labels: list[str], runs: list[list[float]], path: Path,
     ax.set_title(f"{subject}: run-to-run spread" if subject else "Run-to-run spread",
                  fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def scaling_chart(lines: dict[str, dict[int, float]], path: Path, subject: str = ""
@@ -301,7 +304,7 @@ def scaling_chart(lines: dict[str, dict[int, float]], path: Path, subject: str =
     lines = {k: v for k, v in lines.items() if len(v) > 1}
     if not lines:
         return None
-    plt = _plt()
+    plt = pyplot()
     import matplotlib.ticker
 
     fig, ax = plt.subplots(figsize=(WIDTH, 4))
@@ -318,4 +321,4 @@ def scaling_chart(lines: dict[str, dict[int, float]], path: Path, subject: str =
     ax.set_title((f"{subject}: t" if subject else "T") + "opology scaling (dotted: linear; "
                  "log scales)", fontsize=9)
     ax.legend(fontsize=6)
-    return _save(fig, path)
+    return save_png(fig, path)

@@ -15,7 +15,7 @@ import statistics
 from pathlib import Path
 
 from .marks import StepMark, axis_label, commit_groups, count_text, drawn_steps, log_scale
-from .plots import PLAIN, VERDICT_COLOURS, WIDTH, _plt, _save, wrap
+from .plots import PLAIN, VERDICT_COLOURS, WIDTH, pyplot, save_png, wrap
 
 RUN_OFFSET = 0.09  # x offset between the dots of one commit's runs, in commit positions
 
@@ -130,7 +130,7 @@ def history_chart(title: str, trends: list[Trend], path: Path,
     trends = [t for t in trends if any(v is not None for v in t.values)]
     if not trends:
         return None
-    plt = _plt()
+    plt = pyplot()
     from matplotlib.lines import Line2D
 
     cols = min(columns, len(trends))
@@ -155,4 +155,4 @@ def history_chart(title: str, trends: list[Trend], path: Path,
     fig.legend(handles=marks, loc="upper left", fontsize=7, ncol=6,
                bbox_to_anchor=(0.0, top), frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.7 / fig.get_figheight()))
-    return _save(fig, path, layout=False)
+    return save_png(fig, path, layout=False)

@@ -15,7 +15,7 @@ from ..judge.busy import busy
 from ..report import fmt
 from ..report.fmt import Table
 from ..report.marks import axis_label, log_scale
-from ..report.plots import _plt, _save
+from ..report.plots import pyplot, save_png
 from ..report.tables import Row
 
 
@@ -105,7 +105,7 @@ def cdf_chart(rows: list[Row], path: Path, subject: str = "") -> Path | None:
                           else f"{r.run} {r.case.case_id}", ms, busy(r.case.load)))
     if not lines:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4))
     for name, ms, b in lines:
         ys = [(k + 1) / len(ms) for k in range(len(ms))]
@@ -121,4 +121,4 @@ def cdf_chart(rows: list[Row], path: Path, subject: str = "") -> Path | None:
     ax.set_ylabel("fraction of requests")
     ax.set_title((f"{subject}: s" if subject else "S") + "erver latency CDF (http cases)")
     ax.legend(fontsize=7, loc="lower right")
-    return _save(fig, path)
+    return save_png(fig, path)

@@ -12,7 +12,7 @@ from ..judge.busy import busy
 from ..records import RunRecord
 from ..report import fmt
 from ..report.fmt import Table
-from ..report.plots import _plt, _save
+from ..report.plots import pyplot, save_png
 from ..report.tables import Row
 
 
@@ -57,7 +57,7 @@ def capacity_chart(rows: list[Row], path: Path, subject: str = "") -> Path | Non
     chosen = [r for r in rows if r.case.slo is not None and r.case.slo.steps]
     if not chosen:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5 + 0.2 * len(chosen)))
     many = len({r.run for r in chosen}) > 1
     names = distinct_parts([r.case.case_id for r in chosen])
@@ -87,7 +87,7 @@ def capacity_chart(rows: list[Row], path: Path, subject: str = "") -> Path | Non
                  "repeats (x met, + missed); hollow: missed",
                  fontsize=8)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def distinct_parts(ids: list[str]) -> list[str]:
