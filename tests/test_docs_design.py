@@ -102,6 +102,11 @@ def _exporters():
     return list(EXPORTERS)
 
 
+def _renderers():
+    from mibench.harness.report.renderers import EXPORT, RENDERERS
+    return [r for r in RENDERERS if not r.startswith(EXPORT)]  # exporters: their own recipe
+
+
 def _parity_checks():
     from mibench.harness.run.parity import PARITY_CHECKS
     return list(PARITY_CHECKS)
@@ -118,6 +123,7 @@ ACTUAL = {
     "mode": lambda: naming(_jax_modes()),
     "engine": lambda: naming(_in_process_engines()),
     "exporter": lambda: naming(_exporters()),
+    "renderer": lambda: naming(_renderers()),
     "parity check": lambda: naming(_parity_checks()),
     "wire": lambda: _table_row("wire"),
     "command": lambda: {"docs/cli.md"},

@@ -64,7 +64,6 @@ def compare(base: Annotated[str | None, typer.Argument(
     2 nothing comparable or bad input."""
     from ..judge.compare import compare as compare_records
     from ..records import COMPILE_SCHEMAS as COMPILE
-    from ..report.changes import compare_json
     from ..report.renderers import RENDERERS
 
     limits = parse_thresholds(threshold, ("time", "memory", "cost"),
@@ -84,8 +83,8 @@ def compare(base: Annotated[str | None, typer.Argument(
                                field=str(new))
         note = (f"rebaselined: {new} replaces {base} as the baseline (the gate said: "
                 f"{result.outcome}, exit {result.exit_code})")
-    print(compare_json(result, note) if kind == "json"
-          else RENDERERS.lookup("compare")(result, note), end="")
+    print(RENDERERS.lookup("compare-json" if kind == "json" else "compare")(result, note),
+          end="")
     if rebaseline:
         print(note)
         return
@@ -125,7 +124,6 @@ def compare_compile(base: Path, new: Path, limit: float, kind: str,
     from ..judge.compile_compare import compare_compile as compare_costs
     from ..records import COMPILE_SCHEMAS as COMPILE
     from ..records import read_compile_artifact
-    from ..report.compile_changes import compile_compare_json
     from ..report.renderers import RENDERERS
 
     if not (schema_of(base) in COMPILE and schema_of(new) in COMPILE):
@@ -134,8 +132,8 @@ def compare_compile(base: Path, new: Path, limit: float, kind: str,
                            "another", field=str(odd))
     old, fresh = select_records([read_compile_artifact(base), read_compile_artifact(new)], case)
     result = compare_costs(old, fresh, limit)
-    print(compile_compare_json(result) if kind == "json"
-          else RENDERERS.lookup("compile-compare")(result), end="")
+    print(RENDERERS.lookup("compile-compare-json" if kind == "json" else "compile-compare")(
+        result), end="")
     return result.exit_code
 
 

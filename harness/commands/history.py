@@ -29,7 +29,6 @@ def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (se
             format: Format = "md"):
     """Per-case trend over commits: medians, change points, peak vs current."""
     from ..judge.history import build_history, load_dir
-    from ..report.changes import history_json, history_plots
     from ..report.renderers import RENDERERS
 
     kind = parse_format(format)
@@ -40,7 +39,7 @@ def history(folder: Annotated[Path, typer.Argument(help="Folder of artifacts (se
     hist = build_history(found.records, case or None, skipped=found.skipped,
                          where=str(folder))
     if kind == "json":
-        print(history_json(hist), end="")
+        print(RENDERERS.lookup("history-json")(hist), end="")
         return
-    plots = history_plots(hist, out) if out is not None else None
+    plots = RENDERERS.lookup("history-plots")(hist, out) if out is not None else None
     write_text(out, RENDERERS.lookup("history")(hist, plots))

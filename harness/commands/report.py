@@ -60,6 +60,7 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
     from ..records import AB_SCHEMAS as AB
     from ..records import COMPILE_SCHEMAS as COMPILE
     from ..records import RUN_SCHEMAS as RUN
+    from ..report.renderers import RENDERERS
 
     limit = parse_thresholds(threshold, ("time",))["time"]
     out = out_file(out, "report.md")
@@ -75,19 +76,17 @@ def report(artifacts: Annotated[list[Path], typer.Argument(help="Artifacts (JSON
             raise MibenchError("selects the cases of run artifacts; an A/B artifact holds "
                                "the cases it measured", field="--case")
         from ..records import read_ab
-        from ..report.ab import render_markdown
 
-        write_text(out, render_markdown(read_ab(artifacts[0])))
+        write_text(out, RENDERERS.lookup("ab")(read_ab(artifacts[0])))
         return
     from ..config.references import load_references
 
     refs = load_references(references) if references is not None else None
     if baseline is None and kinds <= set(COMPILE):
         from ..records import read_compile_artifact
-        from ..report.compile import render_fit
 
-        write_text(out, render_fit(select_records([read_compile_artifact(p)
-                                                   for p in artifacts], case), refs))
+        records = select_records([read_compile_artifact(p) for p in artifacts], case)
+        write_text(out, RENDERERS.lookup("compile-fit")(records, refs))
         return
     from ..report import write_report
 

@@ -29,9 +29,9 @@ def site(histories: Annotated[list[Path], typer.Argument(
     measurement (trend, steps, regressions, ab evidence, runs), every regression with its
     life cycle, and the nights' reports. Works from file:// and any static host."""
     from ..records.io import write_output
-    from ..report.site import build_site
+    from ..report.renderers import RENDERERS
 
-    built = build_site(histories, out, site_url=site_url)
+    built = RENDERERS.lookup("site")(histories, out, site_url=site_url)
     for line in built.notes:
         print(line, file=sys.stderr)
     print(f"site: {built.out / 'index.html'} ({built.measurements} measurement(s), "

@@ -220,13 +220,13 @@ def render_times(page: Path, browser: str = CHROMIUM) -> tuple[float | None, flo
 
 def measure(out: Path, measurements: int, nights: int, browser: str = CHROMIUM
             ) -> tuple[Size, str]:
-    from ..report.site import build_site
+    from ..report.renderers import RENDERERS
 
     t0 = time.perf_counter()
     history = synthetic_history(out / f"history-{measurements}", measurements, nights)
     t1 = time.perf_counter()
     site = out / f"site-{measurements}"
-    built = build_site([history], site)
+    built = RENDERERS.lookup("site")([history], site)
     t2 = time.perf_counter()
     fcp, load, how = render_times(site / "index.html", browser)
     size = sum(p.stat().st_size for p in site.rglob("*") if p.is_file())

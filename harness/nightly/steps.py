@@ -144,7 +144,7 @@ class RealSteps:
         from ..records import read_artifact
         from ..records.io import write_output
         from ..report import write_report
-        from ..report.changes import history_markdown, history_plots
+        from ..report.renderers import RENDERERS
 
         links: dict[str, str] = {}
         try:
@@ -161,8 +161,8 @@ class RealSteps:
             cut = max((len(s.points) for s in hist.series), default=0) > SHOWN_NIGHTS
             head = (f"> The last {SHOWN_NIGHTS} runs of each series; the whole history: "
                     f"`mibench history {runs}`.\n\n" if cut else "")
-            write_output(out, head + history_markdown(shown, history_plots(shown, out)),
-                         "the history")
+            plots = RENDERERS.lookup("history-plots")(shown, out)
+            write_output(out, head + RENDERERS.lookup("history")(shown, plots), "the history")
             links["history"] = str(out)
         except Exception as e:  # the night's verdict stands without its pictures
             links.setdefault("report", f"not written: {type(e).__name__}: {e}")

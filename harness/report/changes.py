@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
-from pathlib import Path
 
 from ..judge.compare import MIN_RUNS, Comparison
 from ..judge.compile_counts import count
@@ -19,8 +18,6 @@ from ..records import PASSING
 from ..records.outputs import COMPARE_SCHEMA, HISTORY_SCHEMA
 from . import fmt, render
 from .fmt import Table
-from .marks import StepMark
-from .trends import Trend, history_chart
 
 CONVENTION_JSON = ("latency_change, latency_low, latency_high: time per item new / base - 1 "
                    "(+ = slower), the primary change; items_per_s_change, items_per_s_low, "
@@ -202,42 +199,6 @@ def history_tables(hist: History) -> tuple[Table, list[Table]]:
                          "the same kind - 1, + = larger; a bound (device-bound) or an older "
                          "artifact's rss is not trended.")
     return summary, series
-
-
-def trend(s: Series, busy_level: float) -> Trend:
-    """A series as the trend plot draws it (report/trends.py)."""
-    return Trend(
-        name=s.case_id + (f" [{s.label}]" if s.label else ""),
-        labels=point_labels(s.points),
-        values=[p.items_per_s for p in s.points],
-        whiskers=[(p.items_per_s_min, p.items_per_s_max)
-                  if p.items_per_s_min is not None else None for p in s.points],
-        steps=[StepMark(st.index, st.latency_change, st.kind, st.verdict) for st in s.steps],
-        failed=[i for i, p in enumerate(s.points) if p.status == "failed"],
-        busy=[i for i, p in enumerate(s.points) if p.busy(busy_level)],
-        commits=[p.commit or p.label for p in s.points],
-        counts=[sum(map(len, p.runs)) or None for p in s.points])
-
-
-def history_plots(hist: History, out: Path) -> dict[str, str]:
-    """One figure of small multiples per config beside `out` (a panel per case):
-    config -> file name."""
-    made = {}
-    stem = out.with_suffix("")
-    for k, config in enumerate(hist.configs):
-        series = [s for s in hist.series if s.config == config]
-        points = [p for s in series for p in s.points]
-        commits = list(dict.fromkeys(p.label for p in sorted(points, key=lambda p: p.time)))
-        span = commits[0] + (f" .. {commits[-1]}" if len(commits) > 1 else "")
-        runs = len({p.run_id for p in points})
-        title = (f"{config} @ {span} ({len(commits)} commits, {runs} runs): median items/s "
-                 "per commit")
-        suffix = "" if len(hist.configs) == 1 else f"-{k + 1}"
-        path = history_chart(title, [trend(s, hist.busy_level) for s in series],
-                             Path(f"{stem}-trends{suffix}.png"))
-        if path is not None:
-            made[config] = path.name
-    return made
 
 
 def history_markdown(hist: History, trend_plots: dict[str, str] | None = None) -> str:

@@ -1,5 +1,7 @@
 """The history's trend plot (`mibench history --out`): small multiples, a panel per case, a
-position per commit (matplotlib, Agg, through plots.py's helpers).
+position per commit (matplotlib, Agg, through plots.py's helpers). `history_plots(hist, out)`
+is the renderer (`history-plots`, renderers.py): a `History` in, a figure per config beside
+`out`.
 
 A commit's runs share its position: each run a dot (ringed red when measured on a busy
 machine), their spread a grey bar, the line through the median of its quiet runs (of all,
@@ -14,6 +16,8 @@ import dataclasses
 import statistics
 from pathlib import Path
 
+from ..judge.history import History, Series
+from .changes import point_labels
 from .marks import StepMark, axis_label, commit_groups, count_text, drawn_steps, log_scale
 from .plots import PLAIN, VERDICT_COLOURS, WIDTH, pyplot, save_png, wrap
 
@@ -156,3 +160,39 @@ def history_chart(title: str, trends: list[Trend], path: Path,
                bbox_to_anchor=(0.0, top), frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.7 / fig.get_figheight()))
     return save_png(fig, path, layout=False)
+
+
+def trend(s: Series, busy_level: float) -> Trend:
+    """A series as the trend plot draws it (report/trends.py)."""
+    return Trend(
+        name=s.case_id + (f" [{s.label}]" if s.label else ""),
+        labels=point_labels(s.points),
+        values=[p.items_per_s for p in s.points],
+        whiskers=[(p.items_per_s_min, p.items_per_s_max)
+                  if p.items_per_s_min is not None else None for p in s.points],
+        steps=[StepMark(st.index, st.latency_change, st.kind, st.verdict) for st in s.steps],
+        failed=[i for i, p in enumerate(s.points) if p.status == "failed"],
+        busy=[i for i, p in enumerate(s.points) if p.busy(busy_level)],
+        commits=[p.commit or p.label for p in s.points],
+        counts=[sum(map(len, p.runs)) or None for p in s.points])
+
+
+def history_plots(hist: History, out: Path) -> dict[str, str]:
+    """One figure of small multiples per config beside `out` (a panel per case):
+    config -> file name."""
+    made = {}
+    stem = out.with_suffix("")
+    for k, config in enumerate(hist.configs):
+        series = [s for s in hist.series if s.config == config]
+        points = [p for s in series for p in s.points]
+        commits = list(dict.fromkeys(p.label for p in sorted(points, key=lambda p: p.time)))
+        span = commits[0] + (f" .. {commits[-1]}" if len(commits) > 1 else "")
+        runs = len({p.run_id for p in points})
+        title = (f"{config} @ {span} ({len(commits)} commits, {runs} runs): median items/s "
+                 "per commit")
+        suffix = "" if len(hist.configs) == 1 else f"-{k + 1}"
+        path = history_chart(title, [trend(s, hist.busy_level) for s in series],
+                             Path(f"{stem}-trends{suffix}.png"))
+        if path is not None:
+            made[config] = path.name
+    return made

@@ -8,7 +8,8 @@ a statistic of its own.
     bmf    Bencher Metric Format: per case, `throughput` (items/s) and `latency` (ns per
            item), each the median with the slowest and fastest run as its bounds
 
-A new format: its module here and one `EXPORTERS.add` line (docs/design.md).
+A new format: its module here and one `EXPORTERS.add` line (docs/design.md); the
+renderers' registry (renderers.py) then has it as `export-<format>` too.
 `frame.cases_frame(artifacts)` gives the same rows as a pandas DataFrame (pandas: the
 `frame` extra, imported when called).
 """
