@@ -7,6 +7,8 @@ No JAX: every entry is imported, none is run."""
 from __future__ import annotations
 
 import inspect
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -82,7 +84,6 @@ def private_imports_of_report(root=None) -> list[str]:
     """`file: name` for each private name (`_x`) of a module of harness/report/ that
     another module imports: the plot helpers others draw with are public."""
     import ast
-    from pathlib import Path
 
     root = root or Path(__file__).resolve().parents[1]
     found = []
@@ -104,3 +105,28 @@ def private_imports_of_report(root=None) -> list[str]:
 
 def test_no_module_imports_a_private_name_of_report():
     assert private_imports_of_report() == []
+
+
+GOLDEN = Path(__file__).resolve().parent / "data" / "golden"
+
+
+@pytest.mark.parametrize("args, name", [
+    (["compare", "BASE", "NEW", "--format", "json"], "compare-json"),
+    (["compare", "BASE", "NEW"], "compare"),
+    (["history", "DIR", "--format", "json"], "history-json"),
+    (["history", "DIR"], "history"),
+])
+def test_the_commands_render_through_the_registry(args, name, tmp_path):
+    """A command asks RENDERERS for its output (an entry swapped, the output follows), so
+    a renderer is found in one place."""
+    from typer.testing import CliRunner
+
+    from mibench.harness.cli import app
+
+    for side in ("base", "new"):
+        shutil.copy(GOLDEN / f"run-{side}.json", tmp_path / f"run-{side}.json")
+    where = {"BASE": tmp_path / "run-base.json", "NEW": tmp_path / "run-new.json",
+             "DIR": tmp_path}
+    with RENDERERS.entry(name, lambda record, *options: f"rendered by {name}\n"):
+        got = CliRunner().invoke(app, [str(where.get(a, a)) for a in args])
+    assert got.stdout == f"rendered by {name}\n", got.output
