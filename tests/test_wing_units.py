@@ -11,7 +11,7 @@ import types
 import pytest
 
 from mibench.errors import MibenchError
-from mibench.harness.jobs import invariance_serve, score_checks, serve_flood
+from mibench.harness.jobs import invariance_serve, score_checks, score_checks_serve, serve_flood
 from mibench.harness.records import ColdStartLaunch, ConcurrencyTrial
 from mibench.harness.records.ab import ABCase
 from mibench.harness.testing import fake_server
@@ -89,9 +89,10 @@ def test_the_fake_servers_scores_are_probabilities_that_differ_and_shift_when_wa
 
 
 def test_the_jobs_hand_built_server_cases_are_valid_configs(tmp_path):
-    config = score_checks.config(score_checks.serve_cases() + [
-        score_checks.fake_cache_case(0.01)], tmp_path, ["prefix_cache"])
-    assert [c.engine for c in config.cases] == ["http"] * (len(score_checks.serve_cases()) + 1)
+    config = score_checks.config(score_checks_serve.serve_cases() + [
+        score_checks_serve.fake_cache_case(0.01)], tmp_path, ["prefix_cache"])
+    assert [c.engine for c in config.cases] == ["http"] * (
+        len(score_checks_serve.serve_cases()) + 1)
     launch = invariance_serve._launch("packed")
     assert dict(launch.args) == {"mode": "packed", "delimiter": invariance_serve.DELIM}
     assert "mibench.harness.testing.fake_server" in invariance_serve.FAKE.launch.command
@@ -117,6 +118,6 @@ def test_a_server_ab_of_a_config_without_launched_servers_is_refused(tmp_path):
     with pytest.raises(MibenchError, match="has no http case with a launch section") as e:
         ab.launched_cases(config, None)
     assert e.value.field == "--server-repo"
-    served = score_checks.config(score_checks.serve_cases(), tmp_path, [])  # control
+    served = score_checks.config(score_checks_serve.serve_cases(), tmp_path, [])  # control
     assert [c.engine for c in ab.launched_cases(served, None)] == ["http"] * len(
-        score_checks.serve_cases())
+        score_checks_serve.serve_cases())

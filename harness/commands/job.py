@@ -161,8 +161,9 @@ def score_checks(out: Annotated[Path | None, typer.Option(help="Folder for score
     mode, each beside the fault it must catch (docs/parity.md; a few minutes on 2 cores).
     Exit 1 when a check fails on a clean engine or misses its fault."""
     from ..jobs import score_checks as job
+    from ..jobs import score_checks_serve
 
-    result = job.main(out, servers)
+    result = job.main(out, score_checks_serve.server_rows if servers else None)
     raise typer.Exit(0 if result["all_hold"] else 1)
 
 
