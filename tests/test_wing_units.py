@@ -11,11 +11,12 @@ import types
 import pytest
 
 from mibench.errors import MibenchError
-from mibench.harness.jobs import invariance_serve, score_checks, score_checks_serve, serve_flood
+from mibench.harness.jobs import score_checks
 from mibench.harness.records import ColdStartLaunch, ConcurrencyTrial
 from mibench.harness.records.ab import ABCase
 from mibench.harness.testing import fake_server
 from mibench.harness.under_test import ab, metrics, prefix_cache
+from mibench.harness.under_test.jobs import invariance_serve, score_checks_serve, serve_flood
 from mibench.harness.verdicts import COLD_START_REGRESSION, UNCHANGED
 
 
@@ -96,6 +97,60 @@ def test_the_jobs_hand_built_server_cases_are_valid_configs(tmp_path):
     launch = invariance_serve._launch("packed")
     assert dict(launch.args) == {"mode": "packed", "delimiter": invariance_serve.DELIM}
     assert "mibench.harness.testing.fake_server" in invariance_serve.FAKE.launch.command
+
+
+def test_the_wings_jobs_come_with_its_case_kind_and_are_mibench_jobs():
+    """`mibench job` reaches the jobs that measure servers through the case kind that brings
+    them (harness/case_kinds.py `kind_job`), never by importing the wing."""
+    from mibench.harness.case_kinds import kind_job
+    from mibench.harness.commands.job import job_app
+    from mibench.harness.under_test.jobs import JOBS, http_overhead
+
+    assert kind_job("http-overhead") is http_overhead.report
+    assert kind_job("serve-flood") is serve_flood.main
+    assert kind_job("invariance") is invariance_serve.serve_rows
+    assert kind_job("score-checks") is score_checks_serve.server_rows
+    assert set(JOBS) <= {c.name for c in job_app.registered_commands}  # each a job's name
+    with pytest.raises(AssertionError, match="no case kind brings the job 'gpu'"):
+        kind_job("gpu")  # control: a core job is no kind's
+
+
+class NoServers:
+    """A run's server pool that launches nothing (`open_servers`), counting its calls."""
+
+    released = closed = 0
+
+    def bind(self, key):
+        return key
+
+    def release(self, keep):
+        self.released += 1
+
+    def close(self):
+        self.closed += 1
+
+
+def test_score_checks_server_rows_say_serve_its_mode_and_the_fault_in_the_http_engine(
+        monkeypatch, tmp_path):
+    """The wing names the rows of each launched `mibench serve` (the core job's rows say the
+    case's engine and mode: http, single); the checks and the pool are stand-ins here."""
+    from mibench.harness import case_kinds
+
+    servers = NoServers()
+
+    def measure_case(case, pool, spec, launched):
+        assert launched is servers and (case.engine, case.mode) == ("http", "single")
+        return [score_checks.Row(case.engine, case.mode, "", "order", "bitwise", 0.0,
+                                 "passed", "item order", 1.0, "failed")]
+
+    monkeypatch.setattr(case_kinds, "open_servers", lambda folder: servers)
+    monkeypatch.setattr(score_checks_serve, "measure_case", measure_case)
+    monkeypatch.setattr(score_checks_serve, "prefix_rows", lambda folder: [])
+    rows = score_checks_serve.server_rows(tmp_path, None)
+    assert [(r.engine, r.mode) for r in rows] == [
+        ("serve", m) for m in invariance_serve.SERVE_MODES]
+    assert {r.fault for r in rows} == {"item order (in the http engine)"}
+    assert servers.released == len(rows) and servers.closed == 1
 
 
 def test_the_flood_jobs_percentile_of_nothing_is_none():

@@ -7,20 +7,20 @@ prefix_cache"):
 For each variant of the invariance job (harness/jobs/invariance.py `VARIANTS`: every mode
 of every engine scored in this process, with the options whose batching differs) and, with
 servers, the rows `more` adds (`mibench serve` in each mode and the fake server's prefix
-cache: harness/jobs/score_checks_serve.py): `order`, `duplicates` (twin, alone) and `degenerate`
-(scores, query) run through the same functions as a run's parity
-(harness/run/invariants.py, run/parity.py) on a small workload of their own (a
-24-token query, 8 items of 2 to 6 tokens, labels 198 and 9834 after delimiter 151643,
-float32, `embedded:tiny`), then again with the fault each must catch switched on
-(engines/leaks.py): items whose scores move with their position (`item order`), a
-repeated item scored differently (`repeated item`), every item given the first item's
+cache: the servers-under-test wing's harness/under_test/jobs/score_checks_serve.py):
+`order`, `duplicates` (twin, alone) and `degenerate` (scores, query) run through the same
+functions as a run's parity (harness/run/invariants.py, run/parity.py) on a small workload
+of their own (a 24-token query, 8 items of 2 to 6 tokens, labels 198 and 9834 after
+delimiter 151643, float32, `embedded:tiny`), then again with the fault each must catch
+switched on (engines/leaks.py): items whose scores move with their position (`item order`),
+a repeated item scored differently (`repeated item`), every item given the first item's
 scores (`same scores`), the query replaced (`query ignored`). For servers the faults are
 switched on in the http engine (what comes back from the server). `prefix_cache` runs on
 the fake server (harness/testing/fake_server.py) with a harmless cache, its control its
-`--cache-off` launch, and is caught with `--warm-shift`. Each row holds the check's
-largest difference (`order`, `duplicates`: |d ln score|; `degenerate`, scores: the smallest
-spread of distinct items; query: how far the scores moved), its verdict, the fault and
-what the check measured with it, and whether it was caught (failed).
+`--cache-off` launch, and is caught with `--warm-shift`. Each row holds the check's largest
+difference (`order`, `duplicates`: |d ln score|; `degenerate`, scores: the smallest spread
+of distinct items; query: how far the scores moved), its verdict, the fault and what the
+check measured with it, and whether it was caught (failed).
 """
 
 from __future__ import annotations
@@ -153,8 +153,8 @@ def _measure(c) -> float | None:
 def main(out: Path | None = None,
          more: Callable[[Path, object], list[Row]] | None = None) -> dict:
     """Every row (module docstring) and `more(folder, spec)`'s (the servers' rows, in a
-    scratch `folder`, on the parity workload `spec`: jobs/score_checks_serve.py), as JSON
-    and a Markdown table in `out`."""
+    scratch `folder`, on the parity workload `spec`: under_test/jobs/score_checks_serve.py),
+    as JSON and a Markdown table in `out`."""
     from ..config import expand
     from ..run.parity import parity_workload
     from ..run.pool import EnginePool

@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from .invariance import DELIM
+from ...jobs.invariance import DELIM
+from ...jobs.score_checks import Row, config, measure_case
 from .invariance_serve import SERVE_MODES
-from .score_checks import Row, config, measure_case
 
 
 def serve_cases() -> list[dict]:
@@ -36,9 +36,9 @@ def fake_cache_case(shift: float) -> dict:
 def server_rows(folder: Path, spec) -> list[Row]:
     """`mibench serve`'s rows in each mode (its checks on the parity workload `spec`, each
     server launched in turn under `folder`), then `prefix_rows`."""
-    from ..case_kinds import open_servers
-    from ..config import expand
-    from ..run.pool import EnginePool
+    from ...case_kinds import open_servers
+    from ...config import expand
+    from ...run.pool import EnginePool
 
     cfg = config(serve_cases(), folder, ["order", "duplicates", "degenerate"])
     launched = open_servers(folder / "servers")
@@ -62,10 +62,10 @@ def prefix_rows(folder: Path) -> list[Row]:
     """`prefix_cache` on the fake server: a cache that changes nothing (passes), and one
     whose warm answers move (`--warm-shift 0.01`: caught); the control of each is its
     `--cache-off` launch."""
-    from ..case_kinds import kind_of, open_servers
-    from ..config import expand
-    from ..run.parity import GroupParity, parity_workload
-    from ..run.pool import EnginePool
+    from ...case_kinds import kind_of, open_servers
+    from ...config import expand
+    from ...run.parity import GroupParity, parity_workload
+    from ...run.pool import EnginePool
 
     cfg = config([fake_cache_case(0.0), fake_cache_case(0.01)], folder, ["prefix_cache"])
     servers = open_servers(folder / "servers")
