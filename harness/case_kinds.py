@@ -10,7 +10,8 @@ ask which engine a case has, they ask its kind (`kind_of(case.engine)`):
   defaults are its answers.
 - `RequestsCase` (http; harness/under_test/requests_case.py): requests sent to a server
   under test, recorded request by request; the server does the work. The wing
-  harness/under_test/ fills every hook for it.
+  harness/under_test/ fills every hook for it, and brings the developer jobs that measure
+  servers (`jobs`, reached through `kind_job`).
 
 `CASE_KINDS` (a mibench/registry.py `Registry`) is filled here and only here, by lazy
 "module:attribute" entries: this module is the one registration point that plugs the
@@ -22,7 +23,8 @@ engines in `_register`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from mibench.registry import Registry
 
@@ -57,6 +59,10 @@ class CaseKind:
     # cases launch are judged (`revision_side`, `python_side`, `run_server_ab`); None: its
     # engine is mibench's own, judged by `ab` at two revisions
     server_ab = None
+    # its part of the developer jobs (`mibench job NAME`, harness/commands/job.py asks
+    # `kind_job`): NAME -> a plain function, a whole job or the rows it adds to a job of
+    # harness/jobs/ (that job's `more`); a Registry, for the jobs that measure its servers
+    jobs: Mapping[str, Callable] = MappingProxyType({})
 
     def measure(self, case, pool, peak: Callable[[str], float | None],
                 tick: Callable[[str], None], measuring: Callable[[], None]):
@@ -175,6 +181,15 @@ def open_servers(folder, artifact_dir=None):
 def server_ab():
     """What judges two versions of a server under test (the kind that has a `server_ab`)."""
     return next(kind.server_ab for kind in all_kinds() if kind.server_ab)
+
+
+def kind_job(name: str) -> Callable:
+    """The plain function a kind brings to `mibench job NAME` (`CaseKind.jobs`): how the jobs
+    that measure servers under test are reached from harness/commands/job.py."""
+    for kind in all_kinds():
+        if name in kind.jobs:
+            return kind.jobs[name]
+    raise AssertionError(f"no case kind brings the job {name!r}")
 
 
 def kind_of(engine: str) -> CaseKind:

@@ -53,7 +53,7 @@ def test_a_leak_is_off_again_after_its_block(engines):
 
 @pytest.mark.slow
 def test_serve_is_invariant_under_load_and_the_in_flight_fake_is_caught():
-    from mibench.harness.jobs.invariance_serve import serve_rows
+    from mibench.harness.under_test.jobs.invariance_serve import serve_rows
 
     (row,) = serve_rows(modes=("packed",))
     assert (row.alone_vs_among, row.neighbour_same, row.neighbour_len) == (0.0, 0.0, 0.0)

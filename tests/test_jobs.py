@@ -158,8 +158,9 @@ OTHER_LOOPS = {
     ("harness/jobs/calibrate.py", "_burn"): "a busy loop: the calibration's background load",
     ("harness/jobs/verdicts.py", "main"): "the wall time of each part of the verdicts job, "
                                           "around whole runs",
-    ("harness/jobs/http_overhead.py", "main"): "two kinds of call alternating pairwise (in "
-                                               "process, over http): the one loop repeats one",
+    ("harness/under_test/jobs/http_overhead.py", "main"): "two kinds of call alternating "
+                                                          "pairwise (in process, over http): "
+                                                          "the one loop repeats one",
     ("harness/jobs/site_scale.py", "main"): "the wall time of writing a history and "
                                                "building its site, around whole builds",
     ("harness/jobs/nightly_scenario.py", "main"): "the wall time of each night of the "
@@ -297,7 +298,7 @@ def test_the_timing_loop_records_the_timed_calls_peak_rise():
 def test_http_overhead_job_times_both_paths_on_the_same_scores():
     """`mibench job http-overhead`: the launched server and the in-process engine answer the
     same request with the same scores; both paths are timed."""
-    from mibench.harness.jobs import http_overhead
+    from mibench.harness.under_test.jobs import http_overhead
 
     out = http_overhead.main(calls=3)
     assert out["max_abs_diff"] == 0.0

@@ -445,7 +445,7 @@ def test_a_crowd_of_silent_reconnecting_sockets_cannot_lock_a_client_out():
     crowd and the client each a process (as `mibench job serve-flood` runs 300 and 1,000
     against the defaults): every request is answered 200 within 20 x its latency alone
     + 2 s."""
-    from mibench.harness.jobs.serve_flood import one_crowd, request
+    from mibench.harness.under_test.jobs.serve_flood import one_crowd, request
 
     with served_apart("max_connections=4, header_timeout=10.0") as (url, _):
         host, port = url.removeprefix("http://").split(":")
@@ -474,7 +474,7 @@ def test_accepting_at_the_open_files_limit_neither_spins_nor_crashes(loop):
     times in 5 s, stayed at a full CPU and accepted nothing more."""
     import multiprocessing
 
-    from mibench.harness.jobs.serve_flood import crowd
+    from mibench.harness.under_test.jobs.serve_flood import crowd
 
     pytest.importorskip(loop)
     spare = ("soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE); resource.setrlimit("

@@ -178,7 +178,8 @@ def test_compiled_costs_compare_without_compiling(monkeypatch):
 
 def test_jobs_pure_parts():
     from mibench.engines.profile import _ms
-    from mibench.harness.jobs import calibrate, http_overhead
+    from mibench.harness.jobs import calibrate
+    from mibench.harness.under_test.jobs import http_overhead
 
     query, items = http_overhead.request()
     assert len(query) == 64 and len(items) == 16 and {len(i) for i in items} == {6}

@@ -11,11 +11,12 @@ import types
 import pytest
 
 from mibench.errors import MibenchError
-from mibench.harness.jobs import invariance_serve, score_checks, serve_flood
+from mibench.harness.jobs import score_checks
 from mibench.harness.records import ColdStartLaunch, ConcurrencyTrial
 from mibench.harness.records.ab import ABCase
 from mibench.harness.testing import fake_server
 from mibench.harness.under_test import ab, metrics, prefix_cache
+from mibench.harness.under_test.jobs import invariance_serve, score_checks_serve, serve_flood
 from mibench.harness.verdicts import COLD_START_REGRESSION, UNCHANGED
 
 
@@ -89,12 +90,67 @@ def test_the_fake_servers_scores_are_probabilities_that_differ_and_shift_when_wa
 
 
 def test_the_jobs_hand_built_server_cases_are_valid_configs(tmp_path):
-    config = score_checks.config(score_checks.serve_cases() + [
-        score_checks.fake_cache_case(0.01)], tmp_path, ["prefix_cache"])
-    assert [c.engine for c in config.cases] == ["http"] * (len(score_checks.serve_cases()) + 1)
+    config = score_checks.config(score_checks_serve.serve_cases() + [
+        score_checks_serve.fake_cache_case(0.01)], tmp_path, ["prefix_cache"])
+    assert [c.engine for c in config.cases] == ["http"] * (
+        len(score_checks_serve.serve_cases()) + 1)
     launch = invariance_serve._launch("packed")
     assert dict(launch.args) == {"mode": "packed", "delimiter": invariance_serve.DELIM}
     assert "mibench.harness.testing.fake_server" in invariance_serve.FAKE.launch.command
+
+
+def test_the_wings_jobs_come_with_its_case_kind_and_are_mibench_jobs():
+    """`mibench job` reaches the jobs that measure servers through the case kind that brings
+    them (harness/case_kinds.py `kind_job`), never by importing the wing."""
+    from mibench.harness.case_kinds import kind_job
+    from mibench.harness.commands.job import job_app
+    from mibench.harness.under_test.jobs import JOBS, http_overhead
+
+    assert kind_job("http-overhead") is http_overhead.report
+    assert kind_job("serve-flood") is serve_flood.main
+    assert kind_job("invariance") is invariance_serve.serve_rows
+    assert kind_job("score-checks") is score_checks_serve.server_rows
+    assert set(JOBS) <= {c.name for c in job_app.registered_commands}  # each a job's name
+    with pytest.raises(AssertionError, match="no case kind brings the job 'gpu'"):
+        kind_job("gpu")  # control: a core job is no kind's
+
+
+class NoServers:
+    """A run's server pool that launches nothing (`open_servers`), counting its calls."""
+
+    released = closed = 0
+
+    def bind(self, key):
+        return key
+
+    def release(self, keep):
+        self.released += 1
+
+    def close(self):
+        self.closed += 1
+
+
+def test_score_checks_server_rows_say_serve_its_mode_and_the_fault_in_the_http_engine(
+        monkeypatch, tmp_path):
+    """The wing names the rows of each launched `mibench serve` (the core job's rows say the
+    case's engine and mode: http, single); the checks and the pool are stand-ins here."""
+    from mibench.harness import case_kinds
+
+    servers = NoServers()
+
+    def measure_case(case, pool, spec, launched):
+        assert launched is servers and (case.engine, case.mode) == ("http", "single")
+        return [score_checks.Row(case.engine, case.mode, "", "order", "bitwise", 0.0,
+                                 "passed", "item order", 1.0, "failed")]
+
+    monkeypatch.setattr(case_kinds, "open_servers", lambda folder: servers)
+    monkeypatch.setattr(score_checks_serve, "measure_case", measure_case)
+    monkeypatch.setattr(score_checks_serve, "prefix_rows", lambda folder: [])
+    rows = score_checks_serve.server_rows(tmp_path, None)
+    assert [(r.engine, r.mode) for r in rows] == [
+        ("serve", m) for m in invariance_serve.SERVE_MODES]
+    assert {r.fault for r in rows} == {"item order (in the http engine)"}
+    assert servers.released == len(rows) and servers.closed == 1
 
 
 def test_the_flood_jobs_percentile_of_nothing_is_none():
@@ -117,6 +173,6 @@ def test_a_server_ab_of_a_config_without_launched_servers_is_refused(tmp_path):
     with pytest.raises(MibenchError, match="has no http case with a launch section") as e:
         ab.launched_cases(config, None)
     assert e.value.field == "--server-repo"
-    served = score_checks.config(score_checks.serve_cases(), tmp_path, [])  # control
+    served = score_checks.config(score_checks_serve.serve_cases(), tmp_path, [])  # control
     assert [c.engine for c in ab.launched_cases(served, None)] == ["http"] * len(
-        score_checks.serve_cases())
+        score_checks_serve.serve_cases())

@@ -1,5 +1,7 @@
-"""`mibench job ...`: the prepared jobs (harness/jobs/). Each only parses arguments and
-calls the job's plain function (imported on call, so `mibench --help` stays light).
+"""`mibench job ...`: the prepared jobs (harness/jobs/; those that measure servers under test
+in their wing, harness/under_test/jobs/, reached through their case kind: `kind_job`). Each
+only parses arguments and calls the job's plain function (imported on call, so `mibench
+--help` stays light).
 
     mibench job gpu --out DIR [--budget-s 420] [--dry-run]
     mibench job overhead [CONFIG] [--rounds 3] [--set key=value] [--out FILE.json]
@@ -80,9 +82,9 @@ def http_overhead(calls: Annotated[int, typer.Option(help="Alternating pairs of 
                                                          "timed.")] = 40):
     """What the http path adds to a call of the same engine: mibench serve, launched, vs
     the JAX engine in process, one request at a time; JSON on stdout."""
-    from ..jobs import http_overhead as job
+    from ..case_kinds import kind_job
 
-    job.report(calls)
+    kind_job("http-overhead")(calls)
 
 
 @job_app.command("calibrate")
@@ -142,10 +144,10 @@ def invariance(out: Annotated[Path | None, typer.Option(help="Folder for invaria
     """Batch invariance of mibench's engines, every mode: an item alone against the same
     item among others in the mode's batching, with its negative controls (docs/parity.md;
     a few minutes on 2 cores). Exit 1 when a stated property does not hold."""
+    from ..case_kinds import kind_job
     from ..jobs import invariance as job
-    from ..jobs import invariance_serve
 
-    result = job.main(out, model, invariance_serve.serve_rows if serve else None)
+    result = job.main(out, model, kind_job("invariance") if serve else None)
     raise typer.Exit(0 if result["all_hold"] else 1)
 
 
@@ -160,9 +162,10 @@ def score_checks(out: Annotated[Path | None, typer.Option(help="Folder for score
     """Parity's order, duplicates, degenerate and prefix_cache checks on every engine and
     mode, each beside the fault it must catch (docs/parity.md; a few minutes on 2 cores).
     Exit 1 when a check fails on a clean engine or misses its fault."""
+    from ..case_kinds import kind_job
     from ..jobs import score_checks as job
 
-    result = job.main(out, servers)
+    result = job.main(out, kind_job("score-checks") if servers else None)
     raise typer.Exit(0 if result["all_hold"] else 1)
 
 
@@ -259,8 +262,8 @@ def serve_flood(sockets: Annotated[list[int] | None, typer.Option(
     about a minute a crowd)."""
     import json
 
+    from ..case_kinds import kind_job
     from ..config.bounds import check_flag
-    from ..jobs import serve_flood as job
     from ..records.io import write_output
     from .common import out_file, parse_options
 
@@ -269,8 +272,8 @@ def serve_flood(sockets: Annotated[list[int] | None, typer.Option(
     for n in crowds:
         check_flag(n, "--sockets")
     check_flag(requests, "--requests")
-    result = job.main(crowds, requests, interval,
-                      server_args=parse_options(server_arg or []) or None)
+    result = kind_job("serve-flood")(crowds, requests, interval,
+                                     server_args=parse_options(server_arg or []) or None)
     text = json.dumps(result, indent=1)
     print(text)
     if out is not None:

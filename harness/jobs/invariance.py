@@ -165,8 +165,8 @@ def engines(model: str = "embedded:tiny") -> dict:
 
 def main(out: Path | None = None, model: str = "embedded:tiny",
          more: Callable[[str], list[Row]] | None = None) -> dict:
-    """Every variant's row and `more(model)`'s (the serve rows: jobs/invariance_serve.py),
-    as JSON and a Markdown table in `out`."""
+    """Every variant's row and `more(model)`'s (the serve rows, from the servers-under-test
+    wing: under_test/jobs/invariance_serve.py), as JSON and a Markdown table in `out`."""
     built = engines(model)
     rows = [measure(built[v.engine], v) for v in VARIANTS]
     rows += more(model) if more is not None else []

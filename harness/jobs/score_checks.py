@@ -6,21 +6,21 @@ prefix_cache"):
 
 For each variant of the invariance job (harness/jobs/invariance.py `VARIANTS`: every mode
 of every engine scored in this process, with the options whose batching differs) and, with
-servers, `mibench serve` in each mode (harness/jobs/invariance_serve.py `SERVE_MODES`) and
-the fake server's prefix cache: `order`, `duplicates` (twin, alone) and `degenerate`
-(scores, query) run through the same functions as a run's parity
-(harness/run/invariants.py, run/parity.py) on a small workload of their own (a
-24-token query, 8 items of 2 to 6 tokens, labels 198 and 9834 after delimiter 151643,
-float32, `embedded:tiny`), then again with the fault each must catch switched on
-(engines/leaks.py): items whose scores move with their position (`item order`), a
-repeated item scored differently (`repeated item`), every item given the first item's
+servers, the rows `more` adds (`mibench serve` in each mode and the fake server's prefix
+cache: the servers-under-test wing's harness/under_test/jobs/score_checks_serve.py):
+`order`, `duplicates` (twin, alone) and `degenerate` (scores, query) run through the same
+functions as a run's parity (harness/run/invariants.py, run/parity.py) on a small workload
+of their own (a 24-token query, 8 items of 2 to 6 tokens, labels 198 and 9834 after
+delimiter 151643, float32, `embedded:tiny`), then again with the fault each must catch
+switched on (engines/leaks.py): items whose scores move with their position (`item order`),
+a repeated item scored differently (`repeated item`), every item given the first item's
 scores (`same scores`), the query replaced (`query ignored`). For servers the faults are
 switched on in the http engine (what comes back from the server). `prefix_cache` runs on
 the fake server (harness/testing/fake_server.py) with a harmless cache, its control its
-`--cache-off` launch, and is caught with `--warm-shift`. Each row holds the check's
-largest difference (`order`, `duplicates`: |d ln score|; `degenerate`, scores: the smallest
-spread of distinct items; query: how far the scores moved), its verdict, the fault and
-what the check measured with it, and whether it was caught (failed).
+`--cache-off` launch, and is caught with `--warm-shift`. Each row holds the check's largest
+difference (`order`, `duplicates`: |d ln score|; `degenerate`, scores: the smallest spread
+of distinct items; query: how far the scores moved), its verdict, the fault and what the
+check measured with it, and whether it was caught (failed).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from .invariance import DELIM, LABELS, VARIANTS, engines, options_label
-from .invariance_serve import SERVE_MODES
 from .outputs import save
 
 MODEL = "embedded:tiny"
@@ -69,25 +69,6 @@ def engine_cases() -> list[dict]:
     return [{"engine": v.engine, "mode": v.mode, **v.options} for v in VARIANTS]
 
 
-def serve_cases() -> list[dict]:
-    return [{"engine": "http", "mode": "single", "clients": 1, "requests": 1,
-             "launch": {"name": f"serve-{m}", "command": [
-                 "{python}", "-m", "mibench.harness.cli", "serve", "--model", "{model}",
-                 "--host", "{host}", "--port", "{port}", "--dtype", "{dtype}"],
-                 "ready": {"timeout_s": 300}},
-             "server_args": {"mode": m, "delimiter": DELIM}} for m in SERVE_MODES]
-
-
-def fake_cache_case(shift: float) -> dict:
-    return {"engine": "http", "mode": "single", "clients": 1, "requests": 1,
-            "launch": {"name": f"fake-shift-{shift:g}", "command": [
-                "{python}", "-m", "mibench.harness.testing.fake_server", "{port}",
-                "--warm-shift", str(shift)], "ready": {"path": "/get_server_info",
-                                                        "timeout_s": 60},
-                "stop": {"grace_s": 2}},
-            "prefix_cache": {"trials": 2, "cache_off": {"cache_off": True}}}
-
-
 def config(cases: list[dict], folder: Path, checks: list[str]):
     from ..config import load_config
 
@@ -101,7 +82,7 @@ def config(cases: list[dict], folder: Path, checks: list[str]):
 
 def measure_case(case, pool, spec, servers=None) -> list[Row]:
     """The rows of one case: each check, then each again with its fault on; `servers`: the
-    ServerPool of a launched server's case (`mibench serve`)."""
+    ServerPool of a launched server's case (its rows are named by their caller)."""
     from mibench.engines import leaking
 
     from ..run.parity import GroupParity
@@ -109,19 +90,15 @@ def measure_case(case, pool, spec, servers=None) -> list[Row]:
     ref = {"engine": "torch", "mode": "single", "dtype": "float32"}
     fresh = lambda: GroupParity(pool, spec, ref, servers=servers)  # noqa: E731 - new memo
     engine = pool.get(case.engine_key)
-    server = servers is not None
     rows = []
     for name, run in CHECKS.items():
         clean = run(fresh(), case)
         with leaking(FAULTS[name], engine):
             faulty = run(fresh(), case)
         for c, f in zip(clean, faulty, strict=True):
-            rows.append(Row(
-                "serve" if server else case.engine,
-                dict(case.http.launch.args)["mode"] if server else case.mode,
-                options_label(case.params), _name(c), _stated(c), _measure(c), c.status,
-                FAULTS[name] + (" (in the http engine)" if server else ""), _measure(f),
-                f.status))
+            rows.append(Row(case.engine, case.mode, options_label(case.params), _name(c),
+                            _stated(c), _measure(c), c.status, FAULTS[name], _measure(f),
+                            f.status))
     return rows
 
 
@@ -173,34 +150,11 @@ def _measure(c) -> float | None:
     return c.spread if c.variant == "scores" else c.max_log_diff
 
 
-def prefix_rows(folder: Path) -> list[Row]:
-    """`prefix_cache` on the fake server: a cache that changes nothing (passes), and one
-    whose warm answers move (`--warm-shift 0.01`: caught); the control of each is its
-    `--cache-off` launch."""
-    from ..case_kinds import kind_of, open_servers
-    from ..config import expand
-    from ..run.parity import GroupParity, parity_workload
-    from ..run.pool import EnginePool
-
-    cfg = config([fake_cache_case(0.0), fake_cache_case(0.01)], folder, ["prefix_cache"])
-    servers = open_servers(folder / "servers")
-    pool = EnginePool(bind=servers.bind)
-    try:
-        g = GroupParity(pool, parity_workload(cfg), {}, servers=servers)
-        clean, shifted = (kind_of(c.engine).parity(g, [c], ["prefix_cache"])[0]
-                          for c in expand(cfg))
-    finally:
-        pool.close()
-        servers.close()
-    return [Row("fake server", "single", "prefix cache", "prefix_cache",
-                f"<= {clean.tolerance:g}", clean.max_log_diff, clean.status,
-                "warm answers moved (--warm-shift 0.01); control: --cache-off",
-                shifted.max_log_diff, shifted.status)]
-
-
-def main(out: Path | None = None, servers: bool = True) -> dict:
-    """Every row (module docstring), as JSON and a Markdown table in `out`."""
-    from ..case_kinds import open_servers
+def main(out: Path | None = None,
+         more: Callable[[Path, object], list[Row]] | None = None) -> dict:
+    """Every row (module docstring) and `more(folder, spec)`'s (the servers' rows, in a
+    scratch `folder`, on the parity workload `spec`: under_test/jobs/score_checks_serve.py),
+    as JSON and a Markdown table in `out`."""
     from ..config import expand
     from ..run.parity import parity_workload
     from ..run.pool import EnginePool
@@ -214,19 +168,7 @@ def main(out: Path | None = None, servers: bool = True) -> dict:
         spec = parity_workload(cfg)
         for case in expand(cfg):
             rows += measure_case(case, pool, spec)
-        if servers:
-            cfg = config(serve_cases(), folder, ["order", "duplicates", "degenerate"])
-            launched = open_servers(folder / "servers")
-            pool = EnginePool(bind=launched.bind)
-            try:
-                for case in expand(cfg):
-                    rows += measure_case(case, pool, spec, launched)
-                    pool.close()
-                    launched.release(set())
-            finally:
-                pool.close()
-                launched.close()
-            rows += prefix_rows(folder)
+        rows += more(folder, spec) if more is not None else []
     result = {"model": MODEL, "workload": WORKLOAD,
               "rows": [dataclasses.asdict(r) | {"caught": r.caught} for r in rows],
               "all_hold": all(r.holds for r in rows)}

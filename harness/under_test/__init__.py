@@ -6,8 +6,10 @@ kind `RequestsCase`), their expansion and config checks (`expansion.py`,
 `config_problems.py`), sending requests (`feed.py`, `send.py`, `client_sizes.py`),
 launching and pooling servers (`launch.py`, `pool.py`), their checks and measures
 (`concurrency.py`, `prefix_cache.py`, `parity_checks.py`, `cold_start.py`, `slo.py`), the
-A/B of two server versions (`ab.py`, `metrics.py`) and its report section
-(`report_latency.py`, `report_servers.py`).
+A/B of two server versions (`ab.py`, `metrics.py`), its report section
+(`report_latency.py`, `report_servers.py`), and the developer jobs that measure servers
+(`jobs/`: `mibench job http-overhead`, `serve-flood`, the servers' rows of `invariance`
+and `score-checks`), which its kind brings to harness/commands/job.py (`CaseKind.jobs`).
 
 How it plugs in: the core offers hooks, the wing fills them. harness/case_kinds.py declares
 `CaseKind` (every hook, with an in-process engine's answers as defaults) and registers each

@@ -198,6 +198,13 @@ class RequestsCase(CaseKind):
 
         return ab
 
+    @property
+    def jobs(self):
+        """The developer jobs that measure servers under test (harness/under_test/jobs/)."""
+        from .jobs import JOBS
+
+        return JOBS
+
     def open_servers(self, folder, artifact_dir):
         """The run's ServerPool: the servers its cases launch (harness/under_test/pool.py)."""
         from .pool import ServerPool

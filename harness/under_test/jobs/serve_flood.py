@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..config.server import Launch, ServerLaunch
-from ..stats import describe
+from ...config.server import Launch, ServerLaunch
+from ...stats import describe
 
 BOUND_S = 5.0  # the stated bound on a well-formed request's answer under a crowd
 SERVE = Launch(command=["{python}", "-m", "mibench.harness.cli", "serve", "--model", "{model}",
@@ -167,8 +167,8 @@ def main(sockets: list[int], requests: int = 30, interval: float = 1.0,
          timeout: float = 30.0, server_args: dict | None = None) -> dict:
     from mibench.engines import model_folder
 
-    from ..host.peak import cpu_model
-    from ..under_test.launch import Server
+    from ...host.peak import cpu_model
+    from ..launch import Server
 
     more_files(max(sockets) + 64)
     launch = ServerLaunch(SERVE, args=tuple(sorted((server_args or {}).items())))

@@ -12,8 +12,8 @@ from pathlib import Path
 from mibench.engines import MODES
 from mibench.workloads import ItemRange, WorkloadSpec
 
-from ..config.server import Launch, ReadyProbe, ServerLaunch, StopPolicy
-from .invariance import DELIM, LABELS, TOL, Row, log_diff
+from ...config.server import Launch, ReadyProbe, ServerLaunch, StopPolicy
+from ...jobs.invariance import DELIM, LABELS, TOL, Row, log_diff
 
 # the modes `mibench serve --mode` takes: every mode of the jax engine
 # (harness/commands/serve.py), so a new jax mode is served and checked here unasked
@@ -44,7 +44,7 @@ def _differences(url: str, model: str) -> tuple[float, float, float]:
     other lengths) of one server."""
     from mibench.engines import load_engine
 
-    from ..under_test import concurrency as cc
+    from .. import concurrency as cc
 
     engine = load_engine("http", model=model, dtype="float32", base_url=url)
     vocab, exclude = engine.model_config.vocab_size, engine.special_ids
@@ -68,7 +68,7 @@ def serve_rows(model: str = "embedded:tiny", modes=SERVE_MODES) -> list[Row]:
     """One row per serve mode; the leak control (the fake server) measured once."""
     from mibench.engines import model_folder
 
-    from ..under_test.launch import Server
+    from ..launch import Server
 
     folder = str(model_folder(model))
     out = []

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config.server import Launch, ServerLaunch
+from ...config.server import Launch, ServerLaunch
 
 DELIMITER, LABELS = 151643, [198, 9834]
 SERVE = ServerLaunch(Launch(command=["{python}", "-m", "mibench.harness.cli", "serve", "--model",
@@ -39,7 +39,7 @@ def request(seed: int = 3) -> tuple[list[int], list[list[int]]]:
 def main(calls: int = 40) -> dict:
     from mibench.engines import HttpClient, load_engine, model_folder, wire
 
-    from ..under_test.launch import Server
+    from ..launch import Server
 
     query, items = request()
     engine = load_engine("jax", model="embedded:tiny")
