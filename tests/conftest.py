@@ -9,6 +9,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # (0) unless a test says otherwise, so no verdict of the suite depends on the real load
 # beside it; tests of the probe itself remove the variable
 os.environ.setdefault("MIBENCH_FAKE_OTHER_LOAD", "0")
+# a pytest-xdist worker gets its share of the cores, no more: PyTorch's OpenMP pool and XLA's
+# Eigen pool are sized for the whole machine, and two workers' pools fought over 2 cores
+# (the fast tier's test_torch_extend took 51 s, 17 s with one thread each). Set before
+# either library starts; a variable the user set is kept; subprocesses inherit it.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _threads = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    os.environ.setdefault("OMP_NUM_THREADS", str(_threads))
+    if _threads == 1:
+        os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                                           "intra_op_parallelism_threads=1")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

@@ -62,7 +62,8 @@ def test_the_wing_fills_every_hook_the_core_asks_of_an_http_case():
              "plans", "runs", "flops_unknown", "tolerance", "server", "label_parts", "bound",
              "parity", "report_tables", "report_charts", "measured_nothing", "server_ab",
              "interleaved", "no_engine_parity", "timed_interval", "runs_idle", "runs_idle_why",
-             "parity_checks", "sharded", "results_note", "items_every_run", "options_text")
+             "parity_checks", "sharded", "results_note", "items_every_run", "options_text",
+             "jobs")
     assert set(hooks) == {n for n in vars(CaseKind) if not n.startswith("_")} - {"name",
                                                                                  "fields"}
     same = [h for h in hooks if getattr(RequestsCase, h) is getattr(CaseKind, h)
