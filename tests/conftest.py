@@ -20,8 +20,17 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
         os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
                                            "intra_op_parallelism_threads=1")
 
+import functools  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+import typer.testing  # noqa: E402
+
+# Typer's CliRunner turns the app into a click command on every invoke, evaluating the type
+# hints of every command's every parameter (about 0.1 s for mibench's); the app does not
+# change within a session, so each worker builds it once (test_bad_inputs: 379 invokes)
+if hasattr(typer.testing, "_get_command"):
+    typer.testing._get_command = functools.cache(typer.testing._get_command)
 
 DELIM = 151643
 LABELS = [198, 9834]
