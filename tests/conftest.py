@@ -165,6 +165,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "served" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+    # the slow tests first (a stable sort: each file's order kept): with pyproject's
+    # --maxschedchunk, pytest-xdist hands tests out a few at a time in this order, so the
+    # last ones are short and both workers finish together (a 60 s compile collected last
+    # kept one worker busy alone)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -41,14 +41,27 @@ def test_outside_a_test_the_guard_lets_listen_through():
 
 
 class _Item:
-    def __init__(self, fixturenames):
-        self.fixturenames, self.marks = fixturenames, []
+    def __init__(self, fixturenames, marks=()):
+        self.fixturenames, self.marks = fixturenames, list(marks)
 
     def add_marker(self, mark):
         self.marks.append(mark.name)
+
+    def get_closest_marker(self, name):
+        return name if name in self.marks else None
 
 
 def test_a_test_using_served_is_marked_slow_at_collection():
     served, other = _Item(["jax_tiny", "served"]), _Item(["jax_tiny"])
     conftest.pytest_collection_modifyitems(None, [served, other])
     assert served.marks == ["slow"] and other.marks == []
+
+
+def test_the_slow_tests_come_first_each_files_order_kept():
+    """pytest-xdist hands tests out a few at a time (pyproject's --maxschedchunk) in this
+    order: the long ones early, so the workers' last tests are short."""
+    a, b = _Item([]), _Item([])
+    slow, served, c = _Item([], ["slow"]), _Item(["served"]), _Item([])
+    items = [a, slow, b, served, c]
+    conftest.pytest_collection_modifyitems(None, items)
+    assert items == [slow, served, a, b, c]
