@@ -11,7 +11,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("MIBENCH_FAKE_OTHER_LOAD", "0")
 # a pytest-xdist worker gets its share of the cores, no more: PyTorch's OpenMP pool and XLA's
 # Eigen pool are sized for the whole machine, and two workers' pools fought over 2 cores
-# (the fast tier's test_torch_extend took 51 s, 17 s with one thread each). Set before
+# (the fast tier's test_torch_extend, other work beside it: 51 s, 17 s with one thread
+# each; the whole fast tier idle: 235 s, 215 s). Set before
 # either library starts; a variable the user set is kept; subprocesses inherit it.
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     _threads = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
