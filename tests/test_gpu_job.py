@@ -72,3 +72,30 @@ def test_gpu_job_without_a_gpu_is_one_line_exit_2(tmp_path):
         assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-3000:]
         assert lines[0].startswith("error: ") and message in lines[0]
     assert not (tmp_path / "gpu").exists()  # refused before anything was written
+
+
+def test_the_profiles_of_both_attention_paths_share_one_engine(tmp_path, monkeypatch):
+    """The job loads the profiled case's engine once for both paths (a real model takes
+    seconds to minutes of the budget to load); a load that fails is each profile's error."""
+    from mibench.harness.jobs import gpu_job
+
+    loads, profiled = [], []
+    monkeypatch.setattr(gpu_job, "machine", lambda: {"devices": ["cpu:0"], "missing": []})
+    monkeypatch.setattr(gpu_job, "run_config", lambda out, sets, budget_s: 0)
+    monkeypatch.setattr(gpu_job, "profiled", lambda dry: loads.append(dry) or ("engine",))
+    monkeypatch.setattr(gpu_job, "profile", lambda loaded, attention, kernels: profiled.append(
+        (loaded, attention, kernels)) or {"attention": attention})
+    assert gpu_job.main(tmp_path / "a", dry_run=True) == 0
+    assert loads == [True]
+    assert profiled == [(("engine",), "auto", True), (("engine",), "xla", False)]
+
+    def broken(dry):  # control: nothing loaded, so nothing is shared
+        loads.append(dry)
+        raise RuntimeError("no memory")
+
+    monkeypatch.setattr(gpu_job, "profiled", broken)
+    assert gpu_job.main(tmp_path / "b", dry_run=True) == 0
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert summary["profile_auto"] == summary["profile_xla"] == {
+        "error": "RuntimeError: no memory"}
+    assert loads == [True, True, True]
