@@ -49,6 +49,7 @@ def test_score_ids_json_out():
     assert all(0 < s < 1 for row in data["scores"] for s in row)
 
 
+@pytest.mark.slow
 def test_score_request_file_and_text(tmp_path):
     req = tmp_path / "r.json"
     req.write_text(json.dumps({"query": "is this good?", "items": ["yes", "no"]}))

@@ -96,6 +96,7 @@ def test_prefill_extend_never_copies_the_prefix_per_item(jax_tiny, make_request)
     assert copies_prefix(hlo_shapes(naive.lower(q, k_cache[0]).compile()), b, 512)
 
 
+@pytest.mark.slow
 def test_prefill_extend_dense_materialises_the_extend_mask(jax_tiny, make_request,
                                                           monkeypatch):
     """mask dense: the host builds [B, L, P + L] per batch and passes it in; the program
@@ -153,6 +154,7 @@ def test_repeated_call_compiles_nothing(jax_tiny, make_request, mode, opts, sema
     assert again.scores == first.scores
 
 
+@pytest.mark.slow
 def test_precompiled_batch_sizes_serve_other_item_counts(jax_tiny, make_request):
     query, items = make_request(34, query_len=20, num_items=7, item_len=5)
     opts = {"extend_batch_size": 3, "precompile_bs": [1, 2, 3]}

@@ -104,7 +104,7 @@ def test_the_right_comparisons_pass(config, jax_tiny, torch_tiny):
     assert checks[("engines", "jax/single/tp=1")].max_log_diff == pytest.approx(want, rel=1e-6)
 
 
-@pytest.mark.parametrize("wrong", ["reference", "single"])
+@pytest.mark.parametrize("wrong", [pytest.param("reference", marks=pytest.mark.slow), "single"])
 def test_plain_semantics_against_delimited_fails(config, jax_tiny, torch_tiny, wrong):
     """`reference`: the torch reference scored without the delimiter (engines fails);
     `single`: jax `single` without it, which the other modes are compared with (modes
